@@ -1,0 +1,61 @@
+"""Extractor registry: magic bytes first, file suffix second.
+
+An extractor is a module with ``NAME``, ``VERSION`` (bump when its output for the
+same bytes changes), ``SUFFIXES``, ``MAGIC`` (byte prefixes it claims, may be
+empty) and ``extract(data, name, options) -> Canonical``.
+"""
+from __future__ import annotations
+
+from pathlib import PurePath
+from types import ModuleType
+
+from schemas.errors import UnsupportedType
+
+from extractors import text
+
+_REGISTRY: dict[str, ModuleType] = {}
+
+
+def register(module: ModuleType) -> None:
+    """Add an extractor; its NAME must be new."""
+    for attr in ("NAME", "VERSION", "SUFFIXES", "MAGIC", "extract"):
+        if not hasattr(module, attr):
+            raise TypeError(f"extractor {module.__name__} lacks {attr}")
+    if module.NAME in _REGISTRY:
+        raise ValueError(f"an extractor named {module.NAME!r} is already registered")
+    _REGISTRY[module.NAME] = module
+
+
+def registered() -> dict[str, ModuleType]:
+    return dict(_REGISTRY)
+
+
+def sniff(head: bytes) -> ModuleType | None:
+    """The extractor whose magic bytes open ``head``, if any."""
+    for module in _REGISTRY.values():
+        if any(head.startswith(magic) for magic in module.MAGIC):
+            return module
+        claims = getattr(module, "claims", None)
+        if claims is not None and claims(head):
+            return module
+    return None
+
+
+def for_bytes(head: bytes, name: str) -> ModuleType:
+    """Choose the extractor for a file from its first bytes, then its suffix.
+
+    Raises:
+        UnsupportedType: nothing claims the bytes or the suffix.
+    """
+    by_magic = sniff(head)
+    if by_magic is not None:
+        return by_magic
+    suffix = PurePath(name).suffix.lower()
+    for module in _REGISTRY.values():
+        if suffix in module.SUFFIXES:
+            return module
+    known = sorted(s for m in _REGISTRY.values() for s in m.SUFFIXES)
+    raise UnsupportedType(f"no extractor for {name!r} (suffix {suffix or 'none'}); known: {', '.join(known)}")
+
+
+register(text)

@@ -1,0 +1,1 @@
+"""Types only: every value that crosses a module boundary is defined here, once."""

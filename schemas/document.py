@@ -1,0 +1,94 @@
+"""The canonical document and its chunks: the values that flow through the pipeline."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+from schemas.locator import Locator, locator_from_dict
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One entry of the locator map: canonical text [start, end) comes from ``locator``."""
+
+    start: int
+    end: int
+    locator: Locator
+
+
+@dataclass(frozen=True)
+class Canonical:
+    """One document as a single canonical text plus the map back to its source.
+
+    ``segments`` cover the text in order; a text-only document has none, and its
+    locator is the character range itself.
+    """
+
+    text: str
+    title: str
+    extractor: str
+    extractor_version: str
+    segments: tuple[Segment, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        last = 0
+        for seg in self.segments:
+            if not (last <= seg.start <= seg.end <= len(self.text)):
+                raise ValueError(
+                    f"segment [{seg.start}, {seg.end}) is out of order or outside the text "
+                    f"(length {len(self.text)})"
+                )
+            last = seg.end
+
+    def segments_json(self) -> str:
+        return segments_to_json(self.segments)
+
+
+def segments_to_json(segments: tuple[Segment, ...]) -> str:
+    return json.dumps(
+        [{"start": s.start, "end": s.end, "locator": asdict(s.locator)} for s in segments]
+    )
+
+
+def segments_from_json(raw: str) -> tuple[Segment, ...]:
+    return tuple(
+        Segment(item["start"], item["end"], locator_from_dict(item["locator"]))
+        for item in json.loads(raw or "[]")
+    )
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A slice of one canonical text.
+
+    ``content`` is exactly ``canonical.text[start:end]`` and is what gets quoted;
+    ``text`` is what gets embedded (it may carry a ``[Title > Section]`` header).
+    """
+
+    doc_id: str
+    ordinal: int
+    start: int
+    end: int
+    section: str
+    content: str
+    text: str
+
+    def __post_init__(self) -> None:
+        if not (0 <= self.start < self.end):
+            raise ValueError(f"chunk range [{self.start}, {self.end}) is empty or negative")
+        if len(self.content) != self.end - self.start:
+            raise ValueError(
+                f"chunk content has {len(self.content)} characters but its range "
+                f"[{self.start}, {self.end}) spans {self.end - self.start}"
+            )
+
+
+@dataclass(frozen=True)
+class EmbeddedChunk:
+    """A chunk with its vector and the word-piece count the encoder saw."""
+
+    chunk: Chunk
+    vector: tuple[float, ...] | list[float] = field(repr=False)
+    tokens: int
+    truncated: bool

@@ -1,0 +1,109 @@
+"""Where a piece of canonical text lives in its source.
+
+Each kind of source gets its own shape; all render to a URL fragment and a label.
+Pages are 1-based, times in seconds, cell ranges in A1 notation.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Union
+
+
+@dataclass(frozen=True)
+class CharRange:
+    """A range of the canonical text itself (plain text and Markdown)."""
+
+    start: int
+    end: int
+    kind: str = "char"
+
+    def fragment(self) -> str:
+        return f"#char={self.start},{self.end}"
+
+    def label(self) -> str:
+        return f"chars {self.start}–{self.end}"
+
+
+@dataclass(frozen=True)
+class Page:
+    """A physical PDF page (1-based) and the label printed on it, if the PDF defines one."""
+
+    page: int
+    page_label: str = ""
+    ocr_confidence: float | None = None
+    kind: str = "page"
+
+    def fragment(self) -> str:
+        return f"#page={self.page}"
+
+    def label(self) -> str:
+        if self.page_label and self.page_label != str(self.page):
+            return f"p. {self.page_label} (page {self.page})"
+        return f"p. {self.page}"
+
+
+_BARE_SHEET = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
+
+
+def quote_sheet(name: str) -> str:
+    """Quote a sheet name the way Excel writes it in a reference.
+
+    >>> quote_sheet("Data"), quote_sheet("Q1 sales"), quote_sheet("Bob's")
+    ('Data', "'Q1 sales'", "'Bob''s'")
+    """
+    if _BARE_SHEET.match(name) and not re.match(r"^[A-Za-z]{1,3}[0-9]+$", name):
+        return name
+    return "'" + name.replace("'", "''") + "'"
+
+
+@dataclass(frozen=True)
+class SheetRange:
+    """A rectangular cell range of one worksheet, e.g. 'Q1 sales'!A1:D9."""
+
+    sheet: str
+    cells: str
+    kind: str = "sheet"
+
+    def fragment(self) -> str:
+        return f"{quote_sheet(self.sheet)}!{self.cells}"
+
+    def label(self) -> str:
+        return f"{self.sheet} {self.cells}"
+
+
+@dataclass(frozen=True)
+class TimeSpan:
+    """A span of audio or video in seconds (W3C Media Fragments)."""
+
+    start: float
+    end: float
+    kind: str = "time"
+
+    def fragment(self) -> str:
+        return f"#t={self.start:.2f},{self.end:.2f}"
+
+    def label(self) -> str:
+        return f"{_clock(self.start)}–{_clock(self.end)}"
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+Locator = Union[CharRange, Page, SheetRange, TimeSpan]
+
+_KINDS = {cls.kind: cls for cls in (CharRange, Page, SheetRange, TimeSpan)}
+
+
+def locator_from_dict(raw: dict) -> Locator:
+    """Rebuild a locator from its stored dict form (``kind`` selects the shape)."""
+    fields = dict(raw)
+    kind = fields.pop("kind")
+    try:
+        cls = _KINDS[kind]
+    except KeyError:
+        raise ValueError(f"unknown locator kind {kind!r}; known: {sorted(_KINDS)}") from None
+    return cls(**fields)

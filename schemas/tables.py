@@ -1,0 +1,69 @@
+"""The LanceDB layout, written by hand so that schemas/ needs only pyarrow."""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from schemas.stamp import IndexStamp
+
+DOCUMENTS = "documents"
+CHUNKS = "chunks"
+STAMP_KEY = b"citeline.stamp"
+
+_TS = pa.timestamp("us", tz="UTC")
+
+STAMP_FIELDS = [
+    pa.field("embed_model", pa.string(), nullable=False),
+    pa.field("embed_dim", pa.int32(), nullable=False),
+    pa.field("pipeline_version", pa.string(), nullable=False),
+    pa.field("strategy", pa.string(), nullable=False),
+    pa.field("extractor", pa.string(), nullable=False),
+    pa.field("extractor_version", pa.string(), nullable=False),
+]
+
+DOCUMENTS_SCHEMA = pa.schema(
+    [
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),  # absolute path
+        pa.field("root", pa.string(), nullable=False),  # the folder it was indexed from
+        pa.field("path", pa.string(), nullable=False),  # relative to root
+        pa.field("sha256", pa.string()),  # of the bytes last read
+        pa.field("size", pa.int64()),
+        pa.field("status", pa.string(), nullable=False),
+        pa.field("stage", pa.string()),
+        pa.field("reason", pa.string()),
+        pa.field("attempts", pa.int32(), nullable=False),
+        pa.field("chunk_count", pa.int32(), nullable=False),
+        pa.field("truncated", pa.int32(), nullable=False),
+        pa.field("title", pa.string()),
+        pa.field("canonical", pa.large_string()),
+        pa.field("segments", pa.large_string()),  # JSON locator map
+        pa.field("notes", pa.string()),
+        *[f.with_nullable(True) for f in STAMP_FIELDS],
+        pa.field("created_at", _TS),
+        pa.field("updated_at", _TS),
+    ]
+)
+
+
+def chunks_schema(stamp: IndexStamp) -> pa.Schema:
+    """The chunks table for one index stamp; the stamp is also table metadata."""
+    return pa.schema(
+        [
+            pa.field("chunk_id", pa.string(), nullable=False),
+            pa.field("doc_id", pa.string(), nullable=False),
+            pa.field("path", pa.string(), nullable=False),
+            pa.field("title", pa.string()),
+            pa.field("section", pa.string()),
+            pa.field("ordinal", pa.int32(), nullable=False),
+            pa.field("start", pa.int32(), nullable=False),
+            pa.field("end", pa.int32(), nullable=False),
+            pa.field("content", pa.string(), nullable=False),  # quoted
+            pa.field("text", pa.string(), nullable=False),  # embedded
+            pa.field("locators", pa.string()),  # JSON list of locator dicts
+            pa.field("tokens", pa.int32(), nullable=False),
+            pa.field("truncated", pa.bool_(), nullable=False),
+            pa.field("vector", pa.list_(pa.float32(), stamp.embed_dim), nullable=False),
+            *STAMP_FIELDS,
+        ],
+        metadata={STAMP_KEY: stamp.to_json().encode()},
+    )
