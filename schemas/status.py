@@ -40,3 +40,34 @@ class Outcome:
     chunks: int = 0
     truncated: int = 0
     error: DocError | None = None
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failed document as operators see it (CLI, Prefect artifact)."""
+
+    path: str
+    stage: str
+    reason: str
+    attempts: int = 1
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """The counts of one index run; ``rows`` is counted in the store after the run."""
+
+    indexed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    deleted: int = 0
+    chunks: int = 0
+    truncated: int = 0
+    rows: int = 0
+    failures: tuple[Failure, ...] = ()
+
+    def line(self) -> str:
+        return (
+            f"indexed {self.indexed}, failed {self.failed}, skipped {self.skipped}, "
+            f"deleted {self.deleted}; chunks written {self.chunks} "
+            f"({self.truncated} over the encoder window, truncated); rows in index {self.rows}"
+        )

@@ -1,0 +1,172 @@
+"""The citeline command line: parse, call one flow or function, print."""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+
+import click
+
+from tasks import env
+
+env.apply()
+
+from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL  # noqa: E402
+from schemas.errors import CitelineError  # noqa: E402
+
+db_option = click.option("--db", envvar=ENV_DB, default=DEFAULTS["db"], show_default=True,
+                         help="Index location: a local folder or any LanceDB URI.")
+model_option = click.option("--model", envvar=ENV_MODEL, default=DEFAULTS["model"], show_default=True,
+                            help="Embedding model: a packaged alias or a local sentence-transformers folder.")
+json_option = click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+
+
+@click.group()
+@click.version_option(package_name="citeline")
+def cli() -> None:
+    """Index folders into LanceDB and search them with exact citations."""
+
+
+@cli.command()
+@click.argument("path", type=click.Path(exists=True, file_okay=True, dir_okay=True))
+@db_option
+@model_option
+@click.option("--strategy", default="E", show_default=True,
+              type=click.Choice(list("ABCDEF"), case_sensitive=False),
+              help="Chunking: A blind, B blind+overlap, C boundaries, D +overlap, E +header, F +header+overlap.")
+@click.option("--budget", default=512, show_default=True, type=click.IntRange(min=32), help="Characters per chunk.")
+@click.option("--overlap", default=64, show_default=True, type=click.IntRange(min=0),
+              help="Characters repeated from the previous chunk (B, D, F).")
+@click.option("--precision", default="auto", show_default=True, type=click.Choice(["auto", "fp32", "bf16"]),
+              help="Encoder precision; auto uses bf16 where the CPU has native support.")
+@click.option("--max-failed", type=click.IntRange(min=0), default=None,
+              help="Fail the run when more documents than this fail (default: never).")
+@click.option("--max-bytes", type=click.IntRange(min=1), default=100 * 1024 * 1024, show_default=True,
+              help="Larger files fail as too-large instead of being read.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=300.0, show_default=True,
+              help="Seconds one document may take.")
+@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
+              help="Seconds to wait for another writer of the same index.")
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
+def index(path, db, model, strategy, budget, overlap, precision, max_failed, max_bytes, timeout_s, wait_s, progress):
+    """Index (or re-sync) PATH: a folder or one file."""
+    if overlap >= budget:
+        raise click.UsageError(f"--overlap ({overlap}) must be smaller than --budget ({budget})")
+    from citeline.progress import index_progress
+    from flows.ingest import index_folder
+    from schemas.settings import IndexSettings
+
+    settings = IndexSettings(db=db, model=model, strategy=strategy.upper(), budget=budget, overlap=overlap,
+                             precision=precision, max_bytes=max_bytes, timeout_s=timeout_s)
+    with index_progress(progress and sys.stderr.isatty()), _errors():
+        state = index_folder(path, settings, max_failed=max_failed, wait_s=wait_s, return_state=True)
+    summary = state.result(raise_on_failure=False)
+    if isinstance(summary, CitelineError):
+        raise click.ClickException(str(summary) + "".join(f"\n{n}" for n in getattr(summary, "__notes__", [])))
+    if not hasattr(summary, "line"):
+        raise click.ClickException(f"the index run failed: {state.message}")
+    click.echo(summary.line())
+    for failure in summary.failures:
+        click.echo(f"  FAILED {failure.path} [{failure.stage}] {failure.reason}")
+    if state.is_failed():
+        raise click.ClickException(state.message)
+
+
+@cli.command()
+@db_option
+@click.option("--failed", is_flag=True, help="Only failed documents.")
+@json_option
+def status(db, failed, as_json):
+    """Documents in the index: status, failure reason, chunk count, stamps."""
+    from index.store import Store
+
+    store = Store(db)
+    where = "status = 'failed'" if failed else None
+    columns = ["path", "status", "stage", "reason", "chunk_count", "truncated", "attempts", "notes",
+               "embed_model", "embed_dim", "pipeline_version", "strategy", "extractor", "extractor_version"]
+    docs = sorted(store.document_rows(columns, where), key=lambda d: d["path"])
+    report = {"documents": [_status_doc(d) for d in docs], "rows": store.count_chunks()}
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    stamp = store.stamp()
+    if stamp:
+        click.echo(f"index {db}: {stamp.embed_model} ({stamp.embed_dim}-d), strategy {stamp.strategy}, "
+                   f"pipeline v{stamp.pipeline_version}; {report['rows']} chunk rows")
+    for d in report["documents"]:
+        line = f"{d['status']:<8} {d['chunk_count']:>5} chunks  {d['path']}"
+        if d["status"] == "failed":
+            line += f"  [{d['stage']}] {d['reason']} (attempts: {d['attempts']})"
+        click.echo(line)
+
+
+def _status_doc(d: dict) -> dict:
+    stamps = {k: d[k] for k in ("embed_model", "embed_dim", "pipeline_version", "strategy",
+                                "extractor", "extractor_version")}
+    keep = ("path", "status", "stage", "reason", "chunk_count", "truncated", "attempts", "notes")
+    return {**{k: d[k] for k in keep}, "stamps": stamps}
+
+
+@cli.command()
+@click.argument("query")
+@db_option
+@model_option
+@click.option("-k", default=8, show_default=True, type=click.IntRange(min=1, max=1000), help="How many chunks.")
+@json_option
+def search(query, db, model, k, as_json):
+    """Dense search: the chunks nearest to QUERY, with exact locators."""
+    from index.store import Store
+    from pipeline.embed import get_embedder
+    from query.cite import build_citations
+    from query.dense import dense_search
+
+    store = Store(db)
+    with _errors():
+        stamp = store.stamp()
+        if stamp is None:
+            raise click.ClickException(f"no index at {db}: run `citeline index PATH` first")
+        rows = dense_search(store, get_embedder(model), stamp, query, k)
+    citations = build_citations(rows)
+    if as_json:
+        click.echo(json.dumps({"query": query, "results": [c.to_dict() for c in citations]}, indent=2))
+        return
+    for c in citations:
+        click.echo(f"[{c.index}] {c.document}{c.fragment}  {c.label}  (cosine distance {c.distance:.3f})")
+        click.echo("    " + c.quote.replace("\n", "\n    "))
+
+
+@cli.command()
+@db_option
+@json_option
+def check(db, as_json):
+    """Verify the index; exit 1 listing every violation."""
+    from index.check import check_index
+    from index.store import Store
+
+    with _errors():
+        violations = check_index(Store(db))
+    if as_json:
+        click.echo(json.dumps({"ok": not violations, "violations": [asdict(v) for v in violations]}, indent=2))
+    else:
+        for v in violations:
+            click.echo(f"{v.rule}: {v.subject}: {v.detail}")
+        click.echo("index OK" if not violations else f"{len(violations)} violations")
+    if violations:
+        sys.exit(1)
+
+
+class _errors:
+    """Turn citeline's own errors into clean CLI failures (exit 1) with their help notes."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc is not None and isinstance(exc, CitelineError):
+            notes = "".join(f"\n{n}" for n in getattr(exc, "__notes__", []))
+            raise click.ClickException(f"{exc}{notes}") from None
+        return False
+
+
+def main() -> None:
+    cli()

@@ -1,0 +1,8 @@
+"""Settings from command-line options and CITELINE_* environment variables."""
+from __future__ import annotations
+
+from schemas.settings import DEFAULT_DB, DEFAULT_MODEL
+
+ENV_DB = "CITELINE_DB"
+ENV_MODEL = "CITELINE_MODEL"
+DEFAULTS = {"db": DEFAULT_DB, "model": DEFAULT_MODEL}

@@ -1,0 +1,101 @@
+"""The index flow: every document of a folder into LanceDB, each failing alone."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow
+from prefect.futures import as_completed
+from prefect.states import Completed, Failed
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from index.lock import writer_lock
+from pipeline.plan import SyncPlan, Todo, plan_sync
+from pipeline.walk import list_files
+from schemas.settings import IndexSettings
+from schemas.status import DocError, Outcome, RunSummary
+from tasks.document import index_document
+from tasks.log import get_logger
+from tasks.record import forget_deleted, record_failures
+from tasks.report import publish_report
+from tasks.store import stamp_for, store_for
+
+RECORD_COLUMNS = ["doc_id", "root", "source", "path", "status", "sha256", "attempts", "created_at",
+                  "extractor", "extractor_version", "pipeline_version", "embed_model", "strategy"]
+
+
+@flow(name="index-folder", flow_run_name="index {root}",
+      task_runner=ThreadPoolTaskRunner(max_workers=2))
+def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_failed: int | None = None,
+                 wait_s: float = 0.0):
+    """Index (or re-sync) ``root`` into ``settings.db``.
+
+    Unchanged files are skipped, changed ones re-indexed, vanished ones forgotten. A
+    document that fails is recorded with its stage and reason while the rest go on.
+
+    Returns:
+        RunSummary; the run ends Completed, "PartialSuccess" when some documents failed,
+        Failed when more than ``max_failed`` did.
+    """
+    log = get_logger(flow="index-folder", root=root)
+    with writer_lock(settings.db, wait_s):
+        store = store_for(settings.db)
+        stamp = stamp_for(settings)
+        store.chunks(stamp, create=True)  # refuse an index of another model before any work
+        plan = plan_folder(root, store, stamp)
+        log.info("run.planned", total=len(plan.todo), skipped=len(plan.skip), gone=len(plan.gone))
+        outcomes, failed = run_documents(plan.todo, settings)
+        failures = record_failures(failed, settings) if failed else []
+        deleted = forget_deleted(plan.gone, stamp, settings) if plan.gone else 0
+        store.finish_run(stamp)
+        summary = RunSummary(
+            indexed=len(outcomes), failed=len(failures), skipped=len(plan.skip), deleted=deleted,
+            chunks=sum(o.chunks for o in outcomes), truncated=sum(o.truncated for o in outcomes),
+            rows=store.count_chunks(), failures=tuple(failures),
+        )
+    log.info("run.finished", **{k: v for k, v in summary.__dict__.items() if k != "failures"})
+    publish_report(summary, root)
+    return final_state(summary, max_failed)
+
+
+def plan_folder(root: str, store, stamp) -> SyncPlan:
+    """What this run must do; a single file is indexed without forgetting its neighbours."""
+    files = list_files(root)
+    folder = Path(root).expanduser().resolve()
+    prune = str(folder) if folder.is_dir() else None
+    return plan_sync(files, store.document_rows(RECORD_COLUMNS), stamp, prune)
+
+
+def run_documents(todo: list[Todo], settings: IndexSettings) -> tuple[list[Outcome], list[tuple[Todo, DocError]]]:
+    """Run one task per document and split the results into outcomes and failures."""
+    futures = {index_document.submit(item, settings): item for item in todo}
+    outcomes, failed = [], []
+    for future in as_completed(list(futures)):
+        future.wait()
+        item, state = futures[future], future.state
+        result = state.result(raise_on_failure=False)
+        if state.is_completed():
+            outcomes.append(result)
+        else:
+            failed.append((item, as_doc_error(result, state)))
+        get_logger().info("document.finished", path=item.file.path, status="indexed" if state.is_completed() else "failed")
+    return outcomes, failed
+
+
+def as_doc_error(result, state) -> DocError:
+    """A DocError from a task's failed state: its own, a timeout, or a raised exception."""
+    if isinstance(result, DocError):
+        return result
+    if isinstance(result, TimeoutError) or state.name == "TimedOut":
+        return DocError("extract", "timeout", state.message or "the per-document time limit ran out")
+    kind = getattr(result, "kind", None) or f"internal-error ({type(result).__name__})"
+    return DocError(getattr(result, "stage", "extract"), kind, str(result) or state.message or "")
+
+
+def final_state(summary: RunSummary, max_failed: int | None):
+    """Failed beyond the tolerated number of failures; PartialSuccess below it."""
+    if max_failed is not None and summary.failed > max_failed:
+        return Failed(message=f"{summary.failed} documents failed (more than {max_failed}). {summary.line()}",
+                      data=summary)
+    if summary.failed:
+        return Completed(name="PartialSuccess", message=summary.line(), data=summary)
+    return Completed(message=summary.line(), data=summary)

@@ -1,0 +1,59 @@
+"""One writer per index: LanceDB duplicates rows when two processes upsert the same keys."""
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from schemas.errors import IndexBusy
+
+LOCK_NAME = ".citeline-writer.lock"
+
+
+def is_local(uri: str) -> bool:
+    return "://" not in uri or uri.startswith("file://")
+
+
+@contextmanager
+def writer_lock(uri: str, wait_s: float = 0.0) -> Iterator[None]:
+    """Hold the index's writer lock, waiting up to ``wait_s`` seconds for it.
+
+    The lock is an advisory ``flock`` on a file inside a local index folder, released
+    by the kernel when the holder dies (kill -9 included). Object-storage URIs have no
+    shared file system: there, run one sync per index (a Prefect concurrency limit).
+
+    Raises:
+        IndexBusy: another process holds the lock after ``wait_s``.
+    """
+    if not is_local(uri):
+        yield
+        return
+    folder = Path(uri.removeprefix("file://"))
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        _acquire(fd, uri, wait_s)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock
+
+
+def _acquire(fd: int, uri: str, wait_s: float) -> None:
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "another process"
+                raise IndexBusy(
+                    f"the index at {uri} is being written by process {holder}; "
+                    "wait for it to finish (or pass --wait SECONDS)"
+                ) from None
+            time.sleep(0.2)

@@ -1,0 +1,159 @@
+"""The only module that talks to LanceDB: open with a stamp check, write, read, search."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Iterable, Sequence
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+
+from schemas.errors import IndexMismatch
+from schemas.stamp import IndexStamp
+from schemas.tables import CHUNKS, DOCUMENTS, DOCUMENTS_SCHEMA, STAMP_KEY, chunks_schema
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def sql_str(value: str) -> str:
+    """A SQL string literal for a LanceDB filter."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+class Store:
+    """A citeline index: a ``documents`` table and one stamped ``chunks`` table.
+
+    Args:
+        uri: any LanceDB URI (a local folder by default; object storage works the same).
+    """
+
+    def __init__(self, uri: str):
+        self.uri = uri
+        self.db = lancedb.connect(uri)
+
+    # ---- tables --------------------------------------------------------------------
+
+    def _has(self, name: str) -> bool:
+        return name in self.db.table_names()
+
+    def documents(self):
+        if not self._has(DOCUMENTS):
+            return self.db.create_table(DOCUMENTS, schema=DOCUMENTS_SCHEMA, exist_ok=True)
+        return self.db.open_table(DOCUMENTS)
+
+    def stamp(self) -> IndexStamp | None:
+        """The stamp the chunks table was created with, or None for a new index."""
+        if not self._has(CHUNKS):
+            return None
+        raw = (self.db.open_table(CHUNKS).schema.metadata or {}).get(STAMP_KEY)
+        if raw is None:
+            raise IndexMismatch(f"the chunks table at {self.uri} carries no citeline stamp")
+        return IndexStamp.from_json(raw)
+
+    def chunks(self, expected: IndexStamp, create: bool = False):
+        """Open (or create) the chunks table, refusing one stamped differently.
+
+        Raises:
+            IndexMismatch: another embedding model, dimension, pipeline version or strategy.
+        """
+        found = self.stamp()
+        if found is None:
+            if not create:
+                raise IndexMismatch(f"no index at {self.uri}: run `citeline index PATH` first")
+            return self.db.create_table(CHUNKS, schema=chunks_schema(expected), exist_ok=True)
+        check_stamp(found, expected, self.uri)
+        return self.db.open_table(CHUNKS)
+
+    # ---- documents -------------------------------------------------------------------
+
+    def upsert_document(self, record: dict) -> None:
+        table = pa.Table.from_pylist([_document_row(record)], schema=DOCUMENTS_SCHEMA)
+        (self.documents().merge_insert("doc_id")
+         .when_matched_update_all().when_not_matched_insert_all().execute(table))
+
+    def delete_document(self, doc_id: str, stamp: IndexStamp) -> None:
+        """Remove a document's chunks, then its record."""
+        if self.stamp() is not None:
+            self.chunks(stamp).delete(f"doc_id = {sql_str(doc_id)}")
+        self.documents().delete(f"doc_id = {sql_str(doc_id)}")
+
+    def document_rows(self, columns: Sequence[str] | None = None, where: str | None = None) -> list[dict]:
+        return _scan(self.documents(), columns, where)
+
+    # ---- chunks ----------------------------------------------------------------------
+
+    def replace_chunks(self, stamp: IndexStamp, doc_id: str, rows: pa.Table) -> int:
+        """Swap one document's chunks for ``rows`` in a single commit; return the rows now stored.
+
+        Readers see either the old chunks or the new ones, never a mix. The count comes
+        from the table after the commit: the store counts, nobody declares.
+        """
+        table = self.chunks(stamp, create=True)
+        where = f"doc_id = {sql_str(doc_id)}"
+        if rows.num_rows == 0:
+            table.delete(where)
+        else:
+            (table.merge_insert("chunk_id").when_matched_update_all().when_not_matched_insert_all()
+             .when_not_matched_by_source_delete(where).execute(rows))
+        return table.count_rows(where)
+
+    def count_chunks(self, doc_id: str | None = None) -> int:
+        if not self._has(CHUNKS):
+            return 0
+        table = self.db.open_table(CHUNKS)
+        return table.count_rows(f"doc_id = {sql_str(doc_id)}") if doc_id else table.count_rows()
+
+    def chunk_rows(self, columns: Sequence[str] | None = None, where: str | None = None) -> list[dict]:
+        if not self._has(CHUNKS):
+            return []
+        return _scan(self.db.open_table(CHUNKS), columns, where)
+
+    def dense_search(self, stamp: IndexStamp, vector: np.ndarray, k: int, columns: Sequence[str] | None = None) -> list[dict]:
+        """The k nearest chunks by cosine distance (``_distance`` = 1 - cos)."""
+        query = self.chunks(stamp).search(np.asarray(vector, dtype=np.float32)).distance_type("cosine").limit(k)
+        if columns:
+            query = query.select(list(columns))
+        return query.to_list()
+
+    def finish_run(self, stamp: IndexStamp) -> None:
+        """Compact the small commits of a run and bring indexes up to date."""
+        if self.stamp() is not None:
+            self.chunks(stamp).optimize()
+        self.documents().optimize()
+
+
+def check_stamp(found: IndexStamp, expected: IndexStamp, uri: str) -> None:
+    """Raise IndexMismatch when two stamps would mix incomparable rows."""
+    diffs = [
+        f"{field}: index has {getattr(found, field)!r}, asked for {getattr(expected, field)!r}"
+        for field in ("embed_model", "embed_dim", "pipeline_version", "strategy")
+        if getattr(found, field) != getattr(expected, field)
+    ]
+    if diffs:
+        err = IndexMismatch(f"the index at {uri} was built differently — " + "; ".join(diffs))
+        err.add_note("Help: use the model and strategy the index was built with, or index into another --db.")
+        raise err
+
+
+def _scan(table, columns: Sequence[str] | None, where: str | None) -> list[dict]:
+    query = table.search()
+    if where:
+        query = query.where(where)
+    if columns:
+        query = query.select(list(columns))
+    return query.limit(None).to_list()
+
+
+def _document_row(record: dict) -> dict:
+    row = {field.name: None for field in DOCUMENTS_SCHEMA}
+    row.update(record)
+    row["updated_at"] = now()
+    row["created_at"] = row["created_at"] or row["updated_at"]
+    return row
+
+
+def chunk_table(rows: Iterable[dict], stamp: IndexStamp) -> pa.Table:
+    """Rows as an Arrow table of the chunks schema (vectors as fixed-size float32 lists)."""
+    return pa.Table.from_pylist(list(rows), schema=chunks_schema(stamp))

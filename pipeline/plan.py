@@ -1,0 +1,84 @@
+"""Decide, per file, whether a run must (re)index it, may skip it, or must forget it."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import extractors
+from pipeline.prepare import SNIFF_BYTES, doc_id_for
+from pipeline.walk import SourceFile
+from schemas.stamp import IndexStamp
+
+
+@dataclass(frozen=True)
+class Todo:
+    file: SourceFile
+    prior: dict  # the stored record's attempts / created_at, empty for a new document
+
+
+@dataclass
+class SyncPlan:
+    todo: list[Todo] = field(default_factory=list)
+    skip: list[SourceFile] = field(default_factory=list)
+    gone: list[dict] = field(default_factory=list)  # stored records whose file is no longer there
+
+
+def file_digest(path: str) -> tuple[str, bytes] | None:
+    """sha256 of the file and its first bytes, or None if it cannot be read now."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(SNIFF_BYTES)
+            digest.update(head)
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return None
+    return digest.hexdigest(), head
+
+
+def is_current(record: dict, file: SourceFile, stamp: IndexStamp) -> bool:
+    """True when the stored rows came from these bytes with today's code and model."""
+    if record.get("status") != "indexed":
+        return False
+    found = file_digest(file.source)
+    if found is None or found[0] != record.get("sha256"):
+        return False
+    try:
+        module = extractors.for_bytes(found[1], file.path)
+    except Exception:
+        return False
+    return (
+        record.get("extractor") == module.NAME
+        and record.get("extractor_version") == module.VERSION
+        and record.get("pipeline_version") == stamp.pipeline_version
+        and record.get("embed_model") == stamp.embed_model
+        and record.get("strategy") == stamp.strategy
+    )
+
+
+def plan_sync(files: list[SourceFile], records: list[dict], stamp: IndexStamp, prune_root: str | None) -> SyncPlan:
+    """Sort files into todo and skip; records under ``prune_root`` with no file become gone.
+
+    Args:
+        files: what is on disk now.
+        records: the stored document records (at least doc_id, root, source, status,
+            sha256, stamps, attempts, created_at).
+        prune_root: the folder being synced, or None when a single file was given
+            (then nothing else is forgotten).
+    """
+    by_id = {r["doc_id"]: r for r in records}
+    plan = SyncPlan()
+    seen = set()
+    for file in files:
+        doc_id = doc_id_for(file.source)
+        seen.add(doc_id)
+        record = by_id.get(doc_id)
+        if record is not None and is_current(record, file, stamp):
+            plan.skip.append(file)
+        else:
+            prior = {"attempts": record["attempts"], "created_at": record["created_at"]} if record else {}
+            plan.todo.append(Todo(file, prior))
+    if prune_root is not None:
+        plan.gone = [r for r in records if r["root"] == prune_root and r["doc_id"] not in seen]
+    return plan

@@ -1,0 +1,143 @@
+"""One document from bytes on disk to chunk rows ready to write: read, extract, chunk, embed.
+
+Every failure is tagged with the stage it happened in, so an operator reads
+"extract: encrypted: …" rather than a traceback.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import extractors
+from pipeline.chunk import CHUNKER_VERSION, chunk_document
+from pipeline.embed import Embedder
+from pipeline.locate import locators_for, locators_json
+from pipeline.walk import SourceFile
+from schemas.document import Canonical, Chunk
+from schemas.errors import DocumentError, TooLarge, Unreadable, Vanished
+from schemas.options import ExtractOptions
+from schemas.settings import IndexSettings
+from schemas.stamp import IndexStamp, Stamp
+from schemas.status import Stage
+
+SNIFF_BYTES = 8192
+
+
+def doc_id_for(source: str) -> str:
+    """Stable id of a document: its absolute path (content changes keep the id)."""
+    return hashlib.sha256(source.encode()).hexdigest()[:32]
+
+
+def chunk_id_for(doc_id: str, chunk: Chunk, stamp: IndexStamp) -> str:
+    key = f"{doc_id}:{chunk.start}:{chunk.end}:{stamp.strategy}:{CHUNKER_VERSION}:{chunk.text}"
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+@dataclass
+class Prepared:
+    """A document ready to write: its canonical form and its chunk rows with vectors."""
+
+    file: SourceFile
+    doc_id: str
+    sha256: str
+    size: int
+    canonical: Canonical
+    rows: list[dict] = field(default_factory=list)
+
+    @property
+    def truncated(self) -> int:
+        return sum(1 for row in self.rows if row["truncated"])
+
+
+def tag(exc: BaseException, stage: Stage) -> BaseException:
+    """Remember the stage on the exception (first stage wins)."""
+    if not hasattr(exc, "stage"):
+        exc.stage = stage.value
+    return exc
+
+
+def read_source(path: str, max_bytes: int) -> bytes:
+    """The file's bytes, refusing files over ``max_bytes`` before loading them.
+
+    Raises:
+        Vanished: the file disappeared between listing and reading.
+        Unreadable: permissions or another OS error.
+        TooLarge: over the size limit.
+    """
+    try:
+        size = os.stat(path).st_size
+        if size > max_bytes:
+            raise TooLarge(f"{size:,} bytes is over the {max_bytes:,}-byte limit (--max-bytes)")
+        with open(path, "rb") as handle:
+            return handle.read(max_bytes + 1)
+    except FileNotFoundError:
+        raise Vanished("the file disappeared before it could be read") from None
+    except PermissionError as exc:
+        raise Unreadable(f"permission denied: {exc.strerror}") from None
+    except IsADirectoryError:
+        raise Unreadable("a directory, not a file") from None
+
+
+def extract_bytes(data: bytes, name: str, options: ExtractOptions) -> Canonical:
+    """Pick the extractor by magic bytes then suffix, and run it."""
+    module = extractors.for_bytes(data[:SNIFF_BYTES], name)
+    return module.extract(data, name, options)
+
+
+def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: IndexSettings) -> Prepared:
+    """Read, extract, chunk and embed one file.
+
+    Raises:
+        DocumentError: bad input, with ``.stage`` set; any other exception is tagged too.
+    """
+    stage = Stage.READ
+    try:
+        data = read_source(file.source, settings.max_bytes)
+        stage = Stage.EXTRACT
+        canonical = extract_bytes(data, Path(file.path).name, ExtractOptions(ocr_lang=settings.ocr_lang))
+        prepared = Prepared(file, doc_id_for(file.source), hashlib.sha256(data).hexdigest(), len(data), canonical)
+        stage = Stage.CHUNK
+        chunks = chunk_document(canonical.text, canonical.title, prepared.doc_id, stamp.strategy,
+                                settings.budget, settings.overlap)
+        stage = Stage.EMBED
+        prepared.rows = embed_rows(prepared, chunks, embedder, stamp)
+        return prepared
+    except Exception as exc:
+        raise tag(exc, stage)
+
+
+def embed_rows(prepared: Prepared, chunks: list[Chunk], embedder: Embedder, stamp: IndexStamp) -> list[dict]:
+    """Chunk rows with vectors, word-piece counts and every stamp column."""
+    texts = [c.text for c in chunks]
+    vectors = embedder.embed_documents(texts)
+    tokens = embedder.count_tokens(texts) if texts else []
+    stamped = Stamp(stamp, prepared.canonical.extractor, prepared.canonical.extractor_version).columns()
+    return [
+        {
+            "chunk_id": chunk_id_for(prepared.doc_id, c, stamp),
+            "doc_id": prepared.doc_id,
+            "path": prepared.file.path,
+            "title": prepared.canonical.title,
+            "section": c.section,
+            "ordinal": c.ordinal,
+            "start": c.start,
+            "end": c.end,
+            "content": c.content,
+            "text": c.text,
+            "locators": locators_json(locators_for(c.start, c.end, prepared.canonical.segments)),
+            "tokens": n,
+            "truncated": n > embedder.max_tokens,
+            "vector": vector,
+            **stamped,
+        }
+        for c, vector, n in zip(chunks, vectors, tokens)
+    ]
+
+
+def error_kind(exc: BaseException) -> str:
+    """The reason's kind: a DocumentError's own, else the exception type (a likely bug)."""
+    if isinstance(exc, DocumentError):
+        return exc.kind
+    return f"internal-error ({type(exc).__name__})"

@@ -1,0 +1,21 @@
+"""How one index is built: a single value handed from the CLI through flows to tasks."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_DB = ".citeline"
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    db: str = DEFAULT_DB
+    model: str = DEFAULT_MODEL
+    strategy: str = "E"
+    budget: int = 512  # characters per chunk
+    overlap: int = 64  # characters repeated from the previous chunk (strategies B, D, F)
+    precision: str = "auto"  # encoder: auto | fp32 | bf16
+    batch_size: int = 16
+    max_bytes: int = 100 * 1024 * 1024  # larger files fail as too-large instead of being loaded
+    timeout_s: float = 300.0  # per document
+    ocr_lang: str = "eng"

@@ -1,0 +1,87 @@
+"""One task run per document, named by its path: prepare, write, count."""
+from __future__ import annotations
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from prefect.states import Failed
+
+from index.store import chunk_table
+from pipeline.plan import Todo
+from pipeline.prepare import Prepared, error_kind, prepare
+from schemas.errors import DocumentError
+from schemas.settings import IndexSettings
+from schemas.stamp import IndexStamp
+from schemas.status import DocError, Outcome
+from tasks.log import get_logger
+from tasks.store import WRITE_LOCK, embedder_for, stamp_for, store_for
+
+
+def is_transient(task, task_run, state) -> bool:
+    """Retry only what may succeed next time (a file caught mid-change), never bad input."""
+    exc = state.data
+    return isinstance(exc, DocumentError) and exc.transient
+
+
+@task(task_run_name="{todo.file.path}", cache_policy=NO_CACHE, persist_result=False,
+      retries=2, retry_delay_seconds=1, retry_condition_fn=is_transient)
+def index_document(todo: Todo, settings: IndexSettings):
+    """Index one file. Bad input ends the task Failed with the reason as its message.
+
+    Returns:
+        Outcome on success, or a Failed state carrying a DocError.
+    """
+    log = get_logger(path=todo.file.path)
+    try:
+        stamp = stamp_for(settings)
+        prepared = prepare(todo.file, embedder_for(settings), stamp, settings)
+    except Exception as exc:
+        if isinstance(exc, DocumentError) and exc.transient:
+            raise
+        error = DocError(getattr(exc, "stage", "extract"), error_kind(exc), str(exc))
+        log.warning("document.failed", stage=error.stage, kind=error.kind, reason=error.message)
+        return Failed(message=f"{error.stage}: {error.reason()}", data=error)
+    try:
+        outcome = write_prepared(prepared, todo.prior, stamp, settings)
+    except Exception as exc:
+        # The old chunks are still in place: replace_chunks commits all or nothing.
+        error = DocError("write", error_kind(exc), str(exc))
+        log.error("document.failed", stage="write", kind=error.kind, reason=error.message)
+        return Failed(message=f"write: {error.reason()}", data=error)
+    log.info("document.indexed", chunks=outcome.chunks, truncated=outcome.truncated)
+    return outcome
+
+
+def write_prepared(prepared: Prepared, prior: dict, stamp: IndexStamp, settings: IndexSettings) -> Outcome:
+    """Replace the document's chunks, count them in the store, then record the document."""
+    store = store_for(settings.db)
+    with WRITE_LOCK:
+        count = store.replace_chunks(stamp, prepared.doc_id, chunk_table(prepared.rows, stamp))
+        store.upsert_document(indexed_record(prepared, prior, stamp, count))
+    return Outcome(prepared.file.path, "indexed", chunks=count, truncated=prepared.truncated)
+
+
+def indexed_record(prepared: Prepared, prior: dict, stamp: IndexStamp, count: int) -> dict:
+    canonical = prepared.canonical
+    return {
+        "doc_id": prepared.doc_id,
+        "source": prepared.file.source,
+        "root": prepared.file.root,
+        "path": prepared.file.path,
+        "sha256": prepared.sha256,
+        "size": prepared.size,
+        "status": "indexed",
+        "attempts": prior.get("attempts", 0) + 1,
+        "chunk_count": count,
+        "truncated": prepared.truncated,
+        "title": canonical.title,
+        "canonical": canonical.text,
+        "segments": canonical.segments_json(),
+        "notes": "\n".join(canonical.notes) or None,
+        "embed_model": stamp.embed_model,
+        "embed_dim": stamp.embed_dim,
+        "pipeline_version": stamp.pipeline_version,
+        "strategy": stamp.strategy,
+        "extractor": canonical.extractor,
+        "extractor_version": canonical.extractor_version,
+        "created_at": prior.get("created_at"),
+    }

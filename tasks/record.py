@@ -1,0 +1,59 @@
+"""Write what a run learned about documents it could not index or no longer finds."""
+from __future__ import annotations
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from pipeline.plan import Todo
+from pipeline.prepare import doc_id_for
+from schemas.settings import IndexSettings
+from schemas.stamp import IndexStamp
+from schemas.status import DocError, Failure
+from tasks.log import get_logger
+from tasks.store import WRITE_LOCK, store_for
+
+
+@task(name="record-failures", cache_policy=NO_CACHE, persist_result=False)
+def record_failures(failed: list[tuple[Todo, DocError]], settings: IndexSettings) -> list[Failure]:
+    """Mark each document failed with its stage and reason.
+
+    Its previous chunks, if any, stay searchable, and chunk_count is what the store
+    holds for it, so the books still balance.
+    """
+    store = store_for(settings.db)
+    failures = []
+    with WRITE_LOCK:
+        for todo, error in failed:
+            doc_id = doc_id_for(todo.file.source)
+            attempts = todo.prior.get("attempts", 0) + 1
+            store.upsert_document(_failed_record(todo, doc_id, error, attempts, store.count_chunks(doc_id)))
+            failures.append(Failure(todo.file.path, error.stage, error.reason(), attempts))
+    return failures
+
+
+def _failed_record(todo: Todo, doc_id: str, error: DocError, attempts: int, rows: int) -> dict:
+    return {
+        "doc_id": doc_id,
+        "source": todo.file.source,
+        "root": todo.file.root,
+        "path": todo.file.path,
+        "status": "failed",
+        "stage": error.stage,
+        "reason": error.reason(),
+        "attempts": attempts,
+        "chunk_count": rows,
+        "truncated": 0,
+        "created_at": todo.prior.get("created_at"),
+    }
+
+
+@task(name="forget-deleted", cache_policy=NO_CACHE, persist_result=False)
+def forget_deleted(records: list[dict], stamp: IndexStamp, settings: IndexSettings) -> int:
+    """Remove chunks and records of documents whose files are gone."""
+    store = store_for(settings.db)
+    log = get_logger()
+    with WRITE_LOCK:
+        for record in records:
+            store.delete_document(record["doc_id"], stamp)
+            log.info("document.deleted", path=record["path"])
+    return len(records)
