@@ -1,0 +1,35 @@
+# Two commands do everything on a fresh machine: `make run` and `make test`.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+INSTALLED := $(VENV)/.installed
+SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+APT_PACKAGES := tesseract-ocr tesseract-ocr-eng
+
+.PHONY: setup run test bench clean
+
+setup: $(INSTALLED)
+
+$(INSTALLED): pyproject.toml Makefile
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "apt: installing$$missing"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+	test -x $(PY) || python3 -m venv $(VENV)
+	# torch first, pinned: anything unpinned pulls a multi-GB CUDA build
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(INSTALLED)
+
+run: setup
+	$(VENV)/bin/citeline index examples/docs
+	$(VENV)/bin/citeline search "Why does dropout only apply during training?" -k 3
+
+test: setup
+	$(VENV)/bin/pytest
+
+bench: setup
+	$(PY) bench/index_overhead.py
+
+clean:
+	rm -rf $(VENV) .citeline
