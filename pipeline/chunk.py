@@ -1,0 +1,385 @@
+"""Cut one canonical Markdown text into chunks (SPEC section 2). Pure: no I/O, no model.
+
+Three independent ingredients make six strategies:
+
+- **boundaries** (C-F): pack whole paragraphs of one ``## `` section into chunks of at most
+  ``budget`` characters. A paragraph over the budget falls back to sentences
+  (:mod:`pipeline.sentences`), a sentence over it to line breaks, a line over it to a
+  cut at the last whitespace; only one word longer than the budget is ever cut mid-word.
+  Without boundaries (A, B) the text is cut blindly every ``budget`` characters.
+- **header** (E, F): the embedded ``text`` is ``[Title > Section]\\n`` + content.
+- **overlap** (B, D, F): a chunk also starts ``overlap`` characters before the previous one
+  ends, so its content may be up to ``budget + overlap`` characters long, plus the
+  whitespace between the two (usually a blank line).
+
+Every chunk satisfies ``text[chunk.start:chunk.end] == chunk.content``: offsets are found
+in the text, never accumulated from lengths.
+"""
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from pipeline.sentences import sentence_spans
+from schemas.document import Chunk
+
+CHUNKER_VERSION = "1"
+
+Span = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """One combination of the three chunking ingredients."""
+
+    name: str
+    boundaries: bool
+    header: bool
+    overlap: bool
+
+
+STRATEGIES: dict[str, Strategy] = {
+    "A": Strategy("A", boundaries=False, header=False, overlap=False),
+    "B": Strategy("B", boundaries=False, header=False, overlap=True),
+    "C": Strategy("C", boundaries=True, header=False, overlap=False),
+    "D": Strategy("D", boundaries=True, header=False, overlap=True),
+    "E": Strategy("E", boundaries=True, header=True, overlap=False),
+    "F": Strategy("F", boundaries=True, header=True, overlap=True),
+}
+
+
+@dataclass(frozen=True)
+class Section:
+    """One ``## `` section: ``[start, end)`` in the text, content from ``body_start``.
+
+    ``start`` is where the heading line begins (0 for the preamble); the heading line and
+    a leading ``# Title`` line lie in ``[start, body_start)`` and are not content.
+    """
+
+    name: str
+    start: int
+    body_start: int
+    end: int
+
+
+def get_strategy(name: str) -> Strategy:
+    """Look a strategy up by its letter.
+
+    Args:
+        name: "A".."F", any case, surrounding whitespace ignored.
+
+    Returns:
+        The strategy.
+
+    Raises:
+        ValueError: for any other name; the message lists the valid ones.
+    """
+    key = name.strip().upper() if isinstance(name, str) else name
+    if key not in STRATEGIES:
+        raise ValueError(
+            f"unknown chunking strategy {name!r}; valid strategies are {', '.join(STRATEGIES)}"
+        )
+    return STRATEGIES[key]
+
+
+def chunk_document(
+    text: str,
+    title: str,
+    doc_id: str,
+    strategy: str = "E",
+    budget: int = 512,
+    overlap: int = 64,
+) -> list[Chunk]:
+    """Cut a canonical text into chunks.
+
+    Args:
+        text: the canonical text (Markdown); offsets refer to it.
+        title: document title, used in the ``[Title > Section]`` header.
+        doc_id: copied into every chunk.
+        strategy: "A".."F" (see :data:`STRATEGIES`).
+        budget: maximum characters of a chunk's own content (> 0).
+        overlap: characters taken from the previous chunk by B/D/F (0 <= overlap < budget);
+            ignored by A/C/E.
+
+    Returns:
+        The chunks in document order, ``ordinal`` 0, 1, 2, ...
+
+    Raises:
+        ValueError: unknown strategy, or budget/overlap out of range.
+    """
+    chosen = get_strategy(strategy)
+    _check_sizes(budget, overlap)
+    sections = split_sections(text)
+    taken = overlap if chosen.overlap else 0
+    if chosen.boundaries:
+        placed = _boundary_chunks(text, sections, budget, taken)
+    else:
+        placed = _blind_chunks(text, sections, budget, taken)
+    return [
+        _make_chunk(text, title, doc_id, ordinal, section, span, chosen.header)
+        for ordinal, (section, span) in enumerate(placed)
+    ]
+
+
+def _check_sizes(budget: int, overlap: int) -> None:
+    """Reject sizes that would loop forever or make overlap swallow whole chunks."""
+    for label, value in (("budget", budget), ("overlap", overlap)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{label} must be an int, got {value!r}")
+    if budget <= 0:
+        raise ValueError(f"budget must be > 0 characters, got {budget}")
+    if not 0 <= overlap < budget:
+        raise ValueError(f"overlap must satisfy 0 <= overlap < budget ({budget}), got {overlap}")
+
+
+def _make_chunk(
+    text: str, title: str, doc_id: str, ordinal: int, section: str, span: Span, header: bool
+) -> Chunk:
+    """Build one chunk; the header is only ever in ``text``, never in ``content``."""
+    content = text[span[0] : span[1]]
+    embedded = content
+    if header:
+        path = f"{title} > {section}" if section else title
+        embedded = f"[{path}]\n{content}"
+    return Chunk(doc_id, ordinal, span[0], span[1], section, content, embedded)
+
+
+# --- sections -------------------------------------------------------------------------
+
+_FENCE_OPEN = re.compile(r"[ \t]*(`{3,}|~{3,})(.*)")
+_FENCE_CLOSE = re.compile(r"[ \t]*(`{3,}|~{3,})\s*")
+
+
+def split_sections(text: str) -> list[Section]:
+    """Split a text at its ``## `` heading lines, ignoring those inside code fences.
+
+    Args:
+        text: the canonical text.
+
+    Returns:
+        Sections in order, covering the text. The first is the preamble (name ""), kept
+        even when there are headings, unless a heading starts the text; a text without
+        headings is one preamble section.
+    """
+    heads = list(_heading_lines(text))
+    sections = []
+    first = heads[0][0] if heads else len(text)
+    if first > 0 or not heads:
+        sections.append(Section("", 0, _after_title(text, first), first))
+    for i, (start, body_start, name) in enumerate(heads):
+        end = heads[i + 1][0] if i + 1 < len(heads) else len(text)
+        sections.append(Section(name, start, min(body_start, end), end))
+    return sections
+
+
+def _heading_lines(text: str) -> Iterator[tuple[int, int, str]]:
+    """Yield ``(line start, next line start, name)`` for each ``## `` line outside fences."""
+    fence = ""
+    for start, stop in _lines(text, 0, len(text)):
+        line = text[start:stop]
+        if fence:
+            fence = "" if _closes(line, fence) else fence
+        elif opener := _FENCE_OPEN.fullmatch(line):
+            # A backtick "fence" with a backtick in its info string is inline code.
+            if not (opener.group(1)[0] == "`" and "`" in opener.group(2)):
+                fence = opener.group(1)
+        elif line.startswith("## "):
+            yield start, stop + 1, line[3:].strip()
+
+
+def _closes(line: str, fence: str) -> bool:
+    """A fence closes with the same character, at least as many times, nothing after."""
+    match = _FENCE_CLOSE.fullmatch(line)
+    return bool(match) and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence)
+
+
+def _after_title(text: str, end: int) -> int:
+    """Where the preamble's content starts: after a leading ``# Title`` line, if any."""
+    for start, stop in _lines(text, 0, end):
+        if text[start:stop].strip():
+            return min(stop + 1, end) if text.startswith("# ", start) else 0
+    return 0
+
+
+def _lines(text: str, start: int, end: int) -> Iterator[Span]:
+    """Yield ``(start, stop)`` of each line in ``[start, end)``, the newline excluded.
+
+    Only "\\n" separates lines: ``str.splitlines`` would also break at characters such as
+    U+2028 that Markdown does not treat as line breaks.
+    """
+    pos = start
+    while pos < end:
+        newline = text.find("\n", pos, end)
+        stop = end if newline < 0 else newline
+        yield pos, stop
+        pos = stop + 1
+
+
+# --- blind ----------------------------------------------------------------------------
+
+
+def _blind_chunks(
+    text: str, sections: list[Section], budget: int, overlap: int
+) -> list[tuple[str, Span]]:
+    """Cut every ``budget`` characters; a chunk's section is the one its start falls in."""
+    windows = (_trim(text, at, min(at + budget, len(text))) for at in range(0, len(text), budget))
+    spans = _with_overlap(text, [w for w in windows if w], overlap)
+    starts = [s.start for s in sections]
+    return [(sections[bisect.bisect_right(starts, s) - 1].name, (s, e)) for s, e in spans]
+
+
+# --- boundaries -----------------------------------------------------------------------
+
+
+def _boundary_chunks(
+    text: str, sections: list[Section], budget: int, overlap: int
+) -> list[tuple[str, Span]]:
+    """Pack each section on its own, so that no chunk (nor its overlap) crosses sections."""
+    placed = []
+    for section in sections:
+        spans = _pack_section(text, section.body_start, section.end, budget)
+        placed += [(section.name, span) for span in _with_overlap(text, spans, overlap)]
+    return placed
+
+
+def _pack_section(text: str, start: int, end: int, budget: int) -> list[Span]:
+    """Greedily pack whole paragraphs; an oversized paragraph is packed on its own.
+
+    Args:
+        text: the canonical text.
+        start: where the section's content starts.
+        end: where the section ends.
+        budget: maximum span of a chunk.
+
+    Returns:
+        Trimmed, non-overlapping spans in order, each at most ``budget`` long.
+    """
+    spans: list[Span] = []
+    run: list[Span] = []
+    for paragraph in _paragraphs(text, start, end):
+        if paragraph[1] - paragraph[0] <= budget:
+            run.append(paragraph)
+            continue
+        spans += _pack(run, budget) + _pack(_pieces(text, paragraph, budget), budget)
+        run = []
+    return spans + _pack(run, budget)
+
+
+def _paragraphs(text: str, start: int, end: int) -> list[Span]:
+    """Maximal runs of non-blank lines (blank = whitespace only), trimmed."""
+    found: list[Span] = []
+    current: Span | None = None
+    for line_start, line_end in _lines(text, start, end):
+        if text[line_start:line_end].strip():
+            current = (current[0] if current else line_start, line_end)
+        elif current:
+            found.append(current)
+            current = None
+    if current:
+        found.append(current)
+    return [span for span in (_trim(text, *p) for p in found) if span]
+
+
+def _pack(spans: list[Span], budget: int) -> list[Span]:
+    """Merge consecutive spans while first start to last end stays within ``budget``."""
+    packed: list[Span] = []
+    for start, end in spans:
+        if packed and end - packed[-1][0] <= budget:
+            packed[-1] = (packed[-1][0], end)
+        else:
+            packed.append((start, end))
+    return packed
+
+
+def _pieces(text: str, span: Span, budget: int, level: int = 0) -> list[Span]:
+    """Split an oversized span with ever finer splitters until every piece fits.
+
+    Args:
+        text: the canonical text.
+        span: a trimmed span.
+        budget: maximum piece length.
+        level: index into the splitters: sentences, then lines, then whitespace cuts.
+
+    Returns:
+        Trimmed pieces in order, each at most ``budget`` long, covering every
+        non-whitespace character of ``span``.
+    """
+    if span[1] - span[0] <= budget:
+        return [span]
+    pieces: list[Span] = []
+    for part in _SPLITTERS[level](text, span, budget):
+        pieces += _pieces(text, part, budget, level + 1)
+    return pieces
+
+
+def _by_sentence(text: str, span: Span, budget: int) -> list[Span]:
+    """Sentence pieces of ``span`` (offsets shifted back into ``text``), trimmed."""
+    base = span[0]
+    found = sentence_spans(text[span[0] : span[1]])
+    return [s for s in (_trim(text, base + a, base + b) for a, b in found) if s]
+
+
+def _by_line(text: str, span: Span, budget: int) -> list[Span]:
+    """Line pieces of ``span``: code, math and tables have lines but no full stops."""
+    return [s for s in (_trim(text, *line) for line in _lines(text, *span)) if s]
+
+
+def _by_whitespace(text: str, span: Span, budget: int) -> list[Span]:
+    """Hard-cut ``span`` at the last whitespace within ``budget`` of each piece's start.
+
+    Only a single word longer than ``budget`` is cut mid-word, at exactly ``budget``.
+    """
+    pieces: list[Span] = []
+    start, end = span
+    while end - start > budget:
+        cut = _last_space(text, start, start + budget)
+        piece = _trim(text, start, cut if cut > start else start + budget)
+        pieces.append(piece)  # never None: text[start] is not whitespace
+        start = _trim(text, piece[1], end)[0]
+    pieces.append((start, end))
+    return pieces
+
+
+def _last_space(text: str, start: int, limit: int) -> int:
+    """Offset of the last whitespace in ``(start, limit]``, or ``start`` when there is none."""
+    for at in range(limit, start, -1):
+        if text[at].isspace():
+            return at
+    return start
+
+
+_SPLITTERS: list[Callable[[str, Span, int], list[Span]]] = [
+    _by_sentence,
+    _by_line,
+    _by_whitespace,
+]
+
+
+# --- shared ---------------------------------------------------------------------------
+
+
+def _trim(text: str, start: int, end: int) -> Span | None:
+    """Shrink ``[start, end)`` to exclude surrounding whitespace; None if nothing is left."""
+    raw = text[start:end]
+    stripped = raw.strip()
+    if not stripped:
+        return None
+    lead = len(raw) - len(raw.lstrip())
+    return start + lead, start + lead + len(stripped)
+
+
+def _with_overlap(text: str, spans: list[Span], overlap: int) -> list[Span]:
+    """Start each span but the first ``overlap`` characters before the previous one ends.
+
+    The overlap is taken from the previous chunk as emitted, so it never reaches back past
+    that chunk's own start (a chunk shorter than ``overlap`` is copied whole).
+    """
+    out: list[Span] = []
+    for start, end in spans:
+        if out and overlap:
+            prev_start, prev_end = out[-1]
+            start = _trim(text, max(prev_start, prev_end - overlap), end)[0]
+        out.append((start, end))
+    return out

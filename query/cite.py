@@ -1,0 +1,163 @@
+"""Citations built by the server from chunk rows (SPEC §5).
+
+The model only writes ``[n]``; document, label and URL fragment come from the row
+that source ``n`` was built from, and the quote is the row's ``content`` (the exact
+canonical slice), never its embedded ``text``.
+
+A row is a plain dict with the chunks-table columns (``chunk_id``, ``doc_id``,
+``path``, ``title``, ``section``, ``start``, ``end``, ``content``, ``locators`` ...)
+plus ``distance`` (or lancedb's ``_distance``) and optionally ``rerank_score``.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+from schemas.locator import CharRange, Locator, Page, SheetRange, TimeSpan, locator_from_dict
+from schemas.retrieval import Citation
+
+
+def build_citations(rows: Sequence[Mapping]) -> list[Citation]:
+    """Number the rows from 1, in the order given, as citations.
+
+    Args:
+        rows: chunk rows in the order the sources appear in the prompt.
+
+    Returns:
+        One ``Citation`` per row, ``index`` 1, 2, ...
+
+    Raises:
+        KeyError: if a row lacks ``doc_id``, ``start``, ``end`` or ``content``.
+    """
+    return [citation_from_row(i, row) for i, row in enumerate(rows, 1)]
+
+
+def citation_from_row(index: int, row: Mapping) -> Citation:
+    """One citation from one chunk row; see ``locator_label`` and ``locator_fragment``."""
+    locators = parse_locators(row.get("locators"))
+    start, end = int(row["start"]), int(row["end"])
+    return Citation(
+        index=index,
+        document_id=row["doc_id"],
+        document=document_name(row),
+        label=locator_label(_title(row), row.get("section") or "", locators),
+        fragment=locator_fragment(locators, start, end),
+        quote=row["content"],
+        distance=_optional_float(row.get("distance", row.get("_distance"))),
+        rerank_score=_optional_float(row.get("rerank_score")),
+        chunk_id=row.get("chunk_id") or "",
+        start=start,
+        end=end,
+    )
+
+
+def document_name(row: Mapping) -> str:
+    """The document as a reader knows it: its path under the indexed folder.
+
+    Falls back to the title, then the document id, so a row is never nameless.
+    """
+    return row.get("path") or row.get("title") or row["doc_id"]
+
+
+def parse_locators(raw: str | Sequence[Mapping] | None) -> list[Locator]:
+    """The ``locators`` column (a JSON list of locator dicts, or already a list) as locators.
+
+    >>> parse_locators('[{"kind": "page", "page": 3}]')
+    [Page(page=3, page_label='', ocr_confidence=None, kind='page')]
+    >>> parse_locators(None), parse_locators("")
+    ([], [])
+    """
+    if not raw:
+        return []
+    items = json.loads(raw) if isinstance(raw, str) else raw
+    return [locator_from_dict(item) for item in items]
+
+
+def locator_label(title: str, section: str, locators: Sequence[Locator]) -> str:
+    """A human label for where the chunk sits, chosen by the kind of its first locator.
+
+    Text: ``Title > Section`` (just the title without a section); page: ``Title, p. 3``
+    or ``Title, pp. 3–4`` over several pages; sheet: ``Title, Sheet!A1:D9``; time:
+    ``Title, 0:12–0:31`` from the first start to the last end.
+
+    >>> locator_label("Guide", "Setup", [])
+    'Guide > Setup'
+    >>> locator_label("Report", "", [Page(3), Page(4)])
+    'Report, pp. 3–4'
+    """
+    same = [loc for loc in locators if loc.kind == locators[0].kind] if locators else []
+    if not same or isinstance(same[0], CharRange):
+        return f"{title} > {section}" if section else title
+    if isinstance(same[0], Page):
+        return f"{title}, {_pages_label(same)}"
+    if isinstance(same[0], SheetRange):
+        return f"{title}, {', '.join(dict.fromkeys(loc.fragment() for loc in same))}"
+    return f"{title}, {_time_span(same).label()}"
+
+
+def locator_fragment(locators: Sequence[Locator], start: int, end: int) -> str:
+    """The URL fragment that opens the source at the chunk.
+
+    From the first locator: ``#page=N`` (PDF Open Parameters) or ``'Sheet'!A1:D9``.
+    Time spans are merged from the first start to the last end (``#t=s,e``, W3C Media
+    Fragments), because a player can play a range but a PDF viewer opens one page.
+    Text, or no locators at all, gives the chunk's own range ``#char=start,end``.
+
+    >>> locator_fragment([], 10, 42)
+    '#char=10,42'
+    >>> locator_fragment([TimeSpan(12, 20), TimeSpan(20, 31)], 0, 5)
+    '#t=12.00,31.00'
+    """
+    if not locators or isinstance(locators[0], CharRange):
+        # The stored CharRange may be a segment's range; the chunk's own is exact.
+        return CharRange(start, end).fragment()
+    if isinstance(locators[0], TimeSpan):
+        return _time_span([loc for loc in locators if isinstance(loc, TimeSpan)]).fragment()
+    return locators[0].fragment()
+
+
+def verify_quote(item: Citation | Mapping, canonical_text: str) -> bool:
+    """Whether the quote is exactly ``canonical_text[start:end]``.
+
+    Args:
+        item: a ``Citation`` or a chunk row (``start``, ``end``, ``content``).
+        canonical_text: the document's canonical text.
+
+    Returns:
+        True when the quoted slice matches character for character.
+
+    Raises:
+        ValueError: if a citation carries no offsets.
+    """
+    if isinstance(item, Citation):
+        if item.start is None or item.end is None:
+            raise ValueError(f"citation [{item.index}] has no start/end offsets to check")
+        start, end, quote = item.start, item.end, item.quote
+    else:
+        start, end, quote = int(item["start"]), int(item["end"]), item["content"]
+    return 0 <= start <= end <= len(canonical_text) and canonical_text[start:end] == quote
+
+
+def _pages_label(pages: Sequence[Page]) -> str:
+    if len({p.page for p in pages}) == 1:
+        return pages[0].label()
+    first = min(pages, key=lambda p: p.page)
+    last = max(pages, key=lambda p: p.page)
+    numbers = f"{first.page}–{last.page}"
+    printed = first.page_label and last.page_label
+    if printed and (first.page_label, last.page_label) != (str(first.page), str(last.page)):
+        # Same rule as Page.label: the printed label first, the physical page after it.
+        return f"pp. {first.page_label}–{last.page_label} (pages {numbers})"
+    return f"pp. {numbers}"
+
+
+def _time_span(spans: Sequence[TimeSpan]) -> TimeSpan:
+    return TimeSpan(min(s.start for s in spans), max(s.end for s in spans))
+
+
+def _title(row: Mapping) -> str:
+    return row.get("title") or document_name(row)
+
+
+def _optional_float(value) -> float | None:
+    return None if value is None else float(value)

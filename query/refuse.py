@@ -1,0 +1,109 @@
+"""The refusal gate: the only part of the pipeline that can say no (SPEC §4).
+
+A retriever always returns something; the gate keeps at most ``max_chunks`` hits
+that pass a cut and otherwise returns a ``Refusal``, so no prompt is built and no
+model is called. lancedb's ``distance_range(upper_bound=...)`` is the storage-side
+version of the cosine cut.
+
+Both cuts are strict, matching the message: a cosine distance passes when it is
+strictly *under* the cut (``distance < cut``), a rerank score when it is strictly
+*over* it (``score > min_score``). Hits keep the order they came in (the
+retriever's ranking, e.g. hybrid or reranked), and the first ``max_chunks`` that
+pass are kept.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Callable, TypeVar, Union
+
+from schemas.retrieval import DENSE, Hit, Refusal
+
+T = TypeVar("T", bound=Union[Hit, tuple])
+
+MAX_CHUNKS = 4
+
+
+def gate(
+    hits: Sequence[T], cut: float, max_chunks: int = MAX_CHUNKS, *, query: str = ""
+) -> list[T] | Refusal:
+    """Keep at most ``max_chunks`` hits whose cosine distance is strictly under ``cut``.
+
+    Args:
+        hits: ``(chunk_id, distance)`` pairs, or dense ``Hit``s (whose score is the
+            cosine distance), in ranking order.
+        cut: the cosine-distance threshold; a hit passes when ``distance < cut``.
+        max_chunks: how many passing hits to keep at most.
+        query: the question, quoted in the refusal message.
+
+    Returns:
+        The kept hits (same items, same order), or a ``Refusal`` when none pass; its
+        ``best`` is the smallest distance seen (None if ``hits`` is empty).
+
+    Raises:
+        ValueError: if ``max_chunks`` < 1, or a ``Hit`` is not from the dense
+            retriever (a fused or BM25 score is not a distance).
+
+    >>> gate([("a", 0.3), ("b", 0.7), ("c", 0.5)], cut=0.6)
+    [('a', 0.3), ('c', 0.5)]
+    >>> gate([("a", 0.7)], cut=0.675, query="q").message()
+    'NO ANSWER: nothing under cosine distance 0.675 for "q"'
+    """
+    values = [_value(h, want_dense=True) for h in hits]
+    kept = _keep(hits, values, lambda v: v < cut, max_chunks)
+    if kept:
+        return kept
+    best = min((v for v in values if not math.isnan(v)), default=None)
+    return Refusal(query=query, threshold=cut, kind="cosine", best=best)
+
+
+def gate_score(
+    hits: Sequence[T], min_score: float, max_chunks: int = MAX_CHUNKS, *, query: str = ""
+) -> list[T] | Refusal:
+    """Keep at most ``max_chunks`` hits whose reranker score is strictly over ``min_score``.
+
+    Args:
+        hits: ``(chunk_id, score)`` pairs, or ``Hit``s from a reranker (higher is
+            better), in ranking order.
+        min_score: the score threshold; a hit passes when ``score > min_score``.
+        max_chunks: how many passing hits to keep at most.
+        query: the question, quoted in the refusal message.
+
+    Returns:
+        The kept hits, or a ``Refusal`` of kind ``"rerank"`` whose ``best`` is the
+        highest score seen (None if ``hits`` is empty).
+
+    Raises:
+        ValueError: if ``max_chunks`` < 1, or a ``Hit`` comes from the dense
+            retriever (its score is a distance: lower is better).
+
+    >>> gate_score([("a", 1.5), ("b", -2.0)], min_score=0.0)
+    [('a', 1.5)]
+    """
+    values = [_value(h, want_dense=False) for h in hits]
+    kept = _keep(hits, values, lambda v: v > min_score, max_chunks)
+    if kept:
+        return kept
+    best = max((v for v in values if not math.isnan(v)), default=None)
+    return Refusal(query=query, threshold=min_score, kind="rerank", best=best)
+
+
+def _keep(
+    hits: Sequence[T], values: list[float], passes: Callable[[float], bool], max_chunks: int
+) -> list[T]:
+    if max_chunks < 1:
+        raise ValueError(f"max_chunks must be at least 1, got {max_chunks}")
+    # NaN fails every comparison, so a missing distance never passes the gate.
+    return [h for h, v in zip(hits, values) if passes(v)][:max_chunks]
+
+
+def _value(hit: Hit | tuple, want_dense: bool) -> float:
+    if not isinstance(hit, Hit):
+        _, value = hit
+        return float(value)
+    if (hit.retriever == DENSE) != want_dense:
+        need = "a dense hit (cosine distance)" if want_dense else "a reranker hit (score)"
+        err = ValueError(f"{hit.retriever!r} hit {hit.chunk_id!r} given where {need} is needed")
+        err.add_note("Help: pass (chunk_id, value) pairs to gate a fused ranking.")
+        raise err
+    return float(hit.score)

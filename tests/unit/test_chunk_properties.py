@@ -1,0 +1,189 @@
+"""Property tests: random Markdown-ish documents, every strategy, the chunker's invariants.
+
+The generator builds each document from known parts, so it knows where every section's
+body lies without asking the chunker: that is the oracle for coverage and section names.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+
+from pipeline.chunk import STRATEGIES, chunk_document
+
+TITLE = "Tïtle"
+
+# Word characters never start a heading or a fence: no '#', '`' or '~', and no whitespace.
+_WORD_CHARS = st.characters(
+    blacklist_categories=("Cs", "Cc", "Zs", "Zl", "Zp"), blacklist_characters="#`~"
+)
+_SPECIAL_WORDS = [
+    "e.g.", "i.e.", "Fig.", "et", "al.", "vs.", "4.6B", "13.06%", "v1.2.3", "J.", "Smith",
+    "Dr.", "...", "…", "naïve", "日本語", "émigré", "x²", "(see", "it.)", '"quoted."', "3.",
+]
+_WORDS = st.one_of(
+    st.sampled_from(_SPECIAL_WORDS),
+    st.text(alphabet=_WORD_CHARS, min_size=1, max_size=10),
+    st.text(alphabet="abc", min_size=30, max_size=200),  # sometimes longer than the budget
+)
+_SENTENCES = st.builds(
+    lambda words, end: " ".join(words) + end,
+    st.lists(_WORDS, min_size=1, max_size=12),
+    st.sampled_from([".", "!", "?", "", '."', ".)", "..."]),
+)
+_INLINE_GAPS = st.sampled_from([" ", " ", "\n", "  ", "\u00a0", "\t", "\u2028"])
+_BLOCK_GAPS = st.sampled_from(["\n\n", "\n \n", "\n\n\n", "\n\t\n", "\r\n\r\n"])
+_CODE_LINES = st.one_of(
+    st.sampled_from(["## fake heading", "x = 1", "", "    return y", "# comment", "a.b.c(1.5)"]),
+    st.text(alphabet="abcdef ()=.,0123456789", min_size=0, max_size=150),
+)
+
+
+@st.composite
+def _prose(draw) -> str:
+    sentences = draw(st.lists(_SENTENCES, min_size=1, max_size=8))
+    text = sentences[0]
+    for sentence in sentences[1:]:
+        text += draw(_INLINE_GAPS) + sentence
+    return text
+
+
+@st.composite
+def _fenced(draw) -> str:
+    fence = draw(st.sampled_from(["```", "~~~", "````"]))
+    lines = draw(st.lists(_CODE_LINES, min_size=0, max_size=15))
+    return "\n".join([fence + draw(st.sampled_from(["", "python"])), *lines, fence])
+
+
+_TABLE = st.lists(st.text(alphabet="abc 0123456789.", max_size=40), min_size=1, max_size=12).map(
+    lambda rows: "\n".join(f"| {row} | 1.5 |" for row in rows)
+)
+_MATH = st.lists(st.text(alphabet="abxy_^{}+=\\ ", max_size=60), min_size=1, max_size=8).map(
+    lambda rows: "$$\n" + "\n".join(rows) + "\n$$"
+)
+_BLOCKS = st.one_of(_prose(), _prose(), _fenced(), _TABLE, _MATH)
+
+
+@dataclass(frozen=True)
+class Part:
+    """Oracle for one section: ``[start, end)`` in the text, content from ``body``."""
+
+    name: str
+    start: int
+    body: int
+    end: int
+
+
+@st.composite
+def documents(draw) -> tuple[str, list[Part]]:
+    text, parts = "", []
+    if draw(st.booleans()):
+        text = f"# {TITLE}\n"
+    text += _body(draw)
+    parts.append(Part("", 0, len(f"# {TITLE}\n") if text.startswith("# ") else 0, len(text)))
+    for _ in range(draw(st.integers(0, 4))):
+        name = draw(st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), max_size=15))
+        start = len(text)
+        text += f"## {name}\n"
+        body = len(text)
+        text += _body(draw)
+        parts.append(Part(name.strip(), start, body, len(text)))
+    return text, parts
+
+
+def _body(draw) -> str:
+    blocks = draw(st.lists(_BLOCKS, min_size=0, max_size=6))
+    text = ""
+    for block in blocks:
+        text += block + draw(_BLOCK_GAPS)
+    return text if text.endswith("\n") or not text else text + "\n"
+
+
+def _section_of(parts: list[Part], at: int) -> Part:
+    return [p for p in parts if p.start <= at][-1]
+
+
+def _word_around(text: str, at: int) -> str:
+    left, right = at, at
+    while left > 0 and not text[left - 1].isspace():
+        left -= 1
+    while right < len(text) and not text[right].isspace():
+        right += 1
+    return text[left:right]
+
+
+_SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+# One document is checked under every strategy: generating documents is the slow part.
+@_SETTINGS
+@given(doc=documents(), data=st.data())
+def test_invariants_hold_for_every_strategy(doc, data):
+    text, parts = doc
+    budget = data.draw(st.integers(8, 300), label="budget")
+    overlap = data.draw(st.integers(0, budget - 1), label="overlap")
+    for name, strategy in STRATEGIES.items():
+        note(f"strategy {name}")
+        chunks = chunk_document(text, TITLE, "d", name, budget, overlap)
+        _check_slices_and_text(text, chunks, strategy)
+        _check_order_and_size(text, chunks, strategy, budget, overlap)
+        if strategy.boundaries:
+            _check_sections_and_coverage(text, chunks, parts)
+        else:
+            _check_blind(text, chunks, parts, budget)
+        if strategy.boundaries and not strategy.overlap:
+            _check_no_mid_word_cut(text, chunks, budget)
+
+
+def _check_slices_and_text(text, chunks, strategy):
+    for i, c in enumerate(chunks):
+        assert text[c.start : c.end] == c.content
+        assert c.content and c.content == c.content.strip()
+        assert c.ordinal == i
+        if strategy.header:
+            head = f"[{TITLE} > {c.section}]" if c.section else f"[{TITLE}]"
+            assert c.text.startswith(f"[{TITLE}") and c.text == f"{head}\n{c.content}"
+        else:
+            assert c.text == c.content
+
+
+def _check_order_and_size(text, chunks, strategy, budget, overlap):
+    """Own text (past the previous chunk's end) fits the budget; overlap adds at most ``overlap``."""
+    for prev, cur in zip([None, *chunks], chunks):
+        own_from = max(cur.start, prev.end) if prev else cur.start
+        assert len(text[own_from : cur.end].strip()) <= budget
+        if prev is None:
+            continue
+        assert prev.start <= cur.start and prev.end < cur.end
+        if strategy.overlap:
+            assert prev.end - cur.start <= overlap
+        else:
+            assert prev.end <= cur.start
+            assert len(cur.content) <= budget
+
+
+def _check_sections_and_coverage(text, chunks, parts):
+    for part in parts:
+        mine = [c for c in chunks if part.body <= c.start and c.end <= part.end]
+        assert all(c.section == part.name for c in mine)
+        covered = {i for c in mine for i in range(c.start, c.end)}
+        missing = [i for i in range(part.body, part.end) if not text[i].isspace() and i not in covered]
+        assert not missing, f"uncovered characters in section {part.name!r}: {missing[:5]}"
+    assert sum(1 for p in parts for c in chunks if p.body <= c.start and c.end <= p.end) == len(chunks)
+
+
+def _check_no_mid_word_cut(text, chunks, budget):
+    for c in chunks:
+        if c.start > 0 and not text[c.start - 1].isspace():
+            assert len(_word_around(text, c.start)) > budget
+        if c.end < len(text) and not text[c.end].isspace():
+            assert len(_word_around(text, c.end - 1)) > budget
+
+
+def _check_blind(text, chunks, parts, budget):
+    covered = {i for c in chunks for i in range(c.start, c.end)}
+    assert all(i in covered for i, ch in enumerate(text) if not ch.isspace())
+    for c in chunks:
+        assert c.section == _section_of(parts, c.start).name
+        assert c.end <= (c.end - 1) // budget * budget + budget  # ends inside its window
