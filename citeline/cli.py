@@ -115,17 +115,12 @@ def _status_doc(d: dict) -> dict:
 @json_option
 def search(query, db, model, k, as_json):
     """Dense search: the chunks nearest to QUERY, with exact locators."""
-    from index.store import Store
     from pipeline.embed import get_embedder
     from query.cite import build_citations
-    from query.dense import dense_search
+    from query.search import Searcher
 
-    store = Store(db)
     with _errors():
-        stamp = store.stamp()
-        if stamp is None:
-            raise click.ClickException(f"no index at {db}: run `citeline index PATH` first")
-        rows = dense_search(store, get_embedder(model), stamp, query, k)
+        rows = Searcher.open(db, get_embedder(model)).dense(query, k)
     citations = build_citations(rows)
     if as_json:
         click.echo(json.dumps({"query": query, "results": [c.to_dict() for c in citations]}, indent=2))

@@ -114,14 +114,47 @@ class Store:
         """The k nearest chunks by cosine distance (``_distance`` = 1 - cos)."""
         query = self.chunks(stamp).search(np.asarray(vector, dtype=np.float32)).distance_type("cosine").limit(k)
         if columns:
-            query = query.select(list(columns))
+            query = query.select([*columns, "_distance"])
         return query.to_list()
 
+    def vectors(self, stamp: IndexStamp, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors of the given chunks, by chunk id."""
+        if not chunk_ids:
+            return {}
+        where = "chunk_id IN (" + ", ".join(sql_str(c) for c in chunk_ids) + ")"
+        rows = _scan(self.chunks(stamp), ["chunk_id", "vector"], where)
+        return {r["chunk_id"]: np.asarray(r["vector"], dtype=np.float32) for r in rows}
+
+    def fts_search(self, stamp: IndexStamp, query: str, k: int, columns: Sequence[str] | None = None) -> list[dict]:
+        """The k best chunks by BM25 over the embedded ``text`` (``_score``, higher is better)."""
+        if not query.strip():
+            return []
+        search = self.chunks(stamp).search(query, query_type="fts").limit(k)
+        if columns:
+            search = search.select([*columns, "_score"])
+        return search.to_list()
+
     def finish_run(self, stamp: IndexStamp) -> None:
-        """Compact the small commits of a run and bring indexes up to date."""
+        """Compact the run's small commits and bring every index up to the last row.
+
+        The full-text index only covers rows that existed when it was built or last
+        optimised, so every run ends here: a fresh document is found by BM25 at once.
+        """
         if self.stamp() is not None:
-            self.chunks(stamp).optimize()
+            table = self.chunks(stamp)
+            if not any(ix.index_type == "FTS" for ix in table.list_indices()):
+                table.create_fts_index("text", replace=True)
+            table.optimize()
         self.documents().optimize()
+
+    def fts_coverage(self) -> tuple[int, int]:
+        """(indexed, unindexed) rows of the full-text index; (0, rows) when there is none."""
+        table = self.db.open_table(CHUNKS)
+        for ix in table.list_indices():
+            if ix.index_type == "FTS":
+                stats = table.index_stats(ix.name)
+                return stats.num_indexed_rows, stats.num_unindexed_rows
+        return 0, table.count_rows()
 
 
 def check_stamp(found: IndexStamp, expected: IndexStamp, uri: str) -> None:

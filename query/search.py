@@ -1,0 +1,89 @@
+"""Every retriever behind one door, each returning chunk rows in the same shape.
+
+A returned row carries the chunk columns plus ``rank`` (from 1), ``score`` (the
+retriever's own number) and ``retriever``; dense rows also carry ``distance``
+(1 - cosine), which the refusal gate needs whatever retriever ordered the list.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from index.store import Store
+from pipeline.embed import Embedder
+from query.fuse import rrf
+from schemas.errors import IndexMismatch
+from schemas.retrieval import BM25, DENSE, HYBRID
+from schemas.stamp import IndexStamp
+
+RESULT_COLUMNS = ["chunk_id", "doc_id", "path", "title", "section", "start", "end", "content", "locators"]
+RRF_K = 60
+FUSION_DEPTH = 100  # each list fused is this long, as in the study
+
+
+@dataclass
+class Searcher:
+    """Retrieval over one index with the embedder it was built with."""
+
+    store: Store
+    embedder: Embedder
+    stamp: IndexStamp
+
+    def __post_init__(self) -> None:
+        if self.embedder.name != self.stamp.embed_model or self.embedder.dim != self.stamp.embed_dim:
+            raise IndexMismatch(
+                f"query model {self.embedder.name} ({self.embedder.dim}-d) differs from the index's "
+                f"{self.stamp.embed_model} ({self.stamp.embed_dim}-d): their vectors are not comparable"
+            )
+
+    @classmethod
+    def open(cls, uri: str, embedder: Embedder) -> "Searcher":
+        store = Store(uri)
+        stamp = store.stamp()
+        if stamp is None:
+            raise IndexMismatch(f"no index at {uri}: run `citeline index PATH` first")
+        return cls(store, embedder, stamp)
+
+    def dense(self, query: str, k: int = 8) -> list[dict]:
+        rows = self.store.dense_search(self.stamp, self.embedder.embed_query(query), k, RESULT_COLUMNS)
+        for rank, row in enumerate(rows, 1):
+            row["distance"] = float(row.pop("_distance"))
+            row.update(rank=rank, score=row["distance"], retriever=DENSE)
+        return rows
+
+    def bm25(self, query: str, k: int = 8) -> list[dict]:
+        rows = self.store.fts_search(self.stamp, query, k, RESULT_COLUMNS)
+        for rank, row in enumerate(rows, 1):
+            row.update(rank=rank, score=float(row.pop("_score")), retriever=BM25)
+        return rows
+
+    def hybrid(self, query: str, k: int = 8, depth: int = FUSION_DEPTH) -> list[dict]:
+        """Reciprocal rank fusion of dense and BM25: ranks, never their incomparable scores."""
+        dense, lexical = self.dense(query, depth), self.bm25(query, depth)
+        by_id = {row["chunk_id"]: row for row in lexical}
+        by_id.update({row["chunk_id"]: row for row in dense})
+        fused = rrf([[r["chunk_id"] for r in dense], [r["chunk_id"] for r in lexical]], k=RRF_K, limit=k)
+        rows = []
+        for hit in fused:
+            row = dict(by_id[hit.chunk_id])
+            row.update(rank=hit.rank, score=hit.score, retriever=HYBRID)
+            rows.append(row)
+        self._fill_distances(query, rows)
+        return rows
+
+    def _fill_distances(self, query: str, rows: list[dict]) -> None:
+        """Cosine distance for rows that only BM25 found, so the gate can judge every row."""
+        missing = [row for row in rows if "distance" not in row]
+        if not missing:
+            return
+        import numpy as np
+
+        vectors = self.store.vectors(self.stamp, [row["chunk_id"] for row in missing])
+        q = self.embedder.embed_query(query)
+        for row in missing:
+            row["distance"] = float(1.0 - np.dot(vectors[row["chunk_id"]], q))
+
+    def search(self, query: str, retriever: str = DENSE, k: int = 8) -> list[dict]:
+        methods = {DENSE: self.dense, BM25: self.bm25, HYBRID: self.hybrid}
+        if retriever not in methods:
+            raise ValueError(f"unknown retriever {retriever!r}; choose one of {sorted(methods)}")
+        return methods[retriever](query, k)
