@@ -120,3 +120,27 @@ def test_check_names_a_tampered_chunk(docs, tmp_path):
     table.update(where=f"chunk_id = '{victim}'", values={"content": "tampered text"})
     violations = check_index(Store(s.db))
     assert [(v.rule, v.subject) for v in violations] == [("quote", victim)]
+
+
+def test_operators_see_failures_in_prefect(docs, tmp_path):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter, FlowRunFilterId,
+    )
+
+    (docs / "scan.md").write_bytes(b"\x00\x01\x02 not text")
+    state, _ = run(docs, settings(tmp_path))
+    flow_run_id = state.state_details.flow_run_id
+    with get_client(sync_client=True) as client:
+        task_runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+        artifacts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
+    by_name = {t.name: t for t in task_runs}
+    assert {"04-dropout.md", "10-lr-scheduler.md", "scan.md"} <= set(by_name)
+    failed = by_name["scan.md"].state
+    assert failed.is_failed() and failed.message.startswith("extract: undecodable:")
+    table = next(a for a in artifacts if a.key == "failed-documents")
+    rows = table.data if isinstance(table.data, list) else json.loads(table.data)
+    assert [(r["path"], r["stage"]) for r in rows] == [("scan.md", "extract")]
+    summary = next(a for a in artifacts if a.key == "index-summary")
+    assert "| 2 | 0 | 1 | 0 |" in summary.data
