@@ -60,6 +60,11 @@ def index(path, db, model, strategy, budget, overlap, precision, max_failed, max
                              precision=precision, max_bytes=max_bytes, timeout_s=timeout_s)
     with index_progress(progress and sys.stderr.isatty()), _errors():
         state = index_folder(path, settings, max_failed=max_failed, wait_s=wait_s, return_state=True)
+    _print_run(state)
+
+
+def _print_run(state) -> None:
+    """Print a run's summary and failures; exit 1 when the run itself failed."""
     summary = state.result(raise_on_failure=False)
     if isinstance(summary, CitelineError):
         raise click.ClickException(str(summary) + "".join(f"\n{n}" for n in getattr(summary, "__notes__", [])))
@@ -70,6 +75,27 @@ def index(path, db, model, strategy, budget, overlap, precision, max_failed, max
         click.echo(f"  FAILED {failure.path} [{failure.stage}] {failure.reason}")
     if state.is_failed():
         raise click.ClickException(state.message)
+
+
+@cli.command()
+@click.argument("path", required=False, type=click.Path())
+@db_option
+@model_option
+@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
+              help="Seconds to wait for another writer of the same index.")
+def retry(path, db, model, wait_s):
+    """Index again only the documents that failed (under PATH if given)."""
+    from flows.retry import retry_failed
+    from schemas.settings import IndexSettings
+    from index.store import Store
+
+    with _errors():
+        stamp = Store(db).stamp()
+        if stamp is None:
+            raise click.ClickException(f"no index at {db}: run `citeline index PATH` first")
+        settings = IndexSettings(db=db, model=model, strategy=stamp.strategy)
+        state = retry_failed(settings, path, wait_s=wait_s, return_state=True)
+    _print_run(state)
 
 
 @cli.command()

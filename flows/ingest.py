@@ -46,7 +46,8 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
         outcomes, failed = run_documents(plan.todo, settings)
         failures = record_failures(failed, settings) if failed else []
         deleted = forget_deleted(plan.gone, stamp, settings) if plan.gone else 0
-        store.finish_run(stamp)
+        if outcomes or failures or deleted:
+            store.finish_run(stamp)
         summary = RunSummary(
             indexed=len(outcomes), failed=len(failures), skipped=len(plan.skip), deleted=deleted,
             chunks=sum(o.chunks for o in outcomes), truncated=sum(o.truncated for o in outcomes),

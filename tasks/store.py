@@ -5,7 +5,7 @@ import threading
 from functools import lru_cache
 
 from index.store import Store
-from pipeline.embed import Embedder, get_embedder
+from pipeline.embed import Embedder, get_embedder, resolve_model
 from schemas.settings import IndexSettings
 from schemas.stamp import PIPELINE_VERSION, IndexStamp
 
@@ -23,5 +23,11 @@ def embedder_for(settings: IndexSettings) -> Embedder:
 
 
 def stamp_for(settings: IndexSettings) -> IndexStamp:
-    embedder = embedder_for(settings)
-    return IndexStamp(embedder.name, embedder.dim, PIPELINE_VERSION, settings.strategy.upper())
+    """The stamp these settings produce, without loading the model when the index knows it.
+
+    A run with nothing to embed (a no-op re-sync) then never pays for loading weights.
+    """
+    name = resolve_model(settings.model).name
+    stored = store_for(settings.db).stamp()
+    dim = stored.embed_dim if stored is not None and stored.embed_model == name else embedder_for(settings).dim
+    return IndexStamp(name, dim, PIPELINE_VERSION, settings.strategy.upper())

@@ -144,3 +144,20 @@ def test_operators_see_failures_in_prefect(docs, tmp_path):
     assert [(r["path"], r["stage"]) for r in rows] == [("scan.md", "extract")]
     summary = next(a for a in artifacts if a.key == "index-summary")
     assert "| 2 | 0 | 1 | 0 |" in summary.data
+
+
+def test_retry_runs_only_failed_documents(docs, tmp_path):
+    from flows.retry import retry_failed
+
+    s = settings(tmp_path)
+    broken = docs / "later.md"
+    broken.write_bytes(b"\xff\xfe\xfa not yet text")
+    run(docs, s)
+    assert records(s)["later.md"]["status"] == "failed"
+    broken.write_text("# Later\n\nNow it is a readable paragraph about retries.\n")
+    state = retry_failed(s, return_state=True)
+    summary = state.result()
+    assert (summary.indexed, summary.failed) == (1, 0)
+    later = records(s)["later.md"]
+    assert later["status"] == "indexed" and later["attempts"] == 2 and later["chunk_count"] == 1
+    assert check_index(Store(s.db)) == []

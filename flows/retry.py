@@ -1,0 +1,54 @@
+"""Re-run only the documents that failed, without re-scanning the folder."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from flows.ingest import final_state, run_documents
+from index.lock import writer_lock
+from pipeline.plan import Todo
+from pipeline.walk import SourceFile
+from schemas.settings import IndexSettings
+from schemas.status import RunSummary
+from tasks.record import record_failures
+from tasks.report import publish_report
+from tasks.store import stamp_for, store_for
+
+
+@flow(name="retry-failed", flow_run_name="retry failed in {settings.db}",
+      task_runner=ThreadPoolTaskRunner(max_workers=2))
+def retry_failed(settings: IndexSettings = IndexSettings(), path: str | None = None, wait_s: float = 0.0):
+    """Index again every failed document (under ``path`` if given).
+
+    Returns:
+        RunSummary, with the same final states as ``index_folder``.
+    """
+    with writer_lock(settings.db, wait_s):
+        store = store_for(settings.db)
+        stamp = stamp_for(settings)
+        store.chunks(stamp, create=True)
+        todo = failed_todo(store.document_rows(where="status = 'failed'"), path)
+        outcomes, failed = run_documents(todo, settings)
+        failures = record_failures(failed, settings) if failed else []
+        if outcomes:
+            store.finish_run(stamp)
+        summary = RunSummary(indexed=len(outcomes), failed=len(failures),
+                             chunks=sum(o.chunks for o in outcomes),
+                             truncated=sum(o.truncated for o in outcomes),
+                             rows=store.count_chunks(), failures=tuple(failures))
+    publish_report(summary, path or settings.db)
+    return final_state(summary, None)
+
+
+def failed_todo(records: list[dict], path: str | None) -> list[Todo]:
+    """Failed records as work items, limited to ``path`` (a file or a folder) when given."""
+    scope = Path(path).expanduser().resolve() if path else None
+    todo = []
+    for r in sorted(records, key=lambda r: r["source"]):
+        source = Path(r["source"])
+        if scope is None or source == scope or source.is_relative_to(scope):
+            prior = {"attempts": r["attempts"], "created_at": r["created_at"]}
+            todo.append(Todo(SourceFile(r["source"], r["root"], r["path"]), prior))
+    return todo
