@@ -16,8 +16,9 @@ from schemas.errors import CitelineError  # noqa: E402
 
 db_option = click.option("--db", envvar=ENV_DB, default=DEFAULTS["db"], show_default=True,
                          help="Index location: a local folder or any LanceDB URI.")
-model_option = click.option("--model", envvar=ENV_MODEL, default=DEFAULTS["model"], show_default=True,
-                            help="Embedding model: a packaged alias or a local sentence-transformers folder.")
+model_option = click.option("--model", envvar=ENV_MODEL, default=None,
+                            help="Embedding model: a packaged alias or a local sentence-transformers folder "
+                                 f"(default: the index's own model, else {DEFAULTS['model']}).")
 json_option = click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
 
 
@@ -56,7 +57,7 @@ def index(path, db, model, strategy, budget, overlap, precision, max_failed, max
     from flows.ingest import index_folder
     from schemas.settings import IndexSettings
 
-    settings = IndexSettings(db=db, model=model, strategy=strategy.upper(), budget=budget, overlap=overlap,
+    settings = IndexSettings(db=db, model=_model_for(db, model), strategy=strategy.upper(), budget=budget, overlap=overlap,
                              precision=precision, max_bytes=max_bytes, timeout_s=timeout_s)
     with index_progress(progress and sys.stderr.isatty()), _errors():
         state = index_folder(path, settings, max_failed=max_failed, wait_s=wait_s, return_state=True)
@@ -93,9 +94,61 @@ def retry(path, db, model, wait_s):
         stamp = Store(db).stamp()
         if stamp is None:
             raise click.ClickException(f"no index at {db}: run `citeline index PATH` first")
-        settings = IndexSettings(db=db, model=model, strategy=stamp.strategy)
+        settings = IndexSettings(db=db, model=_model_for(db, model), strategy=stamp.strategy)
         state = retry_failed(settings, path, wait_s=wait_s, return_state=True)
     _print_run(state)
+
+
+@cli.command()
+@db_option
+@click.option("--model", required=True, envvar=ENV_MODEL,
+              help="The new embedding model: a packaged alias or a local sentence-transformers folder.")
+@click.option("--strategy", type=click.Choice(list("ABCDEF"), case_sensitive=False), default=None,
+              help="A new chunk strategy (default: keep the index's).")
+@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
+              help="Seconds to wait for another writer of the same index.")
+def reindex(db, model, strategy, wait_s):
+    """Rebuild the index for another model or strategy beside the live one, then switch.
+
+    Uses the stored canonical text (no re-extraction); queries use the old index until
+    every document is done; an interrupted run resumes where it stopped.
+    """
+    from flows.reindex import reindex as reindex_flow
+    from index.store import Store
+    from schemas.settings import IndexSettings
+
+    with _errors():
+        stamp = Store(db).stamp()
+        if stamp is None:
+            raise click.ClickException(f"no index at {db}: run `citeline index PATH` first")
+        settings = IndexSettings(db=db, model=model, strategy=(strategy or stamp.strategy).upper())
+        state = reindex_flow(settings, wait_s=wait_s, return_state=True)
+    summary = state.result(raise_on_failure=False)
+    if isinstance(summary, CitelineError):
+        raise click.ClickException(str(summary))
+    click.echo(summary.line())
+    for path in summary.failed:
+        click.echo(f"  FAILED {path}")
+    if state.is_failed():
+        raise click.ClickException(state.message)
+
+
+@cli.command()
+@db_option
+@click.option("--yes", is_flag=True, help="Drop them; without it, only list what would go.")
+def gc(db, yes):
+    """List (or with --yes drop) chunks tables that are not the active one."""
+    from index.store import Store
+
+    store = Store(db)
+    idle = [(name, stamp) for name, stamp, active in store.chunk_tables() if not active]
+    for name, stamp in idle:
+        click.echo(f"{'dropping' if yes else 'would drop'} {name}: {stamp.embed_model} ({stamp.embed_dim}-d), "
+                   f"strategy {stamp.strategy}, {store.count_chunks(table=name)} rows")
+        if yes:
+            store.drop_table(name)
+    if not idle:
+        click.echo("nothing to drop: only the active chunks table exists")
 
 
 @cli.command()
@@ -111,7 +164,9 @@ def status(db, failed, as_json):
     columns = ["path", "status", "stage", "reason", "chunk_count", "truncated", "attempts", "notes",
                "embed_model", "embed_dim", "pipeline_version", "strategy", "extractor", "extractor_version"]
     docs = sorted(store.document_rows(columns, where), key=lambda d: d["path"])
-    report = {"documents": [_status_doc(d) for d in docs], "rows": store.count_chunks()}
+    active = store.stamp()
+    report = {"documents": [_status_doc(d, active) for d in docs], "rows": store.count_chunks(),
+              "active": asdict(active) if active else None}
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
@@ -120,17 +175,30 @@ def status(db, failed, as_json):
         click.echo(f"index {db}: {stamp.embed_model} ({stamp.embed_dim}-d), strategy {stamp.strategy}, "
                    f"pipeline v{stamp.pipeline_version}; {report['rows']} chunk rows")
     for d in report["documents"]:
-        line = f"{d['status']:<8} {d['chunk_count']:>5} chunks  {d['path']}"
+        line = f"{d['status']:<8} {'current' if d['current'] else 'STALE':<7} {d['chunk_count']:>5} chunks  {d['path']}"
         if d["status"] == "failed":
             line += f"  [{d['stage']}] {d['reason']} (attempts: {d['attempts']})"
         click.echo(line)
 
 
-def _status_doc(d: dict) -> dict:
+def _status_doc(d: dict, active) -> dict:
     stamps = {k: d[k] for k in ("embed_model", "embed_dim", "pipeline_version", "strategy",
                                 "extractor", "extractor_version")}
     keep = ("path", "status", "stage", "reason", "chunk_count", "truncated", "attempts", "notes")
-    return {**{k: d[k] for k in keep}, "stamps": stamps}
+    return {**{k: d[k] for k in keep}, "stamps": stamps, "current": _is_current(stamps, active)}
+
+
+def _is_current(stamps: dict, active) -> bool:
+    """Rows made by today's extractor, pipeline and the active model and strategy."""
+    import extractors
+
+    module = extractors.registered().get(stamps["extractor"])
+    return bool(
+        active is not None and module is not None
+        and stamps["extractor_version"] == module.VERSION
+        and (stamps["embed_model"], stamps["embed_dim"], stamps["pipeline_version"], stamps["strategy"])
+        == (active.embed_model, active.embed_dim, active.pipeline_version, active.strategy)
+    )
 
 
 @cli.command()
@@ -146,7 +214,7 @@ def search(query, db, model, k, as_json):
     from query.search import Searcher
 
     with _errors():
-        rows = Searcher.open(db, get_embedder(model)).dense(query, k)
+        rows = Searcher.open(db, get_embedder(_model_for(db, model))).dense(query, k)
     citations = build_citations(rows)
     if as_json:
         click.echo(json.dumps({"query": query, "results": [c.to_dict() for c in citations]}, indent=2))
@@ -174,6 +242,16 @@ def check(db, as_json):
         click.echo("index OK" if not violations else f"{len(violations)} violations")
     if violations:
         sys.exit(1)
+
+
+def _model_for(db: str, model: str | None) -> str:
+    """The model asked for, else the one the index was built with, else the default."""
+    if model:
+        return model
+    from index.store import Store
+
+    stamp = Store(db).stamp()
+    return stamp.embed_model if stamp else DEFAULTS["model"]
 
 
 class _errors:

@@ -11,7 +11,7 @@ from types import ModuleType
 
 from schemas.errors import UnsupportedType
 
-from extractors import text
+from extractors import media, ocr, pdf, sheet, text
 
 _REGISTRY: dict[str, ModuleType] = {}
 
@@ -58,4 +58,9 @@ def for_bytes(head: bytes, name: str) -> ModuleType:
     raise UnsupportedType(f"no extractor for {name!r} (suffix {suffix or 'none'}); known: {', '.join(known)}")
 
 
+# Magic-sniffed binary formats first; text (no magic) last, reached by suffix only.
+register(pdf)
+register(ocr)
+register(sheet)
+register(media)
 register(text)

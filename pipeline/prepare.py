@@ -15,7 +15,7 @@ from pipeline.chunk import CHUNKER_VERSION, chunk_document
 from pipeline.embed import Embedder
 from pipeline.locate import locators_for, locators_json
 from pipeline.walk import SourceFile
-from schemas.document import Canonical, Chunk
+from schemas.document import Canonical, Chunk, segments_from_json
 from schemas.errors import DocumentError, TooLarge, Unreadable, Vanished
 from schemas.options import ExtractOptions
 from schemas.settings import IndexSettings
@@ -106,6 +106,20 @@ def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: I
         return prepared
     except Exception as exc:
         raise tag(exc, stage)
+
+
+def rechunk(record: dict, embedder: Embedder, stamp: IndexStamp, settings: IndexSettings) -> Prepared:
+    """A stored document chunked and embedded again from its canonical text: no re-extraction."""
+    canonical = Canonical(
+        text=record["canonical"], title=record["title"] or "", extractor=record["extractor"],
+        extractor_version=record["extractor_version"], segments=segments_from_json(record["segments"]),
+    )
+    file = SourceFile(record["source"], record["root"], record["path"])
+    prepared = Prepared(file, record["doc_id"], record["sha256"], record["size"], canonical)
+    chunks = chunk_document(canonical.text, canonical.title, prepared.doc_id, stamp.strategy,
+                            settings.budget, settings.overlap)
+    prepared.rows = embed_rows(prepared, chunks, embedder, stamp)
+    return prepared
 
 
 def embed_rows(prepared: Prepared, chunks: list[Chunk], embedder: Embedder, stamp: IndexStamp) -> list[dict]:

@@ -1,13 +1,26 @@
 """The LanceDB layout, written by hand so that schemas/ needs only pyarrow."""
 from __future__ import annotations
 
+import hashlib
+
 import pyarrow as pa
 
 from schemas.stamp import IndexStamp
 
 DOCUMENTS = "documents"
-CHUNKS = "chunks"
+META = "meta"  # key/value rows; "active" names the chunks table queries use
+CHUNKS_PREFIX = "chunks_"
 STAMP_KEY = b"citeline.stamp"
+
+META_SCHEMA = pa.schema([
+    pa.field("key", pa.string(), nullable=False),
+    pa.field("value", pa.string(), nullable=False),
+])
+
+
+def chunks_table_name(stamp: IndexStamp) -> str:
+    """One chunks table per stamp, so a re-index builds beside the live table."""
+    return CHUNKS_PREFIX + hashlib.sha256(stamp.to_json().encode()).hexdigest()[:12]
 
 _TS = pa.timestamp("us", tz="UTC")
 

@@ -30,7 +30,7 @@ def records(s: IndexSettings) -> dict[str, dict]:
 
 
 def test_bad_file_fails_alone_and_books_balance(docs, tmp_path):
-    (docs / "broken.md").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00binary junk")
+    (docs / "broken.md").write_bytes(b"caf\xe9 au lait, latin-1 bytes in a .md file")
     s = settings(tmp_path)
     state, summary = run(docs, s)
 
@@ -115,7 +115,7 @@ def test_second_writer_is_turned_away(docs, tmp_path):
 def test_check_names_a_tampered_chunk(docs, tmp_path):
     s = settings(tmp_path)
     run(docs, s)
-    table = lancedb.connect(s.db).open_table("chunks")
+    table = lancedb.connect(s.db).open_table(Store(s.db).active_table())
     victim = table.search().limit(1).to_list()[0]["chunk_id"]
     table.update(where=f"chunk_id = '{victim}'", values={"content": "tampered text"})
     violations = check_index(Store(s.db))
@@ -151,7 +151,7 @@ def test_retry_runs_only_failed_documents(docs, tmp_path):
 
     s = settings(tmp_path)
     broken = docs / "later.md"
-    broken.write_bytes(b"\xff\xfe\xfa not yet text")
+    broken.write_bytes(b"caf\xe9: latin-1, not yet UTF-8 text")
     run(docs, s)
     assert records(s)["later.md"]["status"] == "failed"
     broken.write_text("# Later\n\nNow it is a readable paragraph about retries.\n")

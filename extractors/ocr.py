@@ -1,0 +1,546 @@
+"""OCR with Tesseract, page layout shared with the PDF extractor, and image files.
+
+Tesseract reads two columns line by line across the gutter, so a page image is cut into
+reading-order regions first (columns within horizontal bands), the regions are stacked
+into one tall image, and that image is OCR'd in a single Tesseract call; each word's
+box is mapped back to the page. Each page gets the mean confidence of its words.
+
+Image files (PNG, JPEG, TIFF; a multi-page TIFF page by page) become one canonical text
+with a ``Page`` locator per frame.
+"""
+from __future__ import annotations
+
+import bisect
+import functools
+import io
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+
+import numpy as np
+import pytesseract
+from PIL import Image, ImageSequence, UnidentifiedImageError
+
+from schemas.document import Canonical, Segment
+from schemas.errors import Corrupt, Empty, NoText, Timeout, TooLarge, Truncated, Unreadable, UnsupportedType
+from schemas.locator import Page
+from schemas.options import ExtractOptions
+
+from extractors.clean import Deadline, clean
+
+NAME = "image-ocr"
+VERSION = "1"
+SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff")
+MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*")
+
+Box = tuple[float, float, float, float]  # x0, y0, x1, y1
+
+
+@dataclass
+class Line:
+    text: str
+    box: Box
+
+
+@dataclass
+class Block:
+    """A run of lines that belong together (a paragraph, or a MuPDF text block)."""
+
+    lines: list[Line] = field(default_factory=list)
+
+    @property
+    def box(self) -> Box:
+        return union([line.box for line in self.lines])
+
+
+@dataclass
+class PageText:
+    """One page's blocks in reading order, and OCR's mean word confidence if OCR'd."""
+
+    blocks: list[Block]
+    confidence: float | None = None
+    words: int = 0
+
+
+def union(boxes: list[Box]) -> Box:
+    return (
+        min(b[0] for b in boxes),
+        min(b[1] for b in boxes),
+        max(b[2] for b in boxes),
+        max(b[3] for b in boxes),
+    )
+
+
+# ---------------------------------------------------------------------------- layout
+
+
+def reading_order(boxes: list[Box], min_gap: float) -> list[list[int]]:
+    """Group box indices into regions in reading order: bands top to bottom, columns
+    left to right inside a band, boxes top to bottom inside a column.
+
+    A column gutter is a vertical strip at least ``min_gap`` wide that no narrow box
+    touches. Boxes that cross a gutter (a title, a full-width figure) cut the page into
+    bands, each laid out on its own, so 2- and 3-column bands can share a page.
+
+    >>> left = [(0, y, 40, y + 8) for y in (0, 10, 20)]
+    >>> right = [(60, y, 100, y + 8) for y in (0, 10, 20)]
+    >>> reading_order(left + right, min_gap=5)
+    [[0, 1, 2], [3, 4, 5]]
+    """
+    return _order(list(range(len(boxes))), boxes, min_gap)
+
+
+def _order(idx: list[int], boxes: list[Box], min_gap: float) -> list[list[int]]:
+    by_y = sorted(idx, key=lambda i: (boxes[i][1], boxes[i][0]))
+    if len(idx) <= 1:
+        return [by_y]
+    left = min(boxes[i][0] for i in idx)
+    width = max(boxes[i][2] for i in idx) - left
+    narrow = [i for i in idx if boxes[i][2] - boxes[i][0] <= 0.6 * width]
+    gutters = _gutters([boxes[i] for i in narrow], min_gap)
+    if not gutters:
+        # Bands with different column counts overlap each other's gutters; the wide
+        # boxes between them (captions, full-width paragraphs) separate them.
+        wide = [i for i in idx if boxes[i][2] - boxes[i][0] > 0.6 * width]
+        if wide and narrow:
+            return _bands(idx, wide, boxes, min_gap)
+        return [by_y]
+    spanning = [i for i in idx if any(boxes[i][0] < g0 and boxes[i][2] > g1 for g0, g1 in gutters)]
+    if spanning:
+        return _bands(idx, spanning, boxes, min_gap)
+    cuts = [(g0 + g1) / 2 for g0, g1 in gutters]
+    columns: list[list[int]] = [[] for _ in range(len(cuts) + 1)]
+    for i in idx:
+        columns[bisect.bisect(cuts, (boxes[i][0] + boxes[i][2]) / 2)].append(i)
+    return [group for col in columns if col for group in _order(col, boxes, min_gap)]
+
+
+def _gutters(boxes: list[Box], min_gap: float) -> list[tuple[float, float]]:
+    """Vertical strips between the boxes' merged x-intervals, at least min_gap wide."""
+    spans = sorted((b[0], b[2]) for b in boxes)
+    gutters: list[tuple[float, float]] = []
+    if not spans:
+        return gutters
+    reach = spans[0][1]
+    for x0, x1 in spans[1:]:
+        if x0 - reach >= min_gap:
+            gutters.append((reach, x0))
+        reach = max(reach, x1)
+    return gutters
+
+
+def _bands(idx: list[int], spanning: list[int], boxes: list[Box], min_gap: float) -> list[list[int]]:
+    spanning = sorted(spanning, key=lambda i: boxes[i][1])
+    centers = [(boxes[i][1] + boxes[i][3]) / 2 for i in spanning]
+    bands: list[list[int]] = [[] for _ in range(len(spanning) + 1)]
+    chosen = set(spanning)
+    for i in idx:
+        if i not in chosen:
+            bands[bisect.bisect(centers, (boxes[i][1] + boxes[i][3]) / 2)].append(i)
+    out: list[list[int]] = []
+    for k, band in enumerate(bands):
+        if band:
+            out.extend(_order(band, boxes, min_gap))
+        if k < len(spanning):
+            out.append([spanning[k]])
+    return out
+
+
+def blocks_text(blocks: list[Block]) -> str:
+    """The page's text: lines joined by newlines, blocks by a blank line, except that a
+    block continuing the previous one mid-sentence (a paragraph broken at a column or
+    band edge: previous ends without closing punctuation, next starts lower case) is
+    joined with a newline so the paragraph and any hyphenated word stay whole."""
+    parts: list[str] = []
+    for block in blocks:
+        text = "\n".join(line.text.strip() for line in block.lines if line.text.strip())
+        if not text:
+            continue
+        if parts and _continues(parts[-1], text):
+            parts[-1] += "\n" + text
+        else:
+            parts.append(text)
+    return "\n\n".join(parts)
+
+
+def _continues(prev: str, nxt: str) -> bool:
+    return prev[-1] not in ".!?:;)]\"”" and nxt[0].islower()
+
+
+# ------------------------------------------------------------------------ tesseract
+
+
+def check_language(lang: str) -> None:
+    """Raises ValueError (a configuration error, not a document's) for a language pack
+    Tesseract does not have, listing those it has."""
+    have = set(installed_languages())
+    missing = [code for code in lang.split("+") if code not in have]
+    if missing:
+        raise ValueError(
+            f"Tesseract has no language pack for {', '.join(missing)}; installed: "
+            f"{', '.join(sorted(have))} (Debian: apt-get install tesseract-ocr-<lang>)"
+        )
+
+
+@functools.lru_cache(maxsize=1)
+def installed_languages() -> tuple[str, ...]:
+    return tuple(pytesseract.get_languages(config=""))
+
+
+def ocr_image(
+    image: Image.Image,
+    lang: str = "eng",
+    *,
+    scale: float = 1.0,
+    deadline: Deadline | None = None,
+) -> PageText:
+    """OCR one page image, columns first.
+
+    Args:
+        image: the page; converted to greyscale here.
+        scale: output units per pixel (72 / dpi gives PDF points).
+
+    Raises:
+        Timeout: Tesseract ran past the deadline.
+    """
+    gray = image.convert("L")
+    regions = _regions(np.asarray(gray))
+    if len(regions) > 1:
+        stacked, offsets = _stack(gray, regions)
+    else:
+        stacked, offsets = gray, [(0, 0, 0)]
+    data = _tesseract(stacked, lang, deadline)
+    return _page_text(data, offsets, scale)
+
+
+def _regions(pixels: np.ndarray) -> list[Box]:
+    """Reading-order regions of a page image, in pixels (one per column per band).
+
+    Sizes come from the text itself, not from a claimed dpi: the median letter height
+    gives an em; letters closer than an em merge into line boxes, so word spaces close
+    and column gutters (wider than an em) stay open.
+    """
+    from scipy import ndimage  # 0.2 s to import; only OCR needs it
+
+    h, w = pixels.shape
+    whole = [(0, 0, w, h)]
+    factor = 2 if h * w > 4_000_000 else 1
+    hh, ww = h // factor, w // factor
+    if hh < 8 or ww < 8:
+        return whole
+    ink = pixels[: hh * factor, : ww * factor] < _threshold(pixels)
+    if factor > 1:
+        ink = ink.reshape(hh, factor, ww, factor).any(axis=(1, 3))
+    labels, count = ndimage.label(ink)
+    if count < 2:
+        return whole
+    slices = ndimage.find_objects(labels)
+    heights = np.array([s[0].stop - s[0].start for s in slices])
+    widths = np.array([s[1].stop - s[1].start for s in slices])
+    letters = heights[(heights >= 3) & (heights < hh / 4)]
+    if not len(letters):
+        return whole
+    em = max(4.0, 1.5 * float(np.median(letters)))
+    keep = np.concatenate(([False], (heights >= 0.3 * em) | (widths >= 0.3 * em)))
+    ink = keep[labels]  # specks (dust, i-dots) would sit in gutters and close them
+    reach = max(1, round(0.5 * em))
+    grown = ndimage.maximum_filter1d(ink.view(np.uint8), size=2 * reach + 1, axis=1)
+    grown = ndimage.maximum_filter1d(grown, size=3, axis=0)
+    labels, count = ndimage.label(grown)
+    boxes = [
+        (s[1].start * factor, s[0].start * factor, s[1].stop * factor, s[0].stop * factor)
+        for s in ndimage.find_objects(labels)
+        if s is not None
+    ]
+    if len(boxes) < 2:
+        return whole
+    groups = _merge_stacked(reading_order(boxes, min_gap=0.2 * em * factor), boxes)
+    if len(groups) == 1:
+        return whole
+    pad = round(0.3 * em * factor)
+    regions = []
+    for group in groups:
+        x0, y0, x1, y1 = union([boxes[i] for i in group])
+        regions.append((max(0, x0 - pad), max(0, y0 - pad), min(w, x1 + pad), min(h, y1 + pad)))
+    return regions
+
+
+def _merge_stacked(groups: list[list[int]], boxes: list[Box]) -> list[list[int]]:
+    """Join consecutive groups that sit one below the other when their joint rectangle
+    holds no other box: a single-column run needs no cutting (fewer, larger regions
+    OCR better), while side-by-side columns never merge."""
+    arr = np.asarray(boxes, dtype=float)
+    merged: list[list[int]] = []
+    for group in groups:
+        if merged:
+            current = merged[-1]
+            cur_box, new_box = union([boxes[i] for i in current]), union([boxes[i] for i in group])
+            x0, y0, x1, y1 = union([cur_box, new_box])
+            inside = (arr[:, 0] < x1) & (x0 < arr[:, 2]) & (arr[:, 1] < y1) & (y0 < arr[:, 3])
+            inside[current] = False
+            inside[group] = False
+            if new_box[1] >= cur_box[3] - 2 and not inside.any():
+                current.extend(group)
+                continue
+        merged.append(list(group))
+    return merged
+
+
+def _threshold(pixels: np.ndarray) -> float:
+    """Otsu's threshold over the grey histogram (ink is darker than it)."""
+    hist = np.bincount(pixels.ravel(), minlength=256).astype(np.float64)
+    total = hist.sum()
+    levels = np.arange(256)
+    w0 = np.cumsum(hist)
+    m0 = np.cumsum(hist * levels)
+    w1 = total - w0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        between = (m0[-1] * w0 / total - m0) ** 2 / (w0 * w1)
+    between = np.nan_to_num(between)
+    return float(np.argmax(between)) if between.max() > 0 else 128.0
+
+
+def _stack(gray: Image.Image, regions: list[Box]) -> tuple[Image.Image, list[tuple[int, int, int]]]:
+    """Paste the regions one below another; offsets are (y in stack, x0, y0 in page)."""
+    gap = 24
+    width = int(max(r[2] - r[0] for r in regions)) + 2 * gap
+    height = int(sum(r[3] - r[1] + gap for r in regions)) + gap
+    stacked = Image.new("L", (width, height), 255)
+    offsets, y = [], gap
+    for x0, y0, x1, y1 in regions:
+        stacked.paste(gray.crop((x0, y0, x1, y1)), (gap, y))
+        offsets.append((y, int(x0) - gap, int(y0)))
+        y += int(y1 - y0) + gap
+    return stacked, offsets
+
+
+def _tesseract(image: Image.Image, lang: str, deadline: Deadline | None) -> dict[str, list]:
+    """Run Tesseract on one image; its TSV output as columns (pytesseract's DICT shape).
+
+    Tesseract's OpenMP threads fight each other under parallel documents (pages took
+    4-137 s instead of 1.5 s), so it runs with OMP_THREAD_LIMIT=1 -- in ITS environment
+    only: the same variable in this process makes CTranslate2 (Whisper) with two threads
+    transcribe garbage, silently.
+
+    Raises:
+        Timeout: past the deadline. Unreadable: Tesseract failed on this image.
+        UnsupportedType: Tesseract is not installed.
+    """
+    left = deadline.left() if deadline else None
+    env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "page.pgm"  # uncompressed: far cheaper to write than PNG
+        image.save(path)
+        cmd = [pytesseract.pytesseract.tesseract_cmd, str(path), "stdout", "-l", lang, "--psm", "3", "tsv"]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, env=env, timeout=max(1.0, left) if left is not None else None)
+        except subprocess.TimeoutExpired:
+            raise Timeout(f"OCR ran past the time limit of {deadline.seconds:g} s") from None
+        except FileNotFoundError:
+            raise UnsupportedType("OCR needs Tesseract: apt-get install tesseract-ocr tesseract-ocr-eng") from None
+    if proc.returncode != 0:
+        raise Unreadable(f"Tesseract failed ({proc.returncode}): {proc.stderr.decode(errors='replace').strip()[-300:]}")
+    return _parse_tsv(proc.stdout.decode("utf-8", errors="replace"))
+
+
+def _parse_tsv(tsv: str) -> dict[str, list]:
+    rows = [line.split("\t") for line in tsv.splitlines() if line]
+    if not rows:
+        return {"text": []}
+    header, body = rows[0], [r for r in rows[1:] if len(r) == len(rows[0])]
+    data: dict[str, list] = {name: [r[k] for r in body] for k, name in enumerate(header)}
+    for name in header:
+        if name not in ("text", "conf"):
+            data[name] = [int(v) for v in data[name]]
+    return data
+
+
+def _page_text(data: dict, offsets: list[tuple[int, int, int]], scale: float) -> PageText:
+    starts = [o[0] for o in offsets]
+    blocks: dict[tuple, Block] = {}
+    lines: dict[tuple, Line] = {}
+    confs: list[float] = []
+    for k, word in enumerate(data["text"]):
+        conf = float(data["conf"][k])
+        if conf < 0 or not word.strip():
+            continue
+        confs.append(conf)
+        left, top = data["left"][k], data["top"][k]
+        ystack, dx, dy = offsets[max(0, bisect.bisect(starts, top) - 1)]
+        x0, y0 = (left + dx) * scale, (top - ystack + dy) * scale
+        box = (x0, y0, x0 + data["width"][k] * scale, y0 + data["height"][k] * scale)
+        bkey = (data["block_num"][k], data["par_num"][k])
+        lkey = (*bkey, data["line_num"][k])
+        line = lines.get(lkey)
+        if line is None:
+            line = lines[lkey] = Line(word, box)
+            blocks.setdefault(bkey, Block()).lines.append(line)
+        else:
+            line.text += " " + word
+            line.box = union([line.box, box])
+    confidence = round(sum(confs) / len(confs), 1) if confs else None
+    return PageText(list(blocks.values()), confidence, len(confs))
+
+
+# ---------------------------------------------------------------------- vocabulary
+
+
+@functools.lru_cache(maxsize=4)
+def vocabulary(lang: str = "eng") -> frozenset[str] | None:
+    """Tesseract's own word list for ``lang`` (lower case), or None if it can't be read.
+
+    Unpacked from the installed traineddata with combine_tessdata and dawg2wordlist
+    (both ship with Debian's tesseract-ocr); about 0.4 s and 340k words for eng.
+    """
+    tessdata = _tessdata_dir()
+    if tessdata is None or not shutil.which("combine_tessdata") or not shutil.which("dawg2wordlist"):
+        return None
+    words: set[str] = set()
+    with tempfile.TemporaryDirectory() as tmp:
+        for code in lang.split("+"):
+            trained = tessdata / f"{code}.traineddata"
+            prefix = Path(tmp) / f"{code}."
+            try:
+                subprocess.run(["combine_tessdata", "-u", str(trained), str(prefix)],
+                               capture_output=True, check=True, timeout=30)
+                out = Path(tmp) / f"{code}.words"
+                subprocess.run(["dawg2wordlist", f"{prefix}lstm-unicharset",
+                                f"{prefix}lstm-word-dawg", str(out)],
+                               capture_output=True, check=True, timeout=60)
+                words.update(w.lower() for w in out.read_text(encoding="utf-8").split())
+            except (OSError, subprocess.SubprocessError, UnicodeDecodeError):
+                continue
+    return frozenset(words) or None
+
+
+def _tessdata_dir() -> Path | None:
+    if os.environ.get("TESSDATA_PREFIX"):
+        return Path(os.environ["TESSDATA_PREFIX"])
+    try:
+        out = subprocess.run(["tesseract", "--list-langs"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.search(r'"([^"]+)"', out.stdout + out.stderr)
+    return Path(match.group(1)) if match else None
+
+
+_TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
+_VOWELS = set("aeiouyàáâãäåæèéêëìíîïòóôõöøùúûüýÿœ")
+
+
+def word_ratio(text: str, vocab: frozenset[str] | None) -> tuple[float, int]:
+    """Share of the text's letter tokens (2+ letters) that are real words, and how many
+    tokens there were. Without a vocabulary a token counts if it looks like a word:
+    a vowel, no 5-consonant run, no capital after a lower-case letter."""
+    tokens = [t for t in _TOKEN.findall(text) if len(t) >= 2]
+    if not tokens:
+        return 0.0, 0
+    if vocab is not None:
+        good = sum(1 for t in tokens if t.lower() in vocab)
+    else:
+        good = sum(1 for t in tokens if _wordlike(t))
+    return good / len(tokens), len(tokens)
+
+
+def _wordlike(token: str) -> bool:
+    low = token.lower()
+    if not low.isascii():
+        return True  # other scripts: no opinion
+    if not any(c in _VOWELS for c in low):
+        return False
+    if re.search(r"[^aeiouy']{5}", low):
+        return False
+    return not re.search(r"[a-z][A-Z]", token)
+
+
+# --------------------------------------------------------------------- image files
+
+
+def bounded(image: Image.Image, max_pixels: int) -> tuple[Image.Image, float]:
+    """The image, downscaled to at most ``max_pixels``, and the factor applied."""
+    w, h = image.size
+    if w * h <= max_pixels:
+        return image, 1.0
+    factor = (max_pixels / (w * h)) ** 0.5
+    size = (max(1, int(w * factor)), max(1, int(h * factor)))
+    if image.format == "JPEG":
+        image.draft("L", size)  # decode at a reduced DCT scale: far less memory
+    return image.convert("L").resize(size, Image.Resampling.LANCZOS), factor
+
+
+def open_image(data: bytes) -> Image.Image:
+    """Open image bytes with Pillow's decompression-bomb guard on.
+
+    Raises:
+        Empty, TooLarge, Corrupt: as their names say.
+    """
+    if not data:
+        raise Empty("empty file (0 bytes)")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            return Image.open(io.BytesIO(data))
+    except Image.DecompressionBombError as exc:
+        raise TooLarge(f"image refused as a decompression bomb: {exc}") from None
+    except (UnidentifiedImageError, OSError) as exc:
+        raise Corrupt(f"not a readable image ({exc}): the file starts with {data[:12]!r}") from None
+
+
+def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Canonical:
+    """OCR an image file, a multi-page TIFF page by page.
+
+    Raises:
+        Empty, Corrupt, Truncated, TooLarge, NoText, Timeout.
+    """
+    options = options or ExtractOptions()
+    deadline = Deadline(options.time_limit_s)
+    image = open_image(data)
+    pieces: list[str] = []
+    segments: list[Segment] = []
+    notes: list[str] = []
+    offset = 0
+    for number, frame in enumerate(ImageSequence.Iterator(image), start=1):
+        if number > options.max_pages:
+            raise TooLarge(f"image has more than {options.max_pages} pages")
+        deadline.check(f"page {number}")
+        page = _ocr_frame(frame, number, options, deadline)
+        text = clean(blocks_text(page.blocks))
+        if page.confidence is not None and page.confidence < options.ocr_min_confidence:
+            notes.append(f"low OCR confidence on page {number}: {page.confidence:.0f}")
+        if not text:
+            continue
+        if pieces:
+            pieces.append("\n\n")
+            offset += 2
+        pieces.append(text)
+        segments.append(Segment(offset, offset + len(text), Page(number, "", page.confidence)))
+        offset += len(text)
+    if not pieces:
+        raise NoText(f"OCR found no text in the image ({number} page{'s' * (number > 1)})")
+    return Canonical(
+        text="".join(pieces),
+        title=PurePath(name).stem,
+        extractor=NAME,
+        extractor_version=VERSION,
+        segments=tuple(segments),
+        notes=tuple(notes),
+    )
+
+
+def _ocr_frame(frame: Image.Image, number: int, options: ExtractOptions, deadline: Deadline) -> PageText:
+    try:
+        page, factor = bounded(frame, options.ocr_max_pixels)
+        page = page.convert("L")
+    except Image.DecompressionBombError as exc:
+        raise TooLarge(f"page {number} refused as a decompression bomb: {exc}") from None
+    except OSError as exc:
+        if "truncated" in str(exc):
+            raise Truncated(f"image data ends early on page {number}: {exc}") from None
+        raise Corrupt(f"cannot decode page {number} of the image: {exc}") from None
+    # Boxes stay in the original image's pixels.
+    return ocr_image(page, options.ocr_lang, scale=1 / factor, deadline=deadline)

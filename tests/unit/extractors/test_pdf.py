@@ -1,0 +1,161 @@
+import pytest
+
+from extractors import pdf
+from schemas.errors import Corrupt, Empty, Encrypted, NoText, Timeout, TooLarge, Truncated
+from schemas.locator import Page
+from schemas.options import ExtractOptions
+
+
+@pytest.fixture(scope="session")
+def report(make):
+    return pdf.extract(make.two_column_pdf(), "report.pdf")
+
+
+@pytest.fixture(scope="session")
+def scan(make):
+    # A threshold above any real confidence, so the low-confidence note must appear.
+    return pdf.extract(make.image_only_pdf(), "scan.pdf", ExtractOptions(ocr_min_confidence=99.5))
+
+
+@pytest.mark.parametrize(
+    ("phrase", "page", "label"),
+    [
+        ("Annual Report on Fixture Quality", 1, "i"),
+        ("Section 1: Column Order", 2, "1"),
+        ("The alpha paragraph opens the left column", 2, "1"),
+        ("The charlie paragraph sits in the right column", 2, "1"),
+        ("The delta paragraph spans the full width", 2, "1"),
+        ("the turbine inspection interval is 450 hours.", 3, "2"),
+        ("Warranty claims must be filed within 30 days of delivery.", 4, "3"),
+    ],
+)
+def test_phrases_are_on_their_pages(report, h, phrase, page, label):
+    assert h.locators_of(report, phrase) == [Page(page, label)]
+
+
+def test_segments_are_the_pages(report, h):
+    h.check_segments(report)
+    assert [s.locator.page for s in report.segments] == [1, 2, 3, 4]
+    assert report.text == "\n\n".join(report.text[s.start:s.end] for s in report.segments)
+    third = report.segments[2].locator
+    assert (third.fragment(), third.label()) == ("#page=3", "p. 2 (page 3)")
+    assert report.extractor == "pdf" and report.extractor_version == pdf.VERSION
+
+
+def test_columns_are_read_in_order(report, h):
+    two_columns = ["alpha paragraph", "bravo paragraph", "postpone the vote", "charlie paragraph", "delta paragraph"]
+    three_columns = ["echo paragraph", "foxtrot paragraph", "golf paragraph"]
+    for order in (two_columns, three_columns):
+        starts = [h.find(report, phrase)[0] for phrase in order]
+        assert starts == sorted(starts), order
+
+
+def test_a_sentence_broken_by_the_column_stays_one_paragraph(report):
+    assert "the committee decided to\npostpone the vote" in report.text
+
+
+def test_running_headers_and_footers_are_removed(report):
+    for gone in ("Reproducible Fixtures", "Reproducable Fixtures", "Page i of 4", "of 4"):
+        assert gone not in report.text
+    assert any("running header/footer lines removed" in note for note in report.notes)
+
+
+def test_text_is_clean(report, h, make):
+    assert "\ufb01" not in report.text and "\ufb02" not in report.text
+    if make.HAS_LIGATURE_FONT:  # the PDF really holds the ligature glyphs
+        h.find(report, "reviewed the final budget for the offline archive")
+    h.find(report, "received detailed information about the harbour")
+    assert "infor-" not in report.text
+
+
+def test_image_only_page_is_ocrd_with_columns_apart(scan, h):
+    h.check_segments(scan)
+    assert [s.locator.page for s in scan.segments] == [1]
+    assert scan.segments[0].locator.ocr_confidence > 80
+    left, right = h.find(scan, "maintenance of the pumps"), h.find(scan, "The right column covers")
+    assert left[0] < right[0]
+    h.find(scan, "Scanned reports arrive as images. The left column talks about maintenance of the pumps.")
+    h.find(scan, "The right column covers the budget for the bridge. It was approved in March.")
+    assert "OCR used on 1 page (no text layer: 1)" in scan.notes
+    conf = scan.segments[0].locator.ocr_confidence
+    assert f"low OCR confidence on page 1: {conf:.0f}" in scan.notes
+
+
+def test_garbage_text_layer_is_ocrd_again(make, h):
+    canonical = pdf.extract(make.garbage_layer_pdf(), "garbage.pdf")
+    h.find(canonical, "Quarterly maintenance was completed on all seven water pumps.")
+    assert any("garbled text layer: 1" in note for note in canonical.notes)
+    assert canonical.segments[0].locator.ocr_confidence is not None
+
+
+def test_encrypted_with_a_password_fails(make):
+    with pytest.raises(Encrypted, match="user password"):
+        pdf.extract(make.encrypted_pdf("secret"), "locked.pdf")
+
+
+def test_encrypted_with_an_empty_user_password_opens(make, report):
+    canonical = pdf.extract(make.encrypted_pdf(""), "owner-only.pdf")
+    assert canonical.text == report.text
+
+
+@pytest.mark.parametrize(
+    ("fixture", "error", "reason"),
+    [
+        (lambda m: b"", Empty, "empty"),
+        (lambda m: b"<!DOCTYPE html><html><body>404</body></html>", Corrupt, "not a PDF"),
+        (lambda m: b"%PDF-1.7\n" + bytes(range(256)) * 8, Corrupt, "corrupt PDF"),
+        (lambda m: m.truncated_pdf(), Truncated, "cut off"),
+        (lambda m: m.blank_pdf(), NoText, "no text on any page"),
+    ],
+    ids=["empty", "html", "garbage", "truncated", "blank"],
+)
+def test_bad_pdfs_fail_with_a_reason(make, fixture, error, reason):
+    with pytest.raises(error, match=reason):
+        pdf.extract(fixture(make), "bad.pdf")
+
+
+def test_limits(make):
+    with pytest.raises(TooLarge, match="max_pages"):
+        pdf.extract(make.two_column_pdf(), "big.pdf", ExtractOptions(max_pages=3))
+    with pytest.raises(Timeout):
+        pdf.extract(make.two_column_pdf(), "slow.pdf", ExtractOptions(time_limit_s=1e-9))
+
+
+def test_junk_before_the_header_is_accepted(make, report):
+    assert pdf.extract(b"junk\n" + make.two_column_pdf(), "report.pdf").text == report.text
+
+
+def test_text_pdf_runs_fast_and_keeps_every_page(make):
+    canonical = pdf.extract(make.text_pdf(12), "speed.pdf")
+    assert [s.locator.page for s in canonical.segments] == list(range(1, 13))
+    assert "Speed Test Journal" not in canonical.text  # the running header
+
+
+def test_a_chapter_header_on_two_pages_is_removed_a_heading_stays(make, h):
+    canonical = pdf.extract(make.chapters_pdf(), "chapters.pdf")
+    assert canonical.text.count("Chapter 1: Scope") == 0
+    assert canonical.text.count("Chapter 3: Results") == 0
+    # The body heading on page 3 stays; the running copies are gone.
+    assert canonical.text.count("Chapter 2: Methods") == 1
+    assert h.locators_of(canonical, "Chapter 2: Methods")[0].page == 3
+    for number in range(1, 7):
+        assert h.locators_of(canonical, f"talks about topic number {number}.")[0].page == number
+    assert not any(line.strip().isdigit() for line in canonical.text.splitlines())
+
+
+def test_running_headers_are_removed_from_ocr_output(make, h):
+    canonical = pdf.extract(make.scanned_notices_pdf(), "notices.pdf")
+    assert "Water Board" not in canonical.text and "Page 2" not in canonical.text
+    for page, topic in enumerate(("the reservoir level", "the pipe repairs", "the new tariff"), start=1):
+        assert h.locators_of(canonical, f"This notice concerns {topic}.")[0].page == page
+
+
+def test_hex_encoded_page_labels_are_decoded():
+    assert pdf.page_label("<FEFF0031>") == "1"
+    assert pdf.page_label("<FEFF0041002D0031>") == "A-1"
+
+
+def test_a_scan_with_a_text_stamp_is_still_ocrd(make, h):
+    canonical = pdf.extract(make.stamped_scan_pdf(), "stamped.pdf")
+    h.find(canonical, "The right column covers the budget for the bridge.")
+    assert any("scanned page with little text layer: 1" in note for note in canonical.notes)
