@@ -26,6 +26,11 @@ def register(module: ModuleType) -> None:
     _REGISTRY[module.NAME] = module
 
 
+def unregister(name: str) -> None:
+    """Remove an extractor by NAME (plugins and tests)."""
+    _REGISTRY.pop(name, None)
+
+
 def registered() -> dict[str, ModuleType]:
     return dict(_REGISTRY)
 

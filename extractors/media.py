@@ -25,6 +25,8 @@ from extractors.clean import Deadline, clean
 
 NAME = "media"
 VERSION = "1"
+# Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
+ISOLATE = True
 SUFFIXES = (
     ".mp3", ".wav", ".ogg", ".oga", ".opus", ".flac", ".m4a", ".aac", ".wma",
     ".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi",

@@ -35,6 +35,8 @@ from extractors.clean import Deadline, clean
 
 NAME = "image-ocr"
 VERSION = "1"
+# Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
+ISOLATE = True
 SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff")
 MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*")
 

@@ -27,6 +27,8 @@ from extractors.ocr import Block, Line, PageText, blocks_text, ocr_image, readin
 
 NAME = "pdf"
 VERSION = "1"
+# Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
+ISOLATE = True
 SUFFIXES = (".pdf",)
 MAGIC = (b"%PDF-",)
 

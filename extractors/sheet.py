@@ -32,6 +32,8 @@ from extractors.clean import Deadline, clean
 
 NAME = "xlsx"
 VERSION = "1"
+# Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
+ISOLATE = True
 SUFFIXES = (".xlsx", ".xlsm", ".xltx", ".xltm", ".xls")
 OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 MAGIC = (OLE2,)

@@ -13,6 +13,7 @@ from pathlib import Path
 import extractors
 from pipeline.chunk import CHUNKER_VERSION, chunk_document
 from pipeline.embed import Embedder
+from pipeline.isolate import extract_isolated
 from pipeline.locate import locators_for, locators_json
 from pipeline.walk import SourceFile
 from schemas.document import Canonical, Chunk, segments_from_json
@@ -81,8 +82,10 @@ def read_source(path: str, max_bytes: int) -> bytes:
 
 
 def extract_bytes(data: bytes, name: str, options: ExtractOptions) -> Canonical:
-    """Pick the extractor by magic bytes then suffix, and run it."""
+    """Pick the extractor by magic bytes then suffix, and run it (isolated if it asks to be)."""
     module = extractors.for_bytes(data[:SNIFF_BYTES], name)
+    if getattr(module, "ISOLATE", False):
+        return extract_isolated(module.__name__, data, name, options)
     return module.extract(data, name, options)
 
 
@@ -96,7 +99,8 @@ def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: I
     try:
         data = read_source(file.source, settings.max_bytes)
         stage = Stage.EXTRACT
-        canonical = extract_bytes(data, Path(file.path).name, ExtractOptions(ocr_lang=settings.ocr_lang))
+        options = ExtractOptions(ocr_lang=settings.ocr_lang, time_limit_s=settings.timeout_s)
+        canonical = extract_bytes(data, Path(file.path).name, options)
         prepared = Prepared(file, doc_id_for(file.source), hashlib.sha256(data).hexdigest(), len(data), canonical)
         stage = Stage.CHUNK
         chunks = chunk_document(canonical.text, canonical.title, prepared.doc_id, stamp.strategy,

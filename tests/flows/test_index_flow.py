@@ -161,3 +161,27 @@ def test_retry_runs_only_failed_documents(docs, tmp_path):
     later = records(s)["later.md"]
     assert later["status"] == "indexed" and later["attempts"] == 2 and later["chunk_count"] == 1
     assert check_index(Store(s.db)) == []
+
+
+def test_a_hanging_extractor_fails_alone_at_the_time_limit(docs, tmp_path, monkeypatch):
+    import sys
+
+    import extractors
+    from pipeline import isolate
+
+    fixtures = str(Path(__file__).resolve().parents[1] / "fixtures")
+    monkeypatch.syspath_prepend(fixtures)
+    monkeypatch.setattr(isolate, "GRACE_S", 0.5)
+    import hostile_extractors
+
+    extractors.register(hostile_extractors)
+    try:
+        (docs / "stuck.hang").write_bytes(b"HANG FOREVER")
+        state, summary = run(docs, settings(tmp_path, timeout_s=2))
+    finally:
+        extractors.unregister(hostile_extractors.NAME)
+        sys.modules.pop("hostile_extractors", None)
+    assert state.name == "PartialSuccess"
+    assert (summary.indexed, summary.failed) == (2, 1)
+    stuck = records(settings(tmp_path))["stuck.hang"]
+    assert stuck["status"] == "failed" and stuck["reason"].startswith("timeout:")

@@ -1,0 +1,45 @@
+"""Extractors in a killable worker: hangs and crashes cost one document, and the next one works."""
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline import isolate
+from schemas.errors import Corrupt, Timeout
+from schemas.options import ExtractOptions
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+MODULE = "hostile_extractors"
+
+
+@pytest.fixture(autouse=True)
+def short_grace(monkeypatch):
+    monkeypatch.setattr(isolate, "GRACE_S", 0.5)
+
+
+def test_a_hang_is_killed_at_the_limit_and_the_next_document_works():
+    started = time.monotonic()
+    with pytest.raises(Timeout, match="1 s limit"):
+        isolate.extract_isolated(MODULE, b"HANG FOREVER", "x.hang", ExtractOptions(time_limit_s=1))
+    assert time.monotonic() - started < 30
+    fine = isolate.extract_isolated(MODULE, b"HANG fine after all", "y.hang", ExtractOptions(time_limit_s=30))
+    assert fine.text == "HANG fine after all"
+
+
+def test_a_crashing_parser_fails_the_document_not_the_process():
+    with pytest.raises(Corrupt, match="process died"):
+        isolate.extract_isolated(MODULE, b"HANG CRASH", "z.hang", ExtractOptions(time_limit_s=30))
+    assert isolate.extract_isolated(MODULE, b"HANG ok", "w.hang", ExtractOptions(time_limit_s=30)).text == "HANG ok"
+
+
+def test_real_pdf_extracts_the_same_in_the_worker():
+    import pymupdf
+
+    from extractors import pdf
+
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "The quick brown fox jumps over the lazy dog.")
+    data = doc.tobytes()
+    inside = pdf.extract(data, "a.pdf", ExtractOptions())
+    assert isolate.extract_isolated("extractors.pdf", data, "a.pdf", ExtractOptions()) == inside
