@@ -1,0 +1,108 @@
+"""One `citeline index` over a folder mixing every kind of document, good and bad."""
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from citeline.cli import cli
+from index.store import Store
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+import make  # noqa: E402
+
+pytestmark = [pytest.mark.model, pytest.mark.usefixtures("prefect_harness")]
+
+GOOD = {
+    "report.pdf": make.two_column_pdf,
+    "scan.pdf": make.image_only_pdf,
+    "sales.xlsx": make.workbook,
+    "meeting.ogg": make.speech,
+    "notes.md": lambda: b"# Notes\n\nThe harbour committee meets on Fridays.\n",
+    "open.pdf": lambda: make.encrypted_pdf(""),
+}
+BAD = {
+    "locked.pdf": (lambda: make.encrypted_pdf("secret"), "encrypted"),
+    "cut.pdf": (make.truncated_pdf, "truncated"),
+    "locked.xlsx": (make.encrypted_xlsx, "encrypted"),
+    "old.xlsx": (make.legacy_xls, None),
+    "cut.mp4": (make.truncated_mp4, "truncated"),
+    "empty.md": (lambda: b"", None),
+    "blob.bin": (lambda: b"\x00\x01\x02\x03" * 64, "unsupported-type"),
+}
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory, prefect_harness):
+    folder = tmp_path_factory.mktemp("mixed")
+    for name, build in GOOD.items():
+        (folder / name).write_bytes(build())
+    for name, (build, _) in BAD.items():
+        (folder / name).write_bytes(build())
+    db = tmp_path_factory.mktemp("index") / "db"
+    result = invoke("index", folder, "--db", db, "--no-progress")
+    assert result.exit_code == 0, result.output
+    return db
+
+
+def test_good_files_indexed_bad_files_failed_with_their_reason(db):
+    docs = {d["path"]: d for d in json.loads(invoke("status", "--db", db, "--json").output)["documents"]}
+    for name in GOOD:
+        assert docs[name]["status"] == "indexed", (name, docs[name]["reason"])
+        assert docs[name]["chunk_count"] > 0
+    for name, (_, kind) in BAD.items():
+        assert docs[name]["status"] == "failed", name
+        assert docs[name]["reason"], name
+        if kind:
+            assert docs[name]["reason"].startswith(kind + ":"), (name, docs[name]["reason"])
+
+
+def search(db, query, k=3):
+    result = invoke("search", query, "--db", db, "-k", k, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)["results"]
+
+
+def test_pdf_hit_cites_the_pages_its_quote_is_on(db):
+    from schemas.document import segments_from_json
+
+    hit = search(db, "turbine inspection interval hours")[0]
+    assert hit["document"] in ("report.pdf", "open.pdf")  # the same pages, one of them encrypted
+    assert "450 hours" in hit["quote"] and hit["fragment"].startswith("#page=")
+    store = Store(str(db))
+    doc = store.document_rows(["canonical", "segments"], f"doc_id = '{hit['document_id']}'")[0]
+    chunk = next(c for c in store.chunk_rows(["doc_id", "start", "end", "content", "locators"])
+                 if c["doc_id"] == hit["document_id"] and c["content"] == hit["quote"])
+    cited = {loc["page"] for loc in json.loads(chunk["locators"])}
+    needle = doc["canonical"].index("interval is 450 hours", chunk["start"])
+    page_of_needle = next(s.locator.page for s in segments_from_json(doc["segments"]) if s.start <= needle < s.end)
+    assert page_of_needle == 3 and page_of_needle in cited
+    assert int(hit["fragment"].removeprefix("#page=")) == min(cited)
+    assert "pages 2–3" in hit["label"]
+
+
+def test_spreadsheet_hit_cites_a_sheet_range(db):
+    hits = search(db, "auditors signed off", 5)
+    hit = next(h for h in hits if h["document"] == "sales.xlsx")
+    assert hit["fragment"].startswith("'Notes '!A")
+
+
+def test_media_hit_cites_a_time_span(db):
+    hit = search(db, "report delivered to the board on Tuesday morning")[0]
+    assert hit["document"] == "meeting.ogg" and hit["fragment"].startswith("#t=")
+    start, end = map(float, hit["fragment"].removeprefix("#t=").split(","))
+    assert 0 <= start < end <= make.SPEECH_SECONDS + 0.5
+
+
+def test_every_quote_is_the_canonical_slice(db):
+    result = invoke("check", "--db", db, "--json")
+    assert result.exit_code == 0, result.output
+    store = Store(str(db))
+    canonical = {d["doc_id"]: d["canonical"] for d in store.document_rows(["doc_id", "canonical"])}
+    for row in store.chunk_rows(["doc_id", "start", "end", "content"]):
+        assert canonical[row["doc_id"]][row["start"]:row["end"]] == row["content"]
