@@ -46,7 +46,7 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
         outcomes, failed = run_documents(plan.todo, settings)
         failures = record_failures(failed, settings) if failed else []
         deleted = forget_deleted(plan.gone, stamp, settings) if plan.gone else 0
-        if outcomes or failures or deleted:
+        if outcomes or failures or deleted or store.needs_finish():
             store.finish_run(stamp)
         summary = RunSummary(
             indexed=len(outcomes), failed=len(failures), skipped=len(plan.skip), deleted=deleted,

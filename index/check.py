@@ -1,8 +1,11 @@
 """The index's fsck: every invariant citeline promises, checked against what is stored."""
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
+
+import numpy as np
 
 from index.store import Store
 from schemas.stamp import IndexStamp
@@ -20,14 +23,60 @@ class Violation:
 def check_index(store: Store) -> list[Violation]:
     """Every violation found; an empty list means the index is consistent."""
     stamp = store.stamp()
-    documents = store.document_rows(["doc_id", "path", "status", "chunk_count", "canonical"])
-    chunks = store.chunk_rows(["chunk_id", "doc_id", "start", "end", "content", *STAMP_COLUMNS])
+    documents = store.document_rows(["doc_id", "path", "status", "chunk_count", "canonical", "notes"])
+    chunks = store.chunk_rows(["chunk_id", "doc_id", "start", "end", "content", "text", "vector", *STAMP_COLUMNS])
     return [
         *_counts(documents, chunks),
+        *_empty_indexed(documents),
         *_slices(documents, chunks),
         *_stamps(stamp, chunks),
         *_duplicates(chunks),
+        *_unit_norm(chunks),
+        *_full_text(store, stamp, chunks),
     ]
+
+
+def _empty_indexed(documents: list[dict]) -> list[Violation]:
+    """An indexed document without rows must say why (a silent recording, an empty sheet)."""
+    return [
+        Violation("empty", d["path"], "indexed with zero chunks and no note saying why")
+        for d in documents if d["status"] == "indexed" and d["chunk_count"] == 0 and not d["notes"]
+    ]
+
+
+def _unit_norm(chunks: list[dict], tolerance: float = 1e-3) -> list[Violation]:
+    """Cosine thresholds only mean something on unit vectors."""
+    if not chunks:
+        return []
+    norms = np.linalg.norm(np.asarray([c["vector"] for c in chunks], dtype=np.float32), axis=1)
+    return [
+        Violation("norm", c["chunk_id"], f"vector norm is {n:.4f}, not 1")
+        for c, n in zip(chunks, norms) if abs(n - 1.0) > tolerance
+    ]
+
+
+# Whole tokens as LanceDB's simple tokenizer cuts them (alphanumeric runs), letters only.
+_WORD = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{7,}(?![A-Za-z0-9])")
+
+
+def _full_text(store: Store, stamp: IndexStamp | None, chunks: list[dict], sample: int = 40) -> list[Violation]:
+    """BM25 finds a sample of chunks by their rarest long word: the full-text index is current."""
+    if stamp is None or not chunks:
+        return []
+    if not store.has_fts():
+        return [Violation("full-text", "index", "the chunks table has no full-text index: BM25 finds nothing")]
+    frequency = Counter(w.lower() for c in chunks for w in set(_WORD.findall(c["text"])))
+    step = max(1, len(chunks) // sample)
+    found = []
+    for c in sorted(chunks, key=lambda c: c["chunk_id"])[::step]:
+        words = sorted(set(_WORD.findall(c["text"])), key=lambda w: (frequency[w.lower()], w))
+        if not words:
+            continue
+        word = words[0]
+        hits = store.fts_search(stamp, word, len(chunks), ["chunk_id"])  # stems match more than the word
+        if c["chunk_id"] not in {h["chunk_id"] for h in hits}:
+            found.append(Violation("full-text", c["chunk_id"], f"BM25 search for {word!r} does not find this chunk"))
+    return found
 
 
 def _counts(documents: list[dict], chunks: list[dict]) -> list[Violation]:

@@ -203,6 +203,14 @@ class Store:
             table.optimize()
         self.documents().optimize()
 
+    def needs_finish(self) -> bool:
+        """True when the full-text index lags the rows (a run died before finishing)."""
+        return self.active_table() is not None and (not self.has_fts() or self.fts_coverage()[1] > 0)
+
+    def has_fts(self) -> bool:
+        name = self.active_table()
+        return name is not None and any(ix.index_type == "FTS" for ix in self.db.open_table(name).list_indices())
+
     def fts_coverage(self) -> tuple[int, int]:
         """(indexed, unindexed) rows of the full-text index; (0, rows) when there is none."""
         table = self.db.open_table(self.active_table())

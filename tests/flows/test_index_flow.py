@@ -185,3 +185,16 @@ def test_a_hanging_extractor_fails_alone_at_the_time_limit(docs, tmp_path, monke
     assert (summary.indexed, summary.failed) == (2, 1)
     stuck = records(settings(tmp_path))["stuck.hang"]
     assert stuck["status"] == "failed" and stuck["reason"].startswith("timeout:")
+
+
+def test_check_catches_a_stale_full_text_index_and_a_bad_vector(docs, tmp_path):
+    s = settings(tmp_path)
+    run(docs, s)
+    store = Store(s.db)
+    table = lancedb.connect(s.db).open_table(store.active_table())
+    victim = sorted(r["chunk_id"] for r in table.search().limit(None).select(["chunk_id"]).to_list())[0]
+    table.update(where=f"chunk_id = '{victim}'", values={"vector": [0.5] * 384})
+    rules = {(v.rule, v.subject) for v in check_index(store)}
+    assert ("norm", victim) in rules
+    table.drop_index("text_idx")
+    assert ("full-text", "index") in {(v.rule, v.subject) for v in check_index(store)}
