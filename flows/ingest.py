@@ -12,8 +12,9 @@ from index.lock import writer_lock
 from pipeline.plan import SyncPlan, Todo, plan_sync
 from pipeline.walk import list_files
 from schemas.settings import IndexSettings
+from schemas.stamp import IndexStamp
 from schemas.status import DocError, Outcome, RunSummary
-from tasks.document import index_document
+from tasks.document import prepare_document, write_document
 from tasks.log import get_logger
 from tasks.record import forget_deleted, record_failures
 from tasks.report import publish_report
@@ -43,7 +44,7 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
         store.chunks(stamp, create=True)  # refuse an index of another model before any work
         plan = plan_folder(root, store, stamp)
         log.info("run.planned", total=len(plan.todo), skipped=len(plan.skip), gone=len(plan.gone))
-        outcomes, failed = run_documents(plan.todo, settings)
+        outcomes, failed = run_documents(plan.todo, stamp, settings)
         failures = record_failures(failed, settings) if failed else []
         deleted = forget_deleted(plan.gone, stamp, settings) if plan.gone else 0
         if outcomes or failures or deleted or store.needs_finish():
@@ -66,19 +67,24 @@ def plan_folder(root: str, store, stamp) -> SyncPlan:
     return plan_sync(files, store.document_rows(RECORD_COLUMNS), stamp, prune)
 
 
-def run_documents(todo: list[Todo], settings: IndexSettings) -> tuple[list[Outcome], list[tuple[Todo, DocError]]]:
-    """Run one task per document and split the results into outcomes and failures."""
-    futures = {index_document.submit(item, settings): item for item in todo}
+def run_documents(todo: list[Todo], stamp: IndexStamp, settings: IndexSettings
+                  ) -> tuple[list[Outcome], list[tuple[Todo, DocError]]]:
+    """Prepare documents on the task runner; write each, as it completes, from this process."""
+    futures = {prepare_document.submit(item, stamp, settings): item for item in todo}
     outcomes, failed = [], []
     for future in as_completed(list(futures)):
         future.wait()
-        item, state = futures[future], future.state
+        item = futures[future]
+        state = future.state
+        if state.is_completed():
+            state = write_document(state.result(), item.prior, stamp, settings, return_state=True)
         result = state.result(raise_on_failure=False)
         if state.is_completed():
             outcomes.append(result)
         else:
             failed.append((item, as_doc_error(result, state)))
-        get_logger().info("document.finished", path=item.file.path, status="indexed" if state.is_completed() else "failed")
+        get_logger().info("document.finished", path=item.file.path,
+                          status="indexed" if state.is_completed() else "failed")
     return outcomes, failed
 
 

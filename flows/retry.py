@@ -30,7 +30,7 @@ def retry_failed(settings: IndexSettings = IndexSettings(), path: str | None = N
         stamp = stamp_for(settings)
         store.chunks(stamp, create=True)
         todo = failed_todo(store.document_rows(where="status = 'failed'"), path)
-        outcomes, failed = run_documents(todo, settings)
+        outcomes, failed = run_documents(todo, stamp, settings)
         failures = record_failures(failed, settings) if failed else []
         if outcomes:
             store.finish_run(stamp)

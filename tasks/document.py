@@ -1,4 +1,10 @@
-"""One task run per document, named by its path: prepare, write, count."""
+"""Per-document tasks: prepare (extract, chunk, embed) anywhere; write only in the flow's process.
+
+``prepare_document`` runs on the task runner — threads here, Dask workers on a cluster —
+and is named by the file's path, so the Prefect UI shows one task run per document
+with the failure reason as its message. ``write_document`` is called from the flow
+itself, one at a time: LanceDB duplicates rows when two writers upsert the same keys.
+"""
 from __future__ import annotations
 
 from prefect import task
@@ -13,7 +19,7 @@ from schemas.settings import IndexSettings
 from schemas.stamp import IndexStamp
 from schemas.status import DocError, Outcome
 from tasks.log import get_logger
-from tasks.store import WRITE_LOCK, embedder_for, stamp_for, store_for
+from tasks.store import WRITE_LOCK, embedder_for, store_for
 
 
 def is_transient(task, task_run, state) -> bool:
@@ -24,39 +30,41 @@ def is_transient(task, task_run, state) -> bool:
 
 @task(task_run_name="{todo.file.path}", cache_policy=NO_CACHE, persist_result=False,
       retries=2, retry_delay_seconds=1, retry_condition_fn=is_transient)
-def index_document(todo: Todo, settings: IndexSettings):
-    """Index one file. Bad input ends the task Failed with the reason as its message.
+def prepare_document(todo: Todo, stamp: IndexStamp, settings: IndexSettings):
+    """Read, extract, chunk and embed one file.
 
     Returns:
-        Outcome on success, or a Failed state carrying a DocError.
+        Prepared, or a Failed state carrying a DocError whose message is the reason.
     """
-    log = get_logger(path=todo.file.path)
     try:
-        stamp = stamp_for(settings)
-        prepared = prepare(todo.file, embedder_for(settings), stamp, settings)
+        return prepare(todo.file, embedder_for(settings), stamp, settings)
     except Exception as exc:
         if isinstance(exc, DocumentError) and exc.transient:
             raise
         error = DocError(getattr(exc, "stage", "extract"), error_kind(exc), str(exc))
-        log.warning("document.failed", stage=error.stage, kind=error.kind, reason=error.message)
+        get_logger(path=todo.file.path).warning("document.failed", stage=error.stage, kind=error.kind,
+                                                reason=error.message)
         return Failed(message=f"{error.stage}: {error.reason()}", data=error)
+
+
+@task(task_run_name="write {prepared.file.path}", cache_policy=NO_CACHE, persist_result=False)
+def write_document(prepared: Prepared, prior: dict, stamp: IndexStamp, settings: IndexSettings):
+    """Replace the document's chunks, count them in the store, then record the document.
+
+    Returns:
+        Outcome, or a Failed state (the old chunks are untouched: the replace is one commit).
+    """
+    log = get_logger(path=prepared.file.path)
+    store = store_for(settings.db)
     try:
-        outcome = write_prepared(prepared, todo.prior, stamp, settings)
+        with WRITE_LOCK:
+            count = store.replace_chunks(stamp, prepared.doc_id, chunk_table(prepared.rows, stamp))
+            store.upsert_document(indexed_record(prepared, prior, stamp, count))
     except Exception as exc:
-        # The old chunks are still in place: replace_chunks commits all or nothing.
         error = DocError("write", error_kind(exc), str(exc))
         log.error("document.failed", stage="write", kind=error.kind, reason=error.message)
         return Failed(message=f"write: {error.reason()}", data=error)
-    log.info("document.indexed", chunks=outcome.chunks, truncated=outcome.truncated)
-    return outcome
-
-
-def write_prepared(prepared: Prepared, prior: dict, stamp: IndexStamp, settings: IndexSettings) -> Outcome:
-    """Replace the document's chunks, count them in the store, then record the document."""
-    store = store_for(settings.db)
-    with WRITE_LOCK:
-        count = store.replace_chunks(stamp, prepared.doc_id, chunk_table(prepared.rows, stamp))
-        store.upsert_document(indexed_record(prepared, prior, stamp, count))
+    log.info("document.indexed", chunks=count, truncated=prepared.truncated)
     return Outcome(prepared.file.path, "indexed", chunks=count, truncated=prepared.truncated)
 
 
@@ -70,6 +78,8 @@ def indexed_record(prepared: Prepared, prior: dict, stamp: IndexStamp, count: in
         "sha256": prepared.sha256,
         "size": prepared.size,
         "status": "indexed",
+        "stage": None,
+        "reason": None,
         "attempts": prior.get("attempts", 0) + 1,
         "chunk_count": count,
         "truncated": prepared.truncated,
