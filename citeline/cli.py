@@ -179,6 +179,8 @@ def status(db, failed, as_json):
         if d["status"] == "failed":
             line += f"  [{d['stage']}] {d['reason']} (attempts: {d['attempts']})"
         click.echo(line)
+        for note in (d["notes"] or "").splitlines():
+            click.echo(f"{'':17}note: {note}")
 
 
 def _status_doc(d: dict, active) -> dict:
