@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import asdict
+from pathlib import Path
 
 import click
 
@@ -76,6 +77,27 @@ def _print_run(state) -> None:
         click.echo(f"  FAILED {failure.path} [{failure.stage}] {failure.reason}")
     if state.is_failed():
         raise click.ClickException(state.message)
+
+
+@cli.command()
+@click.argument("path", type=click.Path(exists=True, file_okay=False))
+@db_option
+@model_option
+@click.option("--cron", default="*/15 * * * *", show_default=True, help="When to re-sync (cron syntax).")
+@click.option("--strategy", type=click.Choice(list("ABCDEF"), case_sensitive=False), default="E", show_default=True)
+@click.option("--name", default=None, help="Deployment name (default: sync-<folder name>).")
+def serve(path, db, model, cron, strategy, name):
+    """Keep PATH indexed on a schedule; needs a Prefect server (PREFECT_API_URL)."""
+    import os
+
+    from flows.serve import serve_folder
+    from schemas.settings import IndexSettings
+
+    if not os.environ.get("PREFECT_API_URL"):
+        raise click.UsageError("set PREFECT_API_URL to a running server (`prefect server start`): "
+                               "without one, Prefect schedules nothing")
+    settings = IndexSettings(db=str(Path(db).resolve()), model=_model_for(db, model), strategy=strategy.upper())
+    serve_folder(path, settings, cron, name)
 
 
 @cli.command()

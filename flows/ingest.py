@@ -1,6 +1,6 @@
 """The index flow: every document of a folder into LanceDB, each failing alone."""
-from __future__ import annotations
-
+# No `from __future__ import annotations`: Prefect validates flow parameters from the
+# annotations, and a flow served from a pickle cannot resolve them from strings.
 from pathlib import Path
 
 from prefect import flow

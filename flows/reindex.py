@@ -1,6 +1,4 @@
 """Blue/green re-index: a new model (or strategy) built beside the live index, then switched."""
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 from prefect import flow

@@ -1,6 +1,4 @@
 """Re-run only the documents that failed, without re-scanning the folder."""
-from __future__ import annotations
-
 from pathlib import Path
 
 from prefect import flow

@@ -19,7 +19,7 @@ from schemas.settings import IndexSettings
 from schemas.stamp import IndexStamp
 from schemas.status import DocError, Outcome
 from tasks.log import get_logger
-from tasks.store import WRITE_LOCK, embedder_for, store_for
+from tasks.store import embedder_for, store_for, write_lock
 
 
 def is_transient(task, task_run, state) -> bool:
@@ -57,7 +57,7 @@ def write_document(prepared: Prepared, prior: dict, stamp: IndexStamp, settings:
     log = get_logger(path=prepared.file.path)
     store = store_for(settings.db)
     try:
-        with WRITE_LOCK:
+        with write_lock():
             count = store.replace_chunks(stamp, prepared.doc_id, chunk_table(prepared.rows, stamp))
             store.upsert_document(indexed_record(prepared, prior, stamp, count))
     except Exception as exc:

@@ -10,7 +10,7 @@ from schemas.settings import IndexSettings
 from schemas.stamp import IndexStamp
 from schemas.status import DocError, Failure
 from tasks.log import get_logger
-from tasks.store import WRITE_LOCK, store_for
+from tasks.store import store_for, write_lock
 
 
 @task(name="record-failures", cache_policy=NO_CACHE, persist_result=False)
@@ -22,7 +22,7 @@ def record_failures(failed: list[tuple[Todo, DocError]], settings: IndexSettings
     """
     store = store_for(settings.db)
     failures = []
-    with WRITE_LOCK:
+    with write_lock():
         for todo, error in failed:
             doc_id = doc_id_for(todo.file.source)
             attempts = todo.prior.get("attempts", 0) + 1
@@ -52,7 +52,7 @@ def forget_deleted(records: list[dict], stamp: IndexStamp, settings: IndexSettin
     """Remove chunks and records of documents whose files are gone."""
     store = store_for(settings.db)
     log = get_logger()
-    with WRITE_LOCK:
+    with write_lock():
         for record in records:
             store.delete_document(record["doc_id"], stamp)
             log.info("document.deleted", path=record["path"])

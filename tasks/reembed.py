@@ -11,7 +11,7 @@ from schemas.settings import IndexSettings
 from schemas.stamp import IndexStamp
 from schemas.tables import chunks_table_name
 from tasks.log import get_logger
-from tasks.store import WRITE_LOCK, embedder_for, store_for
+from tasks.store import embedder_for, store_for, write_lock
 
 
 @task(task_run_name="reindex {record[path]}", cache_policy=NO_CACHE, persist_result=False)
@@ -26,7 +26,7 @@ def reembed_document(record: dict, stamp: IndexStamp, settings: IndexSettings) -
     if _already_staged(record, stamp, settings):
         return store.count_chunks(record["doc_id"], table=staged)
     prepared = rechunk(record, embedder_for(settings), stamp, settings)
-    with WRITE_LOCK:
+    with write_lock():
         count = store.replace_chunks(stamp, record["doc_id"], chunk_table(prepared.rows, stamp), staged=True)
     get_logger(path=record["path"]).info("document.reembedded", chunks=count)
     return count

@@ -10,7 +10,13 @@ from schemas.settings import IndexSettings
 from schemas.stamp import PIPELINE_VERSION, IndexStamp
 
 # Task threads of one run write one at a time; other processes are kept out by index.lock.
-WRITE_LOCK = threading.Lock()
+_WRITE_LOCK = threading.Lock()
+
+
+def write_lock() -> threading.Lock:
+    """The process's write lock, reached through a function: Prefect pickles task and flow
+    functions by value (to serve them or ship them to Dask), and a lock cannot be pickled."""
+    return _WRITE_LOCK
 
 
 @lru_cache(maxsize=8)

@@ -75,3 +75,38 @@ def test_failed_document_visible_in_the_server_after_the_run(server, tmp_path):
         assert "broken.md" in str(table[0].data)
         logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])))
         assert any('"event": "document.failed"' in log.message and "broken.md" in log.message for log in logs)
+
+
+def test_served_deployment_syncs_the_folder_when_triggered(server, tmp_path):
+    from prefect.client.orchestration import get_client
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    url, env = server
+    folder = tmp_path / "docs"
+    shutil.copytree(EXAMPLES, folder)
+    db = tmp_path / "db"
+    serving = subprocess.Popen([sys.executable, "-m", "citeline", "serve", str(folder), "--db", str(db),
+                                "--cron", "0 3 * * *", "--name", "nightly"], env={**env, "PREFECT_API_URL": url},
+                               stdout=subprocess.DEVNULL, stderr=open(tmp_path / "serve.log", "w"))
+    try:
+        with temporary_settings({PREFECT_API_URL: url}), get_client(sync_client=True) as client:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                try:
+                    deployment = client.read_deployment_by_name("index-folder/nightly")
+                    break
+                except Exception:
+                    time.sleep(1)
+            else:
+                pytest.fail("the deployment was not registered in 120 s")
+            assert [s.schedule.cron for s in deployment.schedules] == ["0 3 * * *"]
+            run = run_deployment("index-folder/nightly", timeout=300)
+            assert run.state.is_completed(), (tmp_path / "serve.log").read_text()[-3000:]
+    finally:
+        serving.terminate()
+        serving.wait(timeout=30)
+    from index.store import Store
+
+    store = Store(str(db))
+    assert store.count_chunks() == sum(r["chunk_count"] for r in store.document_rows(["chunk_count"])) > 0

@@ -1,0 +1,15 @@
+"""Prefect pickles flows to serve them and tasks to ship them to Dask workers."""
+import cloudpickle
+import pytest
+
+from flows.ingest import index_folder
+from flows.reindex import reindex
+from flows.retry import retry_failed
+from tasks.document import prepare_document, write_document
+
+
+@pytest.mark.parametrize("obj", [index_folder, reindex, retry_failed, prepare_document, write_document],
+                         ids=lambda o: o.name)
+def test_flows_and_tasks_survive_pickling(obj):
+    again = cloudpickle.loads(cloudpickle.dumps(obj))
+    assert again.name == obj.name
