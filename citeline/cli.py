@@ -49,19 +49,24 @@ def cli() -> None:
               help="Seconds one document may take.")
 @click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
               help="Seconds to wait for another writer of the same index.")
+@click.option("--dask", default=None, metavar="ADDRESS",
+              help="Prepare documents on the Dask cluster at ADDRESS ('local' starts a LocalCluster).")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
-def index(path, db, model, strategy, budget, overlap, precision, max_failed, max_bytes, timeout_s, wait_s, progress):
+def index(path, db, model, strategy, budget, overlap, precision, max_failed, max_bytes, timeout_s, wait_s, dask,
+          progress):
     """Index (or re-sync) PATH: a folder or one file."""
     if overlap >= budget:
         raise click.UsageError(f"--overlap ({overlap}) must be smaller than --budget ({budget})")
     from citeline.progress import index_progress
     from flows.ingest import index_folder
+    from flows.runners import task_runner_for
     from schemas.settings import IndexSettings
 
     settings = IndexSettings(db=db, model=_model_for(db, model), strategy=strategy.upper(), budget=budget, overlap=overlap,
                              precision=precision, max_bytes=max_bytes, timeout_s=timeout_s)
     with index_progress(progress and sys.stderr.isatty()), _errors():
-        state = index_folder(path, settings, max_failed=max_failed, wait_s=wait_s, return_state=True)
+        flow = index_folder.with_options(task_runner=task_runner_for(dask)) if dask else index_folder
+        state = flow(path, settings, max_failed=max_failed, wait_s=wait_s, return_state=True)
     _print_run(state)
 
 

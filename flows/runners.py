@@ -1,0 +1,22 @@
+"""Where per-document preparation runs: threads in this process, or a Dask cluster."""
+from prefect.task_runners import ThreadPoolTaskRunner
+
+LOCAL = "local"
+
+
+def task_runner_for(dask: str | None = None, workers: int = 2):
+    """ThreadPool by default; ``dask="local"`` starts a LocalCluster; else a scheduler address.
+
+    Only preparation (extract, chunk, embed) runs on the cluster; writes stay in the
+    flow's process. Workers must be non-daemonic so that extractors can start their
+    killable child process (dask config ``distributed.worker.daemon: false``).
+    """
+    if dask is None:
+        return ThreadPoolTaskRunner(max_workers=workers)
+    import dask as dask_config
+    from prefect_dask import DaskTaskRunner
+
+    dask_config.config.set({"distributed.worker.daemon": False})
+    if dask == LOCAL:
+        return DaskTaskRunner(cluster_kwargs={"n_workers": workers, "threads_per_worker": 1, "processes": True})
+    return DaskTaskRunner(address=dask)

@@ -1,0 +1,34 @@
+"""Scale-out: the same sync prepared on a Dask LocalCluster gives the same rows and counts.
+
+Both runs go through the CLI in child processes, as an operator would: Dask workers
+are separate processes that import the project and load the model themselves.
+"""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from index.check import check_index
+from index.store import Store
+
+pytestmark = [pytest.mark.model, pytest.mark.slow]
+
+
+def index(folder, db, *extra):
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    done = subprocess.run([sys.executable, "-m", "citeline", "index", str(folder), "--db", str(db),
+                           "--no-progress", *extra], capture_output=True, text=True, timeout=400, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_dask_local_cluster_matches_in_process(docs, tmp_path):
+    (docs / "bad.md").write_bytes(b"caf\xe9 latin-1")
+    here, there = tmp_path / "threads", tmp_path / "dask"
+    threads_out = index(docs, here)
+    dask_out = index(docs, there, "--dask", "local")
+    assert threads_out == dask_out and "FAILED bad.md [extract] undecodable" in dask_out
+    rows = lambda db: sorted((r["chunk_id"], r["content"]) for r in Store(str(db)).chunk_rows(["chunk_id", "content"]))
+    assert rows(here) == rows(there) and len(rows(there)) > 0
+    assert check_index(Store(str(there))) == []
