@@ -42,6 +42,8 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
         store = store_for(settings.db)
         stamp = stamp_for(settings)
         store.chunks(stamp, create=True)  # refuse an index of another model before any work
+        if removed := store.clean_temp_files():
+            log.warning("run.cleaned", leftover_files=removed)
         plan = plan_folder(root, store, stamp)
         log.info("run.planned", total=len(plan.todo), skipped=len(plan.skip), gone=len(plan.gone))
         outcomes, failed = run_documents(plan.todo, stamp, settings)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Iterable, Sequence
 
 import lancedb
@@ -106,6 +107,21 @@ class Store:
     def staging(self, stamp: IndexStamp):
         """The (possibly not yet active) chunks table for ``stamp``, created if missing."""
         return self.db.create_table(chunks_table_name(stamp), schema=chunks_schema(stamp), exist_ok=True)
+
+    def clean_temp_files(self) -> list[str]:
+        """Delete data files a killed writer left half-written; call only under the writer lock.
+
+        LanceDB commits by writing a new manifest, so a kill -9 mid-write leaves the table
+        at its previous version plus an orphaned ``data/.tmp*`` file nobody removes.
+        """
+        if "://" in self.uri and not self.uri.startswith("file://"):
+            return []
+        root = Path(self.uri.removeprefix("file://"))
+        removed = []
+        for tmp in root.glob("*.lance/data/.tmp*"):
+            tmp.unlink(missing_ok=True)
+            removed.append(str(tmp))
+        return removed
 
     # ---- documents -------------------------------------------------------------------
 
