@@ -12,7 +12,9 @@ from tasks import env
 
 env.apply()
 
+from citeline.ask_cmd import ask  # noqa: E402
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL  # noqa: E402
+from citeline.eval_cmd import eval_command  # noqa: E402
 from schemas.errors import CitelineError  # noqa: E402
 
 db_option = click.option("--db", envvar=ENV_DB, default=DEFAULTS["db"], show_default=True,
@@ -294,6 +296,11 @@ class _errors:
             notes = "".join(f"\n{n}" for n in getattr(exc, "__notes__", []))
             raise click.ClickException(f"{exc}{notes}") from None
         return False
+
+
+# Commands that live in their own modules (each imports its heavy parts lazily).
+cli.add_command(ask)
+cli.add_command(eval_command)
 
 
 def main() -> None:

@@ -3,21 +3,25 @@
 A returned row carries the chunk columns plus ``rank`` (from 1), ``score`` (the
 retriever's own number) and ``retriever``; dense rows also carry ``distance``
 (1 - cosine), which the refusal gate needs whatever retriever ordered the list.
+Reranked rows also carry ``rerank_score`` (the reranker's absolute score) and
+``candidate_rank`` (the row's rank in the list that was reranked).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from index.store import Store
+from index.store import Store, sql_str
 from pipeline.embed import Embedder
 from query.fuse import rrf
+from query.rerank import DEFAULT_DEPTH, MaxSimReranker, Reranker, rerank
 from schemas.errors import IndexMismatch
-from schemas.retrieval import BM25, DENSE, HYBRID
+from schemas.retrieval import BM25, DENSE, HYBRID, RERANK
 from schemas.stamp import IndexStamp
 
 RESULT_COLUMNS = ["chunk_id", "doc_id", "path", "title", "section", "start", "end", "content", "locators"]
 RRF_K = 60
 FUSION_DEPTH = 100  # each list fused is this long, as in the study
+RERANK_CANDIDATES = HYBRID  # the list the rerank retriever reorders (docs/query.md)
 
 
 @dataclass
@@ -27,6 +31,8 @@ class Searcher:
     store: Store
     embedder: Embedder
     stamp: IndexStamp
+    reranker: Reranker | None = None  # None: MaxSim over the embedder, built on first use
+    _last_query: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.embedder.name != self.stamp.embed_model or self.embedder.dim != self.stamp.embed_dim:
@@ -43,8 +49,16 @@ class Searcher:
             raise IndexMismatch(f"no index at {uri}: run `citeline index PATH` first")
         return cls(store, embedder, stamp)
 
+    def query_vector(self, query: str):
+        """The query's embedding; the last one is kept, so hybrid and rerank embed once."""
+        if self._last_query is not None and self._last_query[0] == query:
+            return self._last_query[1]
+        vector = self.embedder.embed_query(query)
+        self._last_query = (query, vector)
+        return vector
+
     def dense(self, query: str, k: int = 8) -> list[dict]:
-        rows = self.store.dense_search(self.stamp, self.embedder.embed_query(query), k, RESULT_COLUMNS)
+        rows = self.store.dense_search(self.stamp, self.query_vector(query), k, RESULT_COLUMNS)
         for rank, row in enumerate(rows, 1):
             row["distance"] = float(row.pop("_distance"))
             row.update(rank=rank, score=row["distance"], retriever=DENSE)
@@ -67,10 +81,10 @@ class Searcher:
             row = dict(by_id[hit.chunk_id])
             row.update(rank=hit.rank, score=hit.score, retriever=HYBRID)
             rows.append(row)
-        self._fill_distances(query, rows)
+        self.fill_distances(query, rows)
         return rows
 
-    def _fill_distances(self, query: str, rows: list[dict]) -> None:
+    def fill_distances(self, query: str, rows: list[dict]) -> None:
         """Cosine distance for rows that only BM25 found, so the gate can judge every row."""
         missing = [row for row in rows if "distance" not in row]
         if not missing:
@@ -78,12 +92,46 @@ class Searcher:
         import numpy as np
 
         vectors = self.store.vectors(self.stamp, [row["chunk_id"] for row in missing])
-        q = self.embedder.embed_query(query)
+        q = self.query_vector(query)
         for row in missing:
             row["distance"] = float(1.0 - np.dot(vectors[row["chunk_id"]], q))
 
+    def rerank(
+        self, query: str, k: int = 8, candidates: str = RERANK_CANDIDATES, depth: int = DEFAULT_DEPTH,
+        reranker: Reranker | None = None,
+    ) -> list[dict]:
+        """The top ``depth`` of the ``candidates`` retriever, reordered by a reranker; top ``k`` kept.
+
+        Rows carry ``rerank_score``, ``candidate_rank`` and, as every row here,
+        ``distance``; the reranker reads each candidate's embedded ``text``.
+        """
+        if candidates == RERANK:
+            raise ValueError("rerank candidates must come from dense, bm25 or hybrid")
+        pool = self.search(query, candidates, max(depth, k))
+        if candidates == BM25:
+            self.fill_distances(query, pool)
+        texts = self.chunk_texts([row["chunk_id"] for row in pool])
+        for row in pool:
+            row["text"] = texts.get(row["chunk_id"], row["content"])
+        rows = rerank(query, pool, reranker or self.default_reranker(), k)
+        for row in rows:
+            del row["text"]  # same shape as the other retrievers' rows
+        return rows
+
+    def default_reranker(self) -> Reranker:
+        if self.reranker is None:
+            self.reranker = MaxSimReranker(self.embedder)
+        return self.reranker
+
+    def chunk_texts(self, chunk_ids: list[str]) -> dict[str, str]:
+        """The embedded ``text`` (header + content) of the given chunks."""
+        if not chunk_ids:
+            return {}
+        where = "chunk_id IN (" + ", ".join(sql_str(c) for c in chunk_ids) + ")"
+        return {r["chunk_id"]: r["text"] for r in self.store.chunk_rows(["chunk_id", "text"], where)}
+
     def search(self, query: str, retriever: str = DENSE, k: int = 8) -> list[dict]:
-        methods = {DENSE: self.dense, BM25: self.bm25, HYBRID: self.hybrid}
+        methods = {DENSE: self.dense, BM25: self.bm25, HYBRID: self.hybrid, RERANK: self.rerank}
         if retriever not in methods:
             raise ValueError(f"unknown retriever {retriever!r}; choose one of {sorted(methods)}")
         return methods[retriever](query, k)

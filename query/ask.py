@@ -1,0 +1,166 @@
+"""``citeline ask`` as plain functions: retrieve -> rerank -> gate -> cite -> prompt -> generate -> check.
+
+Each step is a function over values, so the CLI only parses and prints and the
+tests can call any step alone. The gate is the only step that can say no: when
+no chunk passes it, no prompt is built and no model is called (SPEC §4).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from query.answer_check import check_answer
+from query.cite import build_citations
+from query.llm import ChatClient
+from query.prompt import build_prompt
+from query.refuse import MAX_CHUNKS, gate, gate_score
+from query.rerank import DEFAULT_DEPTH
+from query.search import RERANK_CANDIDATES, Searcher
+from query.thresholds import cosine_cut, rerank_cut
+from schemas.retrieval import BM25, DENSE, HYBRID, RERANK, AnswerCheck, Citation, Refusal
+
+RETRIEVERS = (DENSE, BM25, HYBRID, RERANK)
+DEFAULT_RETRIEVER = RERANK  # best R@1 and MRR on dev with the paired test (docs/query.md)
+
+
+@dataclass(frozen=True)
+class AskOptions:
+    """How to answer one question.
+
+    ``rerank`` reranks the top ``depth`` of ``retriever`` (``retriever="rerank"``
+    reranks the hybrid list). ``cut`` None takes the cut calibrated for the index's
+    embedding model; ``min_rerank_score`` None takes the calibrated reranker cut,
+    if any (none is on by default).
+    """
+
+    k: int = MAX_CHUNKS
+    retriever: str = DEFAULT_RETRIEVER
+    rerank: bool = False
+    cut: float | None = None
+    min_rerank_score: float | None = None
+    depth: int = DEFAULT_DEPTH
+
+    def __post_init__(self) -> None:
+        if self.retriever not in RETRIEVERS:
+            raise ValueError(f"unknown retriever {self.retriever!r}; choose one of {list(RETRIEVERS)}")
+        if self.k < 1:
+            raise ValueError(f"k must be at least 1, got {self.k}")
+
+    @property
+    def reranking(self) -> bool:
+        return self.rerank or self.retriever == RERANK
+
+
+@dataclass(frozen=True)
+class Answer:
+    """Everything ``ask`` produced; ``prompt`` is None exactly when the gate refused."""
+
+    query: str
+    threshold: float
+    citations: tuple[Citation, ...] = ()
+    prompt: str | None = None
+    refusal: Refusal | None = None
+    answer: str | None = None
+    check: AnswerCheck | None = None
+
+    @property
+    def refused(self) -> bool:
+        return self.refusal is not None
+
+    def to_dict(self) -> dict:
+        """The ``--json`` shape: query, refused, threshold, citations, prompt[, answer, answer_checks]."""
+        out = {
+            "query": self.query,
+            "refused": self.refused,
+            "threshold": self.threshold,
+            "citations": [c.to_dict() for c in self.citations],
+            "prompt": self.prompt,
+        }
+        if self.answer is not None:
+            out["answer"] = self.answer
+            out["answer_checks"] = self.check.to_dict() if self.check else None
+        return out
+
+
+def retrieve(searcher: Searcher, query: str, options: AskOptions) -> list[dict]:
+    """The top ``k`` rows of the chosen retriever, reranked when asked; every row has ``distance``."""
+    if options.reranking:
+        candidates = RERANK_CANDIDATES if options.retriever == RERANK else options.retriever
+        return searcher.rerank(query, options.k, candidates=candidates, depth=options.depth)
+    rows = searcher.search(query, options.retriever, options.k)
+    if options.retriever == BM25:
+        searcher.fill_distances(query, rows)  # the gate judges BM25 rows by cosine too
+    return rows
+
+
+def apply_gate(
+    rows: Sequence[Mapping], query: str, cut: float, k: int = MAX_CHUNKS,
+    min_rerank_score: float | None = None,
+) -> list[Mapping] | Refusal:
+    """Keep at most ``k`` rows under the cosine cut (and over the rerank cut, when given).
+
+    Args:
+        rows: retrieved rows in ranking order, each with ``distance`` (and
+            ``rerank_score`` when ``min_rerank_score`` is set).
+        query: the question, quoted in a refusal.
+        cut: cosine-distance cut; a row passes when ``distance < cut``.
+        k: how many rows to keep at most.
+        min_rerank_score: a row must also have ``rerank_score > min_rerank_score``.
+
+    Returns:
+        The kept rows in their order, or the ``Refusal`` of the first gate nothing passed.
+
+    Raises:
+        ValueError: if ``min_rerank_score`` is set and a row carries no rerank score.
+
+    >>> rows = [{"distance": 0.3, "rerank_score": 0.5}, {"distance": 0.2, "rerank_score": 0.7}]
+    >>> [r["distance"] for r in apply_gate(rows, "q", 0.4, min_rerank_score=0.6)]
+    [0.2]
+    >>> apply_gate(rows, "q", 0.1).message()
+    'NO ANSWER: nothing under cosine distance 0.1 for "q"'
+    """
+    passed = gate([(i, row["distance"]) for i, row in enumerate(rows)], cut, max(len(rows), 1), query=query)
+    if isinstance(passed, Refusal):
+        return passed
+    if min_rerank_score is not None:
+        if any(rows[i].get("rerank_score") is None for i, _ in passed):
+            raise ValueError("--min-rerank-score needs reranked rows: rerank, or leave the score gate off")
+        scored = [(i, rows[i]["rerank_score"]) for i, _ in passed]
+        passed = gate_score(scored, min_rerank_score, k, query=query)
+        if isinstance(passed, Refusal):
+            return passed
+    return [rows[i] for i, _ in passed[:k]]
+
+
+def ask(searcher: Searcher, query: str, options: AskOptions = AskOptions()) -> Answer:
+    """Retrieve, gate, cite and build the prompt for ``query`` (no generation).
+
+    Raises:
+        Uncalibrated: ``options.cut`` is None and no cut is recorded for the index's model.
+        IndexMismatch, RerankerUnavailable: from the searcher.
+    """
+    model = searcher.stamp.embed_model
+    cut = cosine_cut(model) if options.cut is None else options.cut
+    min_score = options.min_rerank_score
+    if min_score is None and options.reranking:
+        min_score = rerank_cut(model, searcher.default_reranker().name)
+    rows = retrieve(searcher, query, options)
+    kept = apply_gate(rows, query, cut, options.k, min_score)
+    if isinstance(kept, Refusal):
+        return Answer(query=query, threshold=cut, refusal=kept)
+    citations = tuple(build_citations(kept))
+    return Answer(query=query, threshold=cut, citations=citations, prompt=build_prompt(query, citations))
+
+
+def generate(answer: Answer, client: ChatClient) -> Answer:
+    """Send the prompt to the chat endpoint and check the reply against the sources.
+
+    A refused answer is returned unchanged: the model is never called for it.
+
+    Raises:
+        LLMError: the endpoint failed or returned no text.
+    """
+    if answer.refused or answer.prompt is None:
+        return answer
+    check = check_answer(client.complete(answer.prompt), len(answer.citations))
+    return replace(answer, answer=check.answer, check=check)

@@ -1,0 +1,206 @@
+"""Rerankers: an expensive scorer over a short candidate list (SPEC §3).
+
+A ``Reranker`` gives each candidate row an absolute relevance score (higher is
+better) that can be compared across queries, so a cut on it can gate answers.
+Ordering may also mix in the candidate's cosine similarity (``cosine_weight``):
+both signals are z-scored over the list and averaged, which orders well but is
+only meaningful within one list, so rows keep the raw score as ``rerank_score``.
+
+Two implementations:
+
+- ``MaxSimReranker``: late interaction over the embedding model's own word-piece
+  vectors (query/maxsim.py); needs no weights beyond the embedder's.
+- ``CrossEncoderReranker``: a sentence-transformers ``CrossEncoder`` from a local
+  folder or a name already in the Hugging Face cache; never downloads.
+
+A row is scored on its ``text`` (what was embedded: header plus content) when the
+row carries it, else on its ``content``.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from query.maxsim import maxsim, mix, token_vectors
+from schemas.errors import CitelineError
+from schemas.retrieval import RERANK
+
+ENV_RERANKER = "CITELINE_RERANKER"
+MAXSIM = "maxsim"
+CROSS_ENCODER = "cross-encoder"
+DEFAULT_DEPTH = 25  # candidates reranked per query, as in the study
+DEFAULT_COSINE_WEIGHT = 0.0  # pure MaxSim: best on dev; the mix is an option (docs/query.md)
+
+
+class RerankerUnavailable(CitelineError):
+    """No reranker of the requested kind is configured or loadable on this machine."""
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Scores candidate rows for a query; higher is more relevant."""
+
+    name: str
+    cosine_weight: float
+
+    def score(self, query: str, rows: Sequence[Mapping]) -> list[float]:
+        """One absolute score per row, in the rows' order."""
+        ...
+
+
+def row_text(row: Mapping) -> str:
+    """What a reranker reads: the embedded ``text`` when present, else ``content``."""
+    return row.get("text") or row["content"]
+
+
+def rerank(query: str, rows: Sequence[Mapping], reranker: Reranker, k: int | None = None) -> list[dict]:
+    """Reorder candidate rows by the reranker, best first.
+
+    Each returned row is a copy with ``rerank_score`` (the reranker's absolute
+    score), ``candidate_rank`` (its rank before), ``rank`` from 1, ``score`` (the
+    ordering value: the raw score, or the z-score mix with cosine when the
+    reranker has a ``cosine_weight``) and ``retriever`` = "rerank". Ties keep the
+    candidates' order.
+
+    Args:
+        query: the question.
+        rows: candidate rows in their retriever's order; rows need ``distance``
+            when the reranker mixes in cosine.
+        reranker: the scorer.
+        k: keep the first ``k``; None keeps all.
+
+    Returns:
+        The reordered rows.
+    """
+    if not rows:
+        return []
+    scores = np.asarray(reranker.score(query, rows), dtype=np.float64)
+    if len(scores) != len(rows):
+        raise ValueError(f"{reranker.name} returned {len(scores)} scores for {len(rows)} rows")
+    order_by = scores
+    if reranker.cosine_weight > 0:
+        cosines = [1.0 - float(r["distance"]) for r in rows]
+        order_by = mix(scores, cosines, 1.0 - reranker.cosine_weight)
+    order = np.argsort(-order_by, kind="stable")[: k if k is not None else len(rows)]
+    out = []
+    for rank, i in enumerate(order, 1):
+        row = dict(rows[i])
+        row.update(candidate_rank=row.get("rank", int(i) + 1), rank=rank, score=float(order_by[i]),
+                   rerank_score=float(scores[i]), retriever=RERANK)
+        out.append(row)
+    return out
+
+
+class MaxSimReranker:
+    """ColBERT-style MaxSim over the embedder's word-piece vectors, computed on the fly.
+
+    Args:
+        embedder: the index's ``Embedder`` (its loaded model supplies the token vectors).
+        cosine_weight: weight of the z-scored cosine in the ordering mix; 0 orders by
+            MaxSim alone.
+    """
+
+    def __init__(self, embedder, cosine_weight: float = DEFAULT_COSINE_WEIGHT):
+        if not 0.0 <= cosine_weight <= 1.0:
+            raise ValueError(f"cosine_weight must be in [0, 1], got {cosine_weight}")
+        self.embedder = embedder
+        self.cosine_weight = cosine_weight
+        self.name = MAXSIM if cosine_weight == 0 else f"{MAXSIM}+cosine{cosine_weight:g}"
+        self._lock = threading.Lock()
+
+    def score(self, query: str, rows: Sequence[Mapping]) -> list[float]:
+        """Mean over query word-pieces of the best cosine to any of the row's word-pieces."""
+        if not rows:
+            return []
+        bf16 = getattr(self.embedder, "precision", "fp32") == "bf16"
+        with self._lock:
+            q = token_vectors(self.embedder.model, [query], bf16)[0]
+            docs = token_vectors(self.embedder.model, [row_text(r) for r in rows], bf16)
+        return maxsim(q, docs).tolist()
+
+
+class CrossEncoderReranker:
+    """A sentence-transformers ``CrossEncoder`` loaded from disk, scoring (query, text) pairs.
+
+    Args:
+        spec: a local folder holding a CrossEncoder, or a model name already in the
+            local Hugging Face cache (nothing is downloaded: HF_HUB_OFFLINE=1).
+        cosine_weight: weight of the z-scored cosine in the ordering; 0 by default,
+            as the study reranked by the cross-encoder alone.
+    """
+
+    def __init__(self, spec: str, cosine_weight: float = 0.0, batch_size: int = 32):
+        if not spec or spec == CROSS_ENCODER:
+            raise not_configured()
+        self.spec = spec
+        self.cosine_weight = cosine_weight
+        self.batch_size = batch_size
+        self.name = f"{CROSS_ENCODER}:{spec}"
+
+    @cached_property
+    def model(self):
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        from sentence_transformers import CrossEncoder
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+        path = Path(self.spec).expanduser()
+        try:
+            return CrossEncoder(str(path) if path.is_dir() else self.spec, device="cpu", local_files_only=True)
+        except (OSError, ValueError) as exc:
+            err = RerankerUnavailable(f"cannot load the cross-encoder {self.spec!r} from disk: {exc}")
+            err.add_note(_HELP)
+            raise err from None
+
+    def score(self, query: str, rows: Sequence[Mapping]) -> list[float]:
+        """The cross-encoder's score per row, through the model's own configured activation.
+
+        ms-marco models configure none (a logit); a one-label model without that
+        setting gets sentence-transformers' sigmoid. Either way higher is better.
+        """
+        if not rows:
+            return []
+        pairs = [(query, row_text(r)) for r in rows]
+        scores = self.model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False,
+                                    convert_to_numpy=True)
+        return np.asarray(scores, dtype=np.float64).reshape(len(rows), -1)[:, 0].tolist()
+
+
+_HELP = (
+    f"Help: copy a CrossEncoder folder (e.g. cross-encoder/ms-marco-MiniLM-L-6-v2, saved on a machine "
+    f"with hub access) here and pass --reranker /path/to/it or set {ENV_RERANKER}=/path/to/it; "
+    f"--reranker {MAXSIM} needs no extra weights."
+)
+
+
+def not_configured() -> RerankerUnavailable:
+    err = RerankerUnavailable("no cross-encoder is configured: this machine cannot download one")
+    err.add_note(_HELP)
+    return err
+
+
+def get_reranker(spec: str | None, embedder, cosine_weight: float | None = None) -> Reranker:
+    """The reranker named by ``spec``: "maxsim", "cross-encoder" (must be configured) or a path/name.
+
+    Args:
+        spec: ``maxsim`` (default when None or empty), ``cross-encoder`` or a
+            CrossEncoder folder / cached model name.
+        embedder: the index's embedder (MaxSim reads its token vectors).
+        cosine_weight: override the reranker's default cosine mix weight.
+
+    Raises:
+        RerankerUnavailable: ``cross-encoder`` with no folder or name given.
+    """
+    spec = (spec or MAXSIM).strip()
+    if spec == MAXSIM:
+        return MaxSimReranker(embedder, DEFAULT_COSINE_WEIGHT if cosine_weight is None else cosine_weight)
+    if spec == CROSS_ENCODER:
+        raise not_configured()
+    return CrossEncoderReranker(spec, 0.0 if cosine_weight is None else cosine_weight)

@@ -1,0 +1,227 @@
+"""citeline ask without a model: thresholds, the gate over rows, orchestration, JSON shape, CLI errors."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from citeline.ask_cmd import ask as ask_command
+from query.ask import Answer, AskOptions, apply_gate, ask, generate
+from query.thresholds import COSINE_CUTS, Retrieved, Uncalibrated, cosine_cut, over, sweep, under
+from schemas.errors import CitelineError
+from schemas.retrieval import Refusal
+from schemas.stamp import IndexStamp
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+JSON_KEYS = ["query", "refused", "threshold", "citations", "prompt"]
+CITATION_KEYS = ["index", "document_id", "document", "label", "fragment", "quote", "distance", "rerank_score"]
+
+
+def row(i, distance, rerank_score=None, **extra):
+    content = f"Sentence number {i} of the document."
+    return {"chunk_id": f"c{i}", "doc_id": "d1", "path": "notes.md", "title": "Notes", "section": f"Part {i}",
+            "start": 100 * i, "end": 100 * i + len(content), "content": content, "locators": None,
+            "distance": distance, "rerank_score": rerank_score, "rank": i, **extra}
+
+
+class FakeSearcher:
+    """The slice of Searcher that ask() uses, with canned rows."""
+
+    def __init__(self, rows, model=MINILM):
+        self.rows, self.stamp, self.calls = rows, IndexStamp(model, 384), []
+
+    def search(self, query, retriever, k):
+        self.calls.append(("search", retriever, k))
+        return [dict(r) for r in self.rows[:k]]
+
+    def rerank(self, query, k, candidates, depth):
+        self.calls.append(("rerank", candidates, k, depth))
+        return [dict(r) for r in self.rows[:k]]
+
+    def fill_distances(self, query, rows):
+        self.calls.append(("fill",))
+
+    def default_reranker(self):
+        class R:
+            name = "maxsim"
+        return R()
+
+
+class FakeClient:
+    def __init__(self, reply):
+        self.reply, self.prompts = reply, []
+
+    def complete(self, prompt):
+        self.prompts.append(prompt)
+        return self.reply
+
+
+# ---- thresholds ------------------------------------------------------------------------------
+
+
+def test_the_cut_is_calibrated_per_embedding_model():
+    assert cosine_cut(MINILM) == COSINE_CUTS[MINILM]
+    assert 0.35 <= cosine_cut(MINILM) <= 0.75
+
+
+def test_a_model_without_a_calibrated_cut_borrows_none():
+    with pytest.raises(Uncalibrated) as info:
+        cosine_cut("/models/some-other-encoder")
+    assert isinstance(info.value, CitelineError)
+    assert any("--cut" in note for note in info.value.__notes__)
+
+
+def test_sweep_counts_bluffs_and_lost_answers():
+    in_domain = [Retrieved((0.30, 0.50), (False, True)),  # answer at 0.50
+                 Retrieved((0.40, 0.70), (True, False)),  # answer at 0.40
+                 Retrieved((0.60,), (False,))]  # answer not retrieved: not answerable
+    out_of_domain = [Retrieved((0.45, 0.8)), Retrieved((0.65,))]
+    tight, loose = sweep(in_domain, out_of_domain, [0.45, 0.7], under)
+    assert (tight.bluffs, tight.lost, tight.answerable, tight.refused_in_domain) == (0, 1, 2, 1)
+    assert (loose.bluffs, loose.lost, loose.refused_in_domain) == (2, 0, 0)
+    scores = sweep([Retrieved((0.7,), (True,))], [Retrieved((0.5,))], [0.6], over)[0]
+    assert (scores.bluffs, scores.lost) == (0, 0)
+
+
+# ---- the gate over rows -------------------------------------------------------------------
+
+
+def test_gate_keeps_at_most_k_rows_strictly_under_the_cut_in_order():
+    rows = [row(1, 0.30), row(2, 0.50), row(3, 0.20), row(4, 0.10), row(5, 0.40), row(6, 0.05)]
+    kept = apply_gate(rows, "q", cut=0.45, k=4)
+    assert [r["chunk_id"] for r in kept] == ["c1", "c3", "c4", "c5"]
+    assert [r["chunk_id"] for r in apply_gate(rows, "q", cut=0.30, k=4)] == ["c3", "c4", "c6"]
+
+
+def test_gate_refuses_with_the_cut_in_the_message():
+    refusal = apply_gate([row(1, 0.8), row(2, 0.45)], "capital of France?", cut=0.45)
+    assert refusal == Refusal("capital of France?", 0.45, "cosine", 0.45)
+    assert refusal.message() == 'NO ANSWER: nothing under cosine distance 0.45 for "capital of France?"'
+    assert isinstance(apply_gate([], "q", cut=0.5), Refusal)
+
+
+def test_the_rerank_gate_applies_after_the_cosine_gate():
+    rows = [row(1, 0.2, 0.40), row(2, 0.3, 0.70), row(3, 0.9, 0.95)]
+    assert [r["chunk_id"] for r in apply_gate(rows, "q", 0.5, min_rerank_score=0.5)] == ["c2"]
+    refusal = apply_gate(rows, "q", 0.5, min_rerank_score=0.8)  # c3 scores high but is too far
+    assert refusal.kind == "rerank" and refusal.best == 0.70
+    assert refusal.message() == 'NO ANSWER: nothing over rerank score 0.8 for "q"'
+    with pytest.raises(ValueError, match="reranked rows"):
+        apply_gate([row(1, 0.2)], "q", 0.5, min_rerank_score=0.1)
+
+
+# ---- orchestration -------------------------------------------------------------------------
+
+
+def test_ask_cites_the_rows_that_pass_and_builds_the_prompt():
+    searcher = FakeSearcher([row(1, 0.30, 0.6), row(2, 0.60, 0.5), row(3, 0.20, 0.4)])
+    answer = ask(searcher, "What is in part 3?", AskOptions(k=4))
+    assert searcher.calls == [("rerank", "hybrid", 4, 25)]  # the default: rerank the hybrid top 25
+    assert not answer.refused and answer.threshold == cosine_cut(MINILM)
+    assert [c.index for c in answer.citations] == [1, 2]
+    assert [c.chunk_id for c in answer.citations] == ["c1", "c3"]
+    first = answer.citations[0]
+    assert (first.fragment, first.label, first.document) == ("#char=100,134", "Notes > Part 1", "notes.md")
+    assert first.quote == row(1, 0)["content"] and first.rerank_score == 0.6
+    assert answer.prompt.startswith("Answer using ONLY the numbered sources below. Cite every claim as [n].\n")
+    assert "[2] notes.md - Notes > Part 3\nSentence number 3 of the document.\n" in answer.prompt
+    assert answer.prompt.endswith("QUESTION\nWhat is in part 3?\n")
+
+
+def test_ask_json_shape_is_exact():
+    answer = ask(FakeSearcher([row(1, 0.2, 0.5)]), "q?", AskOptions(retriever="dense", cut=0.5))
+    data = answer.to_dict()
+    assert list(data) == JSON_KEYS
+    assert list(data["citations"][0]) == CITATION_KEYS
+    assert data["refused"] is False and data["threshold"] == 0.5
+    json.dumps(data)
+
+
+def test_a_refused_question_has_no_prompt_and_never_reaches_the_model():
+    client = FakeClient("should not be called")
+    answer = ask(FakeSearcher([row(1, 0.9), row(2, 0.8)]), "absurd?", AskOptions(retriever="dense", cut=0.45))
+    assert answer.refused and answer.prompt is None and answer.citations == ()
+    assert generate(answer, client) is answer and client.prompts == []
+    assert answer.to_dict() == {"query": "absurd?", "refused": True, "threshold": 0.45, "citations": [],
+                                "prompt": None}
+
+
+def test_generate_removes_unknown_citations_and_flags_uncited_sentences():
+    answer = ask(FakeSearcher([row(1, 0.2), row(2, 0.3)]), "q?", AskOptions(retriever="hybrid"))
+    client = FakeClient("Part one says so [1]. Part seven disagrees [7]. The sky is green.")
+    done = generate(answer, client)
+    assert client.prompts == [answer.prompt]
+    assert done.answer == "Part one says so [1]. Part seven disagrees. The sky is green."
+    assert done.check.unknown == (7,) and done.check.cited == (1,)
+    assert done.check.uncited == ("Part seven disagrees.", "The sky is green.")
+    data = done.to_dict()
+    assert list(data) == [*JSON_KEYS, "answer", "answer_checks"]
+    assert data["answer_checks"] == {"ok": False, "cited": [1], "unknown": [7],
+                                     "uncited": ["Part seven disagrees.", "The sky is green."]}
+
+
+def test_retriever_choice_and_reranking_a_chosen_list():
+    searcher = FakeSearcher([row(1, 0.2)])
+    ask(searcher, "q", AskOptions(retriever="dense", cut=0.5))
+    ask(searcher, "q", AskOptions(retriever="bm25", cut=0.5))
+    ask(searcher, "q", AskOptions(retriever="dense", rerank=True, cut=0.5, k=2))
+    assert searcher.calls == [("search", "dense", 4), ("search", "bm25", 4), ("fill",), ("rerank", "dense", 2, 25)]
+
+
+def test_an_uncalibrated_model_needs_an_explicit_cut():
+    searcher = FakeSearcher([row(1, 0.2)], model="/models/other")
+    with pytest.raises(Uncalibrated):
+        ask(searcher, "q", AskOptions(retriever="dense"))
+    assert not ask(searcher, "q", AskOptions(retriever="dense", cut=0.3)).refused
+
+
+def test_options_are_checked():
+    with pytest.raises(ValueError, match="unknown retriever"):
+        AskOptions(retriever="colbert")
+    with pytest.raises(ValueError, match="k must be"):
+        AskOptions(k=0)
+    assert AskOptions().reranking and AskOptions(retriever="dense", rerank=True).reranking
+    assert not AskOptions(retriever="hybrid").reranking
+
+
+def test_answer_without_a_check_serialises():
+    assert Answer("q", 0.5).to_dict()["prompt"] is None
+
+
+# ---- CLI argument errors (no model is loaded for any of these) ------------------------------
+
+
+@pytest.mark.parametrize("args, message", [
+    (["q", "--retriever", "dense", "--min-rerank-score", "0.5"], "--min-rerank-score needs reranking"),
+    (["   "], "QUERY is empty"),
+    (["q", "--retriever", "colbert"], "Invalid value for '--retriever'"),
+    (["q", "-k", "0"], "Invalid value for '-k'"),
+    (["q", "--cut", "3"], "Invalid value for '--cut'"),
+    (["q", "--model", "/no/such/model"], "unknown embedding model"),
+])
+def test_bad_arguments_exit_2(tmp_path, args, message):
+    result = CliRunner().invoke(ask_command, [*args, "--db", str(tmp_path / "db")])
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+
+
+def test_cross_encoder_without_a_model_exits_1_saying_how_to_configure_one(tmp_path, monkeypatch):
+    monkeypatch.delenv("CITELINE_RERANKER", raising=False)
+    result = CliRunner().invoke(ask_command, ["q", "--db", str(tmp_path / "db"), "--reranker", "cross-encoder"])
+    assert result.exit_code == 1
+    assert "no cross-encoder is configured" in result.output and "CITELINE_RERANKER" in result.output
+
+
+def test_the_reranker_comes_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("CITELINE_RERANKER", "cross-encoder")
+    result = CliRunner().invoke(ask_command, ["q", "--db", str(tmp_path / "db")])
+    assert result.exit_code == 1 and "no cross-encoder is configured" in result.output
+
+
+def test_help():
+    result = CliRunner().invoke(ask_command, ["--help"])
+    assert result.exit_code == 0
+    for option in ("--json", "-k", "--retriever", "--rerank", "--reranker", "--cut", "--min-rerank-score",
+                   "--generate"):
+        assert option in result.output
