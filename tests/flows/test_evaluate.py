@@ -37,12 +37,15 @@ def test_evaluate_flow_publishes_the_report(tmp_path):
 
     root = tiny_corpus(tmp_path / "corpus")
     out = tmp_path / "out"
-    state = evaluate(str(root), str(out), strategies=["A", "E"], retrievers=["dense", "bm25", "hybrid"],
-                     return_state=True)
+    state = evaluate(str(root), str(out), strategies=["A", "E"], return_state=True)
     assert state.is_completed()
     results = state.result()
-    assert [(r["strategy"], r["retriever"]) for r in results["runs"]] == [
-        (s, r) for s in "AE" for r in ("dense", "bm25", "hybrid")]
+    ran = results["config"]["retrievers"]
+    assert ran[:3] == ["dense", "bm25", "hybrid"] and set(ran) | {s["retriever"] for s in results["skipped"]} == {
+        "dense", "bm25", "hybrid", "rerank"}
+    assert [(r["strategy"], r["retriever"]) for r in results["runs"]] == [(s, r) for s in "AE" for r in ran]
+    if "rerank" in ran:
+        assert any(c["a"] == "E/rerank" and c["metric"] == "R@1" for c in results["comparisons"])
     # Two short sections: every chunk holds its needle whole, and dense finds both at depth 20.
     assert all(e["destroyed"] == 0 for e in results["index"])
     assert all(r["recall"]["20"] == 1.0 for r in results["runs"] if r["retriever"] == "dense")
@@ -51,3 +54,23 @@ def test_evaluate_flow_publishes_the_report(tmp_path):
     assert "## Recall@k and MRR" in report and (out / "results.json").is_file()
     artifact = Artifact.get(ARTIFACT_KEY)
     assert artifact is not None and "## Refusal gate" in artifact.data
+
+
+def test_token_cache_scores_like_the_query_side(tmp_path):
+    """The harness's cached MaxSim gives the query side's rerank order and scores."""
+    from evaluation.dataset import load_corpus
+    from evaluation.harness import EvalConfig, QueryCache, TokenCache, _cache_tokens, index_strategy, load_embedder
+    from query.search import Searcher
+
+    corpus = load_corpus(tiny_corpus(tmp_path / "corpus"))
+    config = EvalConfig()
+    embedder = QueryCache(load_embedder(config))
+    index_strategy(corpus, "E", str(tmp_path / "E"), embedder, config)
+    plain, fast = Searcher.open(str(tmp_path / "E"), embedder), Searcher.open(str(tmp_path / "E"), embedder)
+    _cache_tokens(fast, {})
+    if not isinstance(fast.reranker, TokenCache):
+        pytest.skip("the query side has no MaxSim reranker to cache")
+    for query in [q.text for q in corpus.queries] + [o.query for o in corpus.out_of_domain]:
+        a, b = plain.search(query, "rerank", 20), fast.search(query, "rerank", 20)
+        assert [r["chunk_id"] for r in a] == [r["chunk_id"] for r in b]
+        assert [r["rerank_score"] for r in a] == pytest.approx([r["rerank_score"] for r in b], abs=1e-5)

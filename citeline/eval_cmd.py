@@ -1,0 +1,139 @@
+"""``citeline eval``: measure every chunking strategy and retriever on a corpus with ground truth."""
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from typing import Iterator
+
+import click
+
+from tasks import env
+
+env.apply()
+
+from citeline.config import ENV_MODEL  # noqa: E402
+from schemas.settings import DEFAULT_MODEL  # noqa: E402
+
+STRATEGIES = "A,B,C,D,E,F"
+RETRIEVERS = ("dense", "bm25", "hybrid", "rerank")
+
+
+def _letters(ctx, param, value: str) -> tuple[str, ...]:
+    items = _split(value, param)
+    bad = [s for s in items if s.upper() not in STRATEGIES.split(",")]
+    if bad:
+        raise click.BadParameter(f"unknown strategies {bad}; choose from {STRATEGIES}", ctx, param)
+    return tuple(dict.fromkeys(s.upper() for s in items))
+
+
+def _retrievers(ctx, param, value: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    items = [s.lower() for s in _split(value, param)]
+    bad = [s for s in items if s not in RETRIEVERS]
+    if bad:
+        raise click.BadParameter(f"unknown retrievers {bad}; choose from {','.join(RETRIEVERS)}", ctx, param)
+    return tuple(dict.fromkeys(items))
+
+
+def _ks(ctx, param, value: str) -> tuple[int, ...]:
+    items = _split(value, param)
+    try:
+        ks = sorted({int(k) for k in items})
+    except ValueError:
+        raise click.BadParameter(f"cut-offs must be whole numbers, got {value!r}", ctx, param) from None
+    if ks[0] < 1:
+        raise click.BadParameter(f"cut-offs must be >= 1, got {value!r}", ctx, param)
+    return tuple(ks)
+
+
+def _split(value: str, param) -> list[str]:
+    items = [s.strip() for s in value.split(",") if s.strip()]
+    if not items:
+        raise click.BadParameter("give at least one value, comma-separated", param=param)
+    return items
+
+
+@click.command("eval")
+@click.argument("corpus_dir", type=click.Path(exists=True, file_okay=False, dir_okay=True))
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Folder for report.md, results.json and the plots.")
+@click.option("--strategies", default=STRATEGIES, show_default=True, callback=_letters,
+              help="Chunking strategies to index, comma-separated.")
+@click.option("--retrievers", default=None, callback=_retrievers,
+              help="Retrievers, comma-separated from dense,bm25,hybrid,rerank "
+                   "[default: all that work here; rerank is skipped with a note when unavailable].")
+@click.option("--k", "ks", default="1,4,8,20", show_default=True, callback=_ks,
+              help="Recall cut-offs, comma-separated (at most the depth, 20).")
+@click.option("--db-dir", type=click.Path(file_okay=False),
+              help="Keep the per-strategy indexes here (<DIR>/<strategy>) instead of a temporary folder.")
+@click.option("--model", envvar=ENV_MODEL, default=DEFAULT_MODEL, show_default=True,
+              help="Embedding model: a packaged alias or a local sentence-transformers folder.")
+@click.option("--precision", default="auto", show_default=True, type=click.Choice(["auto", "fp32", "bf16"]),
+              help="Encoder precision; auto uses bf16 where the CPU has native support.")
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
+def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model, precision, progress):
+    """Index CORPUS_DIR once per strategy, run every retriever over its queries, and report.
+
+    CORPUS_DIR holds docs/, ground_truth.jsonl and out_of_domain.jsonl. Writes
+    report.md, results.json and PNG plots into --out. Identical inputs give
+    identical numbers; only the timings differ between runs.
+    """
+    from evaluation.dataset import load_corpus
+    from evaluation.harness import EvalConfig, EvalError, run_evaluation
+    from evaluation.report import write
+    from schemas.errors import CitelineError
+
+    if max(ks) > 20:
+        raise click.UsageError(f"--k cut-offs must be at most the depth 20, got {max(ks)}")
+    try:
+        corpus = load_corpus(corpus_dir)
+        config = EvalConfig(strategies=strategies, retrievers=retrievers, ks=ks, model=model, precision=precision)
+        with _bar(progress and sys.stderr.isatty()) as bar:
+            results = run_evaluation(corpus, config, db_dir=db_dir, progress=bar)
+    except (EvalError, CitelineError) as exc:
+        notes = "".join(f"\n{n}" for n in getattr(exc, "__notes__", []))
+        raise click.ClickException(f"{exc}{notes}") from None
+    report = write(results, out_dir)
+    _echo_summary(results, report)
+
+
+def _echo_summary(results: dict, report) -> None:
+    for note in results["skipped"]:
+        click.echo(f"skipped {note['retriever']}: {note['reason']}")
+    top = str(max(results["config"]["ks"]))
+    for run in results["runs"]:
+        click.echo(f"{run['strategy']}/{run['retriever']:<7} R@1 {run['recall'].get('1', float('nan')):.3f}  "
+                   f"R@{top} {run['recall'][top]:.3f}  MRR {run['mrr']:.3f}  destroyed {run['destroyed']}")
+    rec = results["recommended"]
+    if rec:
+        click.echo(f"recommended cosine cut {rec['cut']} ({rec['strategy']}/{rec['retriever']}): "
+                   f"{rec['bluffs']}/{rec['ood']} bluffs, {rec['lost']}/{rec['answerable']} lost")
+    click.echo(f"report: {report}  ({results['timings'].get('total_s', 0):.0f} s)")
+
+
+class _RichProgress:
+    """The harness's Progress, drawn by rich on stderr."""
+
+    def __init__(self, progress):
+        self.progress = progress
+        self.task = progress.add_task("evaluating", total=None)
+
+    def total(self, units: int) -> None:
+        self.progress.update(self.task, total=units)
+
+    def advance(self, description: str, units: int = 1) -> None:
+        self.progress.update(self.task, advance=units, description=description[:40])
+
+
+@contextmanager
+def _bar(enabled: bool) -> Iterator[object | None]:
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("{task.description:<40}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True)) as progress:
+        yield _RichProgress(progress)

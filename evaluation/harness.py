@@ -1,0 +1,457 @@
+"""Index a corpus once per chunking strategy, run every retriever over every query, measure.
+
+Each strategy gets its own LanceDB folder (``<root>/<strategy>``, a temporary folder by
+default), built with the project's own pipeline (:func:`pipeline.prepare.prepare`, the
+store's writes and ``finish_run``), so the harness measures what ``citeline index``
+builds. The embedding model is loaded once. Everything the numbers depend on is
+ordered by the corpus and the configuration, never by time or chance, so identical
+inputs give identical numbers; wall-clock timings are kept apart under ``timings``.
+
+The orchestration is split into steps (:meth:`Harness.index`, :meth:`Harness.query`,
+:meth:`Harness.results`) so that the Prefect flow can wrap each in a task, while
+:func:`run_evaluation` runs them in a plain loop for the CLI.
+"""
+from __future__ import annotations
+
+import math
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from evaluation import gate as gates
+from evaluation.dataset import Corpus, Query
+from evaluation.metrics import DEPTH, collapse_ws, destroyed
+from evaluation.report import summarize
+from index.store import Store, chunk_table
+from pipeline.embed import get_embedder
+from pipeline.prepare import Prepared, prepare
+from pipeline.walk import list_files
+from query.refuse import MAX_CHUNKS
+from query.search import Searcher
+from schemas.errors import CitelineError
+from schemas.retrieval import BM25, DENSE, HYBRID, RERANK
+from schemas.settings import DEFAULT_MODEL, IndexSettings
+from schemas.stamp import PIPELINE_VERSION, IndexStamp
+
+STRATEGIES = ("A", "B", "C", "D", "E", "F")
+RETRIEVERS = (DENSE, BM25, HYBRID, RERANK)
+KS = (1, 4, 8, 20)
+
+
+class EvalError(CitelineError):
+    """The evaluation cannot run as asked (a retriever that is not available, a bad corpus)."""
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """What to measure.
+
+    ``retrievers`` None means every retriever of :data:`RETRIEVERS` that works on this
+    installation (rerank is dropped, with the reason recorded, when it does not);
+    retrievers named explicitly must all work.
+    """
+
+    strategies: tuple[str, ...] = STRATEGIES
+    retrievers: tuple[str, ...] | None = None
+    ks: tuple[int, ...] = KS
+    depth: int = DEPTH
+    model: str = DEFAULT_MODEL
+    precision: str = "auto"
+    batch_size: int = 16
+    budget: int = 512
+    overlap: int = 64
+    window: int = MAX_CHUNKS  # chunks the refusal gate looks at
+    cosine_cuts: tuple[float, ...] = tuple(gates.cosine_grid())
+
+    def __post_init__(self) -> None:
+        unknown = [s for s in self.strategies if s not in STRATEGIES]
+        if unknown or not self.strategies:
+            raise EvalError(f"unknown strategies {unknown}; choose from {', '.join(STRATEGIES)}")
+        if self.retrievers is not None:
+            bad = [r for r in self.retrievers if r not in RETRIEVERS]
+            if bad or not self.retrievers:
+                raise EvalError(f"unknown retrievers {bad}; choose from {', '.join(RETRIEVERS)}")
+        if not self.ks or min(self.ks) < 1 or max(self.ks) > self.depth:
+            raise EvalError(f"every k must be between 1 and the depth {self.depth}, got {list(self.ks)}")
+
+    def settings(self, strategy: str, db: str) -> IndexSettings:
+        return IndexSettings(db=db, model=self.model, strategy=strategy, budget=self.budget,
+                             overlap=self.overlap, precision=self.precision, batch_size=self.batch_size)
+
+    def to_dict(self) -> dict:
+        return {
+            "strategies": list(self.strategies), "ks": list(self.ks), "depth": self.depth,
+            "model": self.model, "precision": self.precision, "budget": self.budget,
+            "overlap": self.overlap, "gate_window": self.window, "cosine_cuts": list(self.cosine_cuts),
+        }
+
+
+@dataclass
+class IndexCost:
+    """What one strategy's index cost and what it lost."""
+
+    strategy: str
+    chunks: int
+    tokens: int  # word-pieces embedded (special tokens included), before truncation
+    header_tokens: int
+    truncated: int  # chunks over the encoder's window: embedded cut short
+    max_tokens: int
+    destroyed: list[str]  # needle ids contained in no chunk
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """One query under one retriever: where its answer ranked and what the gate sees.
+
+    ``rank`` is the first chunk (from 1) containing the needle within the depth, None if
+    none; ``distance`` that chunk's cosine distance. ``top_*`` describe the gate window.
+    """
+
+    id: str
+    phrasing: str  # "course" / "ticket", or the out-of-domain kind
+    in_domain: bool
+    rank: int | None
+    distance: float | None
+    top_distances: tuple[float, ...]
+    top_relevant: tuple[bool, ...]
+    top_scores: tuple[float, ...] | None  # rerank scores, when the rows carry them
+
+
+@dataclass
+class Run:
+    strategy: str
+    retriever: str
+    queries: list[QueryResult]
+    ood: list[QueryResult]
+    seconds: float = 0.0
+
+
+class Progress(Protocol):
+    def total(self, units: int) -> None: ...
+
+    def advance(self, description: str, units: int = 1) -> None: ...
+
+
+class _Silent:
+    def total(self, units: int) -> None:
+        pass
+
+    def advance(self, description: str, units: int = 1) -> None:
+        pass
+
+
+class QueryCache:
+    """An embedder that remembers query vectors: every strategy and retriever asks the same
+    questions, and hybrid embeds each one twice. Everything else is delegated."""
+
+    def __init__(self, embedder):
+        self._embedder = embedder
+        self._queries: dict[str, object] = {}
+
+    def __getattr__(self, name):
+        return getattr(self._embedder, name)
+
+    def embed_query(self, text: str):
+        if text not in self._queries:
+            self._queries[text] = self._embedder.embed_query(text)
+        return self._queries[text]
+
+
+class TokenCache:
+    """The query side's MaxSim reranker, with each text's word-piece vectors computed once.
+
+    ``MaxSimReranker`` encodes the 25 candidates of every query on the fly; over one
+    index the same chunks come back for many queries, and the same questions are asked
+    of every strategy. Scores are the same function (:func:`query.maxsim.maxsim` of the
+    same :func:`query.maxsim.token_vectors`), only batched differently (by length, which
+    also pads less), so they agree with the product's to float rounding.
+    """
+
+    def __init__(self, reranker, queries: dict | None = None):
+        self.reranker = reranker
+        self.name = reranker.name
+        self.cosine_weight = reranker.cosine_weight
+        self._docs: dict[str, object] = {}
+        self._queries = {} if queries is None else queries  # shared across strategies
+
+    def score(self, query: str, rows: Sequence[dict]) -> list[float]:
+        from query.maxsim import maxsim
+        from query.rerank import row_text
+
+        texts = [row_text(r) for r in rows]
+        self._fill(self._docs, texts)
+        self._fill(self._queries, [query])
+        return maxsim(self._queries[query], [self._docs[t] for t in texts]).tolist()
+
+    def _fill(self, cache: dict, texts: Sequence[str], batch: int = 16) -> None:
+        from query.maxsim import token_vectors
+
+        embedder = self.reranker.embedder
+        bf16 = getattr(embedder, "precision", "fp32") == "bf16"
+        missing = sorted({t for t in texts if t not in cache}, key=lambda t: (len(t), t))
+        for i in range(0, len(missing), batch):
+            part = missing[i : i + batch]
+            cache.update(zip(part, token_vectors(embedder.model, part, bf16)))
+
+
+def _cache_tokens(searcher: Searcher, queries: dict) -> None:
+    """Give the searcher a token-caching copy of its default MaxSim reranker, if it has one."""
+    try:
+        from query.rerank import MaxSimReranker
+
+        default = searcher.default_reranker()
+    except (ImportError, AttributeError):
+        return  # a query side without the MaxSim reranker: nothing to speed up
+    if type(default) is MaxSimReranker:
+        searcher.reranker = TokenCache(default, queries)
+
+
+@dataclass
+class Harness:
+    """One evaluation in steps: index a strategy, query it, then assemble the results."""
+
+    corpus: Corpus
+    config: EvalConfig
+    root: Path
+    embedder: object
+    progress: Progress = field(default_factory=_Silent)
+    costs: dict[str, IndexCost] = field(default_factory=dict)
+    runs: list[Run] = field(default_factory=list)
+    retrievers: tuple[str, ...] | None = None
+    skipped: dict[str, str] = field(default_factory=dict)
+    fast_rerank: bool = True  # cache MaxSim token vectors (see TokenCache)
+    reranker: str | None = None  # the rerank retriever's scorer, once known
+
+    def __post_init__(self) -> None:
+        self._query_tokens: dict = {}
+        self.embedder = QueryCache(self.embedder)
+        self._started = time.perf_counter()
+        self._searches = len(self.corpus.queries) + len(self.corpus.out_of_domain)
+        self.progress.total(self._units(len(self.config.retrievers or RETRIEVERS)))
+
+    def _units(self, retrievers: int) -> int:
+        per = len(self.corpus.documents) + retrievers * self._searches
+        return per * len(self.config.strategies)
+
+    def uri(self, strategy: str) -> str:
+        return str(self.root / strategy)
+
+    def index(self, strategy: str) -> IndexCost:
+        """Build ``<root>/<strategy>`` from the corpus documents and measure its cost."""
+        started = time.perf_counter()
+        cost = index_strategy(self.corpus, strategy, self.uri(strategy), self.embedder, self.config,
+                              lambda path: self.progress.advance(f"index {strategy} {path}"))
+        cost.seconds = time.perf_counter() - started
+        self.costs[strategy] = cost
+        return cost
+
+    def query(self, strategy: str) -> list[Run]:
+        """Run every retriever over every query of the corpus on one indexed strategy."""
+        searcher = Searcher.open(self.uri(strategy), self.embedder)
+        if self.fast_rerank:
+            _cache_tokens(searcher, self._query_tokens)
+        if self.retrievers is None:
+            self._resolve(searcher)
+        runs = []
+        for retriever in self.retrievers:
+            started = time.perf_counter()
+            tick = lambda: self.progress.advance(f"query {strategy} {retriever}")  # noqa: E731
+            queries, ood = search_all(searcher, self.corpus, retriever, self.config, tick)
+            runs.append(Run(strategy, retriever, queries, ood, time.perf_counter() - started))
+        self.runs += runs
+        return runs
+
+    def _resolve(self, searcher: Searcher) -> None:
+        """Decide the retrievers on the first index: drop an unavailable default, refuse an explicit one."""
+        wanted = self.config.retrievers or RETRIEVERS
+        probe = self.corpus.queries[0].text
+        chosen = []
+        for name in wanted:
+            reason = unavailable(searcher, name, probe)
+            if reason is None:
+                chosen.append(name)
+            elif self.config.retrievers is not None:
+                err = EvalError(f"the {name!r} retriever is not available: {reason}")
+                err.add_note(f"Help: leave it out of --retrievers (available: {', '.join(chosen) or 'none'}).")
+                raise err
+            else:
+                self.skipped[name] = reason
+        self.retrievers = tuple(chosen)
+        if RERANK in chosen:
+            self.reranker = _describe_reranker(searcher)
+        self.progress.total(self._units(len(chosen)))
+
+    def results(self) -> dict:
+        """The results document (see :func:`evaluation.report.summarize`)."""
+        results = summarize(self.corpus, self.config, self.costs, self.runs, self.retrievers or (), self.skipped)
+        results["config"]["reranker"] = self.reranker
+        results["timings"]["total_s"] = round(time.perf_counter() - self._started, 1)
+        return results
+
+
+def _describe_reranker(searcher: Searcher) -> str | None:
+    """E.g. "maxsim+cosine0.5 over the hybrid top 25", from what the query side exposes."""
+    import query.rerank
+    import query.search
+
+    name = getattr(getattr(searcher, "reranker", None), "name", None)
+    over = getattr(query.search, "RERANK_CANDIDATES", None)
+    depth = getattr(query.rerank, "DEFAULT_DEPTH", None)
+    return f"{name} over the {over} top {depth}" if name and over and depth else name
+
+
+def unavailable(searcher: Searcher, retriever: str, probe: str) -> str | None:
+    """Why ``retriever`` cannot run on this installation, or None when one search works."""
+    try:
+        searcher.search(probe, retriever, 1)
+    except Exception as exc:  # any failure means "not usable here"; the reason is reported
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def index_strategy(corpus: Corpus, strategy: str, uri: str, embedder, config: EvalConfig,
+                   on_document=lambda path: None) -> IndexCost:
+    """Index every corpus document with one strategy into a fresh store at ``uri``.
+
+    Raises:
+        EvalError: a document failed (an evaluation corpus must index cleanly).
+    """
+    settings = config.settings(strategy, uri)
+    stamp = IndexStamp(embedder.name, embedder.dim, PIPELINE_VERSION, strategy)
+    store = Store(uri)
+    store.chunks(stamp, create=True)
+    header_tokens = 0
+    files = list_files(corpus.docs_dir)
+    _forget_others(store, stamp, {f.source for f in files})
+    for file in files:
+        try:
+            prepared = prepare(file, embedder, stamp, settings)
+        except Exception as exc:
+            stage = getattr(exc, "stage", "prepare")
+            raise EvalError(f"{file.path} failed at {stage}: {exc}") from exc
+        count = store.replace_chunks(stamp, prepared.doc_id, chunk_table(prepared.rows, stamp))
+        store.upsert_document(_record(prepared, stamp, count))
+        header_tokens += _header_tokens(prepared.rows, embedder)
+        on_document(file.path)
+    store.finish_run(stamp)
+    rows = store.chunk_rows(["path", "ordinal", "content", "tokens", "truncated"])
+    rows.sort(key=lambda r: (r["path"], r["ordinal"]))
+    lost = destroyed([n.needle for n in corpus.needles], [r["content"] for r in rows])
+    lost_ids = [n.id for n in corpus.needles if n.needle in set(lost)]
+    return IndexCost(strategy, len(rows), sum(r["tokens"] for r in rows), header_tokens,
+                     sum(bool(r["truncated"]) for r in rows), int(embedder.max_tokens), lost_ids)
+
+
+def _forget_others(store: Store, stamp: IndexStamp, sources: set[str]) -> None:
+    """A reused ``--db-dir`` may hold documents of another corpus: they must not be searched."""
+    for record in store.document_rows(["doc_id", "source"]):
+        if record["source"] not in sources:
+            store.delete_document(record["doc_id"], stamp)
+
+
+def _header_tokens(rows: list[dict], embedder) -> int:
+    """Word-pieces the ``[Title > Section]`` header adds: tokens of text minus of content."""
+    headed = [r for r in rows if r["text"] != r["content"]]
+    if not headed:
+        return 0
+    return sum(r["tokens"] for r in headed) - sum(embedder.count_tokens([r["content"] for r in headed]))
+
+
+def _record(prepared: Prepared, stamp: IndexStamp, count: int) -> dict:
+    canonical = prepared.canonical
+    return {
+        "doc_id": prepared.doc_id, "source": prepared.file.source, "root": prepared.file.root,
+        "path": prepared.file.path, "sha256": prepared.sha256, "size": prepared.size,
+        "status": "indexed", "attempts": 1, "chunk_count": count, "truncated": prepared.truncated,
+        "title": canonical.title, "canonical": canonical.text, "segments": canonical.segments_json(),
+        "embed_model": stamp.embed_model, "embed_dim": stamp.embed_dim,
+        "pipeline_version": stamp.pipeline_version, "strategy": stamp.strategy,
+        "extractor": canonical.extractor, "extractor_version": canonical.extractor_version,
+    }
+
+
+def search_all(searcher: Searcher, corpus: Corpus, retriever: str, config: EvalConfig,
+               tick=lambda: None) -> tuple[list[QueryResult], list[QueryResult]]:
+    """Every in-domain and out-of-domain query through one retriever, at ``config.depth``."""
+    queries = []
+    for q in corpus.queries:
+        queries.append(judge(q, searcher.search(q.text, retriever, config.depth), config))
+        tick()
+    ood = []
+    for o in corpus.out_of_domain:
+        rows = searcher.search(o.query, retriever, config.depth)
+        ood.append(judge(Query(o.id, "", o.kind, o.query, ""), rows, config, in_domain=False))
+        tick()
+    return queries, ood
+
+
+def judge(query: Query, rows: Sequence[dict], config: EvalConfig, in_domain: bool = True) -> QueryResult:
+    """Where the answer ranks in ``rows`` and what the gate window holds.
+
+    A row is relevant when its ``content`` contains the whole needle, whitespace-collapsed.
+    """
+    target = collapse_ws(query.needle) if in_domain else None
+    relevant = [bool(target) and target in collapse_ws(r["content"]) for r in rows[: config.depth]]
+    rank = next((i for i, hit in enumerate(relevant, 1) if hit), None)
+    window = rows[: config.window]
+    scores = tuple(_number(r.get("rerank_score")) for r in window)
+    return QueryResult(
+        id=query.id, phrasing=query.phrasing, in_domain=in_domain, rank=rank,
+        distance=_number(rows[rank - 1].get("distance")) if rank else None,
+        top_distances=tuple(_number(r.get("distance")) for r in window),
+        top_relevant=tuple(relevant[: config.window]),
+        top_scores=scores if window and all(not math.isnan(s) for s in scores) else None,
+    )
+
+
+def _number(value) -> float:
+    return float("nan") if value is None else float(value)
+
+
+@contextmanager
+def workspace(db_dir: str | Path | None) -> Iterator[Path]:
+    """``db_dir`` as given (kept afterwards), or a temporary folder removed afterwards."""
+    if db_dir is not None:
+        path = Path(db_dir).expanduser()
+        path.mkdir(parents=True, exist_ok=True)
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="citeline-eval-") as tmp:
+        yield Path(tmp)
+
+
+def load_embedder(config: EvalConfig):
+    """The embedding model, loaded once per process and settings."""
+    return get_embedder(config.model, config.precision, config.batch_size)
+
+
+def run_evaluation(corpus: Corpus, config: EvalConfig = EvalConfig(), *, db_dir: str | Path | None = None,
+                   embedder=None, progress: Progress | None = None) -> dict:
+    """Index every strategy, run every retriever, and return the results document.
+
+    Args:
+        corpus: a loaded corpus (:func:`evaluation.dataset.load_corpus`).
+        config: strategies, retrievers, cut-offs and index settings.
+        db_dir: where the per-strategy indexes go; a temporary folder when None. An
+            existing index there is reused only if its stamp matches, else refused.
+        embedder: the embedder to use (default: the configured model, loaded once).
+        progress: receives the total amount of work and each finished step.
+
+    Returns:
+        The results document; everything but its ``timings`` is deterministic.
+
+    Raises:
+        EvalError: a document failed to index, or an explicitly requested retriever
+            does not work here.
+    """
+    with workspace(db_dir) as root:
+        harness = Harness(corpus, config, root, embedder or load_embedder(config), progress or _Silent())
+        for strategy in config.strategies:
+            harness.index(strategy)
+            harness.query(strategy)
+        return harness.results()

@@ -1,0 +1,113 @@
+"""PNG plots of a results document (matplotlib, Agg backend: no display needed).
+
+- ``recall_at_k.png``: Recall@k for k = 1..depth, one panel per retriever, one line per strategy;
+- ``distances.png``: cosine distance of in-domain answers found in the gate window vs the
+  best hit of each out-of-domain query, for the recommended strategy, per retriever;
+- ``frontier.png``: bluffs vs lost answers over the cosine cuts, per retriever.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from evaluation.metrics import recall_at
+
+RECALL = "recall_at_k.png"
+DISTANCES = "distances.png"
+FRONTIER = "frontier.png"
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def write_plots(results: dict, out_dir: str | Path) -> list[str]:
+    """Draw every plot into ``out_dir``; return the file names written, in report order."""
+    out = Path(out_dir)
+    written = [recall_curves(results, out / RECALL)]
+    if results.get("recommended"):
+        written += [distance_histograms(results, out / DISTANCES), frontier_plot(results, out / FRONTIER)]
+    return [Path(p).name for p in written]
+
+
+def recall_curves(results: dict, path: Path) -> Path:
+    plt = _pyplot()
+    depth = results["config"]["depth"]
+    retrievers = results["config"]["retrievers"]
+    fig, axes = plt.subplots(1, len(retrievers), figsize=(4.2 * len(retrievers), 3.8), sharey=True, squeeze=False)
+    ks = list(range(1, depth + 1))
+    for ax, retriever in zip(axes[0], retrievers):
+        for run in (r for r in results["runs"] if r["retriever"] == retriever):
+            ranks = [q["rank"] for q in run["per_query"]]
+            ax.plot(ks, [recall_at(ranks, k) for k in ks], marker=".", label=run["strategy"])
+        ax.set_title(retriever)
+        ax.set_xlabel("k")
+        ax.set_xticks([k for k in results["config"]["ks"]])
+        ax.set_ylim(0, 1)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("Recall@k")
+    axes[0][-1].legend(title="strategy", loc="lower right")
+    fig.suptitle(f"Recall@k on {results['corpus']['name']} ({results['corpus']['queries']} queries)")
+    return _save(fig, path)
+
+
+def distance_histograms(results: dict, path: Path) -> Path:
+    plt = _pyplot()
+    rec = results["recommended"]
+    window = results["config"]["gate_window"]
+    # Runs whose rows carry no cosine distance (BM25) have nothing to draw.
+    runs = [r for r in results["runs"] if r["strategy"] == rec["strategy"]
+            and any(d is not None for q in r["ood"] for d in q["top_distances"])]
+    fig, axes = plt.subplots(1, len(runs), figsize=(4.2 * len(runs), 3.6), sharey=True, squeeze=False)
+    bins = [i / 40 for i in range(0, 41)]
+    for ax, run in zip(axes[0], runs):
+        answers = [q["distance"] for q in run["per_query"]
+                   if q["rank"] is not None and q["rank"] <= window and q["distance"] is not None]
+        ood = [min(d for d in q["top_distances"] if d is not None)
+               for q in run["ood"] if any(d is not None for d in q["top_distances"])]
+        ax.hist(answers, bins=bins, alpha=0.6, label=f"in-domain answers in top {window} ({len(answers)})")
+        ax.hist(ood, bins=bins, alpha=0.6, label=f"out-of-domain best hit ({len(ood)})")
+        ax.axvline(rec["cut"], color="black", linestyle="--", linewidth=1, label=f"recommended cut {rec['cut']}")
+        ax.set_title(f"{run['strategy']}/{run['retriever']}")
+        ax.set_xlabel("cosine distance")
+    axes[0][0].set_ylabel("queries")
+    axes[0][-1].legend(fontsize="small")
+    return _save(fig, path)
+
+
+def frontier_plot(results: dict, path: Path) -> Path:
+    plt = _pyplot()
+    rec = results["recommended"]
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    for retriever in results["config"]["retrievers"]:
+        points = [p for p in results["gate"] if (p["strategy"], p["retriever"], p["kind"])
+                  == (rec["strategy"], retriever, "cosine")]
+        if not points:
+            continue
+        ax.plot([p["lost"] for p in points], [p["bluffs"] for p in points], marker="o", markersize=3, label=retriever)
+        if retriever == rec["retriever"]:
+            for p in points[::4]:
+                ax.annotate(f"{p['cut']:.2f}", (p["lost"], p["bluffs"]), fontsize=7,
+                            textcoords="offset points", xytext=(4, 4))
+    ax.scatter([rec["lost"]], [rec["bluffs"]], s=120, facecolors="none", edgecolors="black",
+               label=f"recommended {rec['retriever']} cut {rec['cut']}", zorder=5)
+    ax.set_xlabel(f"answers lost (of those in the top {results['config']['gate_window']})")
+    ax.set_ylabel(f"bluffs (of {rec['ood']} out-of-domain queries)")
+    ax.set_title(f"Refusal frontier, strategy {rec['strategy']}, cosine cuts")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    return _save(fig, path)
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    # No timestamps in the file: identical results give identical images.
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return path
