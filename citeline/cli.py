@@ -51,21 +51,27 @@ def cli() -> None:
               help="Seconds one document may take.")
 @click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
               help="Seconds to wait for another writer of the same index.")
+@click.option("--ocr-lang", default="eng", show_default=True,
+              help="Tesseract language(s) for scans, e.g. eng or deu+eng (the traineddata must be installed).")
+@click.option("--whisper-model", default="", type=click.Path(file_okay=False),
+              help="A CTranslate2 Whisper model folder for audio/video (default: packaged tiny.en).")
 @click.option("--dask", default=None, metavar="ADDRESS",
               help="Prepare documents on the Dask cluster at ADDRESS ('local' starts a LocalCluster).")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
-def index(path, db, model, strategy, budget, overlap, precision, max_failed, max_bytes, timeout_s, wait_s, dask,
-          progress):
+def index(path, db, model, strategy, budget, overlap, precision, max_failed, max_bytes, timeout_s, wait_s, ocr_lang,
+          whisper_model, dask, progress):
     """Index (or re-sync) PATH: a folder or one file."""
     if overlap >= budget:
         raise click.UsageError(f"--overlap ({overlap}) must be smaller than --budget ({budget})")
+    _check_ocr_lang(ocr_lang)
     from citeline.progress import index_progress
     from flows.ingest import index_folder
     from flows.runners import task_runner_for
     from schemas.settings import IndexSettings
 
     settings = IndexSettings(db=db, model=_model_for(db, model), strategy=strategy.upper(), budget=budget, overlap=overlap,
-                             precision=precision, max_bytes=max_bytes, timeout_s=timeout_s)
+                             precision=precision, max_bytes=max_bytes, timeout_s=timeout_s, ocr_lang=ocr_lang,
+                             whisper_model=whisper_model)
     with index_progress(progress and sys.stderr.isatty()), _errors():
         flow = index_folder.with_options(task_runner=task_runner_for(dask)) if dask else index_folder
         state = flow(path, settings, max_failed=max_failed, wait_s=wait_s, return_state=True)
@@ -273,6 +279,20 @@ def check(db, as_json):
         click.echo("index OK" if not violations else f"{len(violations)} violations")
     if violations:
         sys.exit(1)
+
+
+def _check_ocr_lang(lang: str) -> None:
+    """Every language of e.g. ``deu+eng`` must be installed, or every scan would fail."""
+    import pytesseract
+
+    try:
+        installed = set(pytesseract.get_languages(config=""))
+    except pytesseract.TesseractNotFoundError:
+        raise click.UsageError("tesseract is not installed (Debian: apt-get install tesseract-ocr)") from None
+    missing = [code for code in lang.split("+") if code not in installed]
+    if missing:
+        raise click.UsageError(f"--ocr-lang: {', '.join(missing)} not installed; installed: "
+                               f"{', '.join(sorted(installed - {'osd'}))} (Debian: tesseract-ocr-<lang>)")
 
 
 def _model_for(db: str, model: str | None) -> str:

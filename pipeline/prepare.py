@@ -99,7 +99,8 @@ def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: I
     try:
         data = read_source(file.source, settings.max_bytes)
         stage = Stage.EXTRACT
-        options = ExtractOptions(ocr_lang=settings.ocr_lang, time_limit_s=settings.timeout_s)
+        options = ExtractOptions(ocr_lang=settings.ocr_lang, time_limit_s=settings.timeout_s,
+                                 whisper_model=settings.whisper_model)
         canonical = extract_bytes(data, Path(file.path).name, options)
         prepared = Prepared(file, doc_id_for(file.source), hashlib.sha256(data).hexdigest(), len(data), canonical)
         stage = Stage.CHUNK

@@ -19,3 +19,4 @@ class IndexSettings:
     max_bytes: int = 100 * 1024 * 1024  # larger files fail as too-large instead of being loaded
     timeout_s: float = 300.0  # per document
     ocr_lang: str = "eng"
+    whisper_model: str = ""  # a CTranslate2 Whisper folder; empty: the packaged tiny.en

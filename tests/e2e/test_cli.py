@@ -91,6 +91,7 @@ def test_search_without_index_fails_clearly(tmp_path):
     (["index", "--strategy", "Z", "."], "'Z' is not one of"),
     (["index", "/no/such/folder"], "does not exist"),
     (["search", "q", "-k", "0"], "0 is not in the range"),
+    (["index", "--ocr-lang", "xx+eng", "."], "--ocr-lang: xx not installed"),
 ])
 def test_bad_arguments_exit_2(args, message):
     result = invoke(*args)
