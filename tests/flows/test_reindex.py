@@ -65,3 +65,20 @@ def test_interrupted_reindex_leaves_live_index_and_resumes(indexed):
     kept = {r["chunk_id"] for r in store.chunk_rows(["chunk_id"], f"doc_id = '{first['doc_id']}'")}
     assert kept == {r["chunk_id"] for r in staged_rows}
     assert check_index(store) == []
+
+
+def test_gc_lists_then_drops_only_retired_tables(indexed):
+    from click.testing import CliRunner
+
+    from citeline.cli import cli
+
+    store = Store(indexed.db)
+    old = chunks_table_name(store.stamp())
+    reindex(IndexSettings(db=indexed.db, model=INT8))
+    listed = CliRunner().invoke(cli, ["gc", "--db", indexed.db])
+    assert listed.exit_code == 0 and f"would drop {old}" in listed.output
+    assert old in [name for name, _, _ in store.chunk_tables()]
+    dropped = CliRunner().invoke(cli, ["gc", "--db", indexed.db, "--yes"])
+    assert dropped.exit_code == 0 and f"dropping {old}" in dropped.output
+    assert [active for _, _, active in store.chunk_tables()] == [True]
+    assert check_index(store) == []
