@@ -14,8 +14,8 @@ from tasks import env
 
 env.apply()
 
+from citeline.common import cli_errors, model_for  # noqa: E402
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL  # noqa: E402
-from schemas.errors import CitelineError  # noqa: E402
 
 ENV_RERANKER = "CITELINE_RERANKER"  # same name as query.rerank.ENV_RERANKER (not imported: keeps --help fast)
 RETRIEVERS = ("dense", "bm25", "hybrid", "rerank")
@@ -63,7 +63,7 @@ def ask(query, db, model, as_json, k, retriever, rerank_flag, reranker, cosine_w
     from query.ask import generate as run_generate
 
     options = AskOptions(k=k, retriever=retriever, rerank=rerank_flag, cut=cut, min_rerank_score=min_rerank_score)
-    with _errors():
+    with cli_errors():
         searcher = _searcher(db, model, reranker if reranking else None, cosine_weight)
         answer = run_ask(searcher, query, options)
         if generate and not answer.refused:
@@ -77,16 +77,12 @@ def ask(query, db, model, as_json, k, retriever, rerank_flag, reranker, cosine_w
 
 
 def _searcher(db: str, model: str | None, reranker: str | None, cosine_weight: float | None):
-    from index.store import Store
     from pipeline.embed import ModelNotFound, get_embedder
     from query.rerank import get_reranker
     from query.search import Searcher
 
-    if model is None:
-        stamp = Store(db).stamp()
-        model = stamp.embed_model if stamp else DEFAULTS["model"]
     try:
-        embedder = get_embedder(model)  # finds the folder, loads nothing yet
+        embedder = get_embedder(model_for(db, model))  # finds the folder, loads nothing yet
     except ModelNotFound as exc:
         raise click.UsageError(str(exc)) from None
     # A reranker that is not configured fails here, before any model is loaded.
@@ -123,16 +119,3 @@ def _print(answer, generated: bool) -> None:
 def _short(quote: str) -> str:
     flat = " ".join(quote.split())
     return flat if len(flat) <= QUOTE_WIDTH else flat[: QUOTE_WIDTH - 1] + "…"
-
-
-class _errors:
-    """citeline's own errors become clean CLI failures (exit 1) with their help notes."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc is not None and isinstance(exc, CitelineError):
-            notes = "".join(f"\n{n}" for n in getattr(exc, "__notes__", []))
-            raise click.ClickException(f"{exc}{notes}") from None
-        return False

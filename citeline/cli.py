@@ -13,6 +13,7 @@ from tasks import env
 env.apply()
 
 from citeline.ask_cmd import ask  # noqa: E402
+from citeline.common import cli_errors, error_text, model_for  # noqa: E402
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL  # noqa: E402
 from citeline.eval_cmd import eval_command  # noqa: E402
 from schemas.errors import CitelineError  # noqa: E402
@@ -69,10 +70,10 @@ def index(path, db, model, strategy, budget, overlap, precision, max_failed, max
     from flows.runners import task_runner_for
     from schemas.settings import IndexSettings
 
-    settings = IndexSettings(db=db, model=_model_for(db, model), strategy=strategy.upper(), budget=budget, overlap=overlap,
+    settings = IndexSettings(db=db, model=model_for(db, model), strategy=strategy.upper(), budget=budget, overlap=overlap,
                              precision=precision, max_bytes=max_bytes, timeout_s=timeout_s, ocr_lang=ocr_lang,
                              whisper_model=whisper_model)
-    with index_progress(progress and sys.stderr.isatty()), _errors():
+    with index_progress(progress and sys.stderr.isatty()), cli_errors():
         flow = index_folder.with_options(task_runner=task_runner_for(dask)) if dask else index_folder
         state = flow(path, settings, max_failed=max_failed, wait_s=wait_s, return_state=True)
     _print_run(state)
@@ -82,7 +83,7 @@ def _print_run(state) -> None:
     """Print a run's summary and failures; exit 1 when the run itself failed."""
     summary = state.result(raise_on_failure=False)
     if isinstance(summary, CitelineError):
-        raise click.ClickException(str(summary) + "".join(f"\n{n}" for n in getattr(summary, "__notes__", [])))
+        raise click.ClickException(error_text(summary))
     if not hasattr(summary, "line"):
         raise click.ClickException(f"the index run failed: {state.message}")
     click.echo(summary.line())
@@ -109,7 +110,7 @@ def serve(path, db, model, cron, strategy, name):
     if not os.environ.get("PREFECT_API_URL"):
         raise click.UsageError("set PREFECT_API_URL to a running server (`prefect server start`): "
                                "without one, Prefect schedules nothing")
-    settings = IndexSettings(db=str(Path(db).resolve()), model=_model_for(db, model), strategy=strategy.upper())
+    settings = IndexSettings(db=str(Path(db).resolve()), model=model_for(db, model), strategy=strategy.upper())
     serve_folder(path, settings, cron, name)
 
 
@@ -125,11 +126,11 @@ def retry(path, db, model, wait_s):
     from schemas.settings import IndexSettings
     from index.store import Store
 
-    with _errors():
+    with cli_errors():
         stamp = Store(db).stamp()
         if stamp is None:
             raise click.ClickException(f"no index at {db}: run `citeline index PATH` first")
-        settings = IndexSettings(db=db, model=_model_for(db, model), strategy=stamp.strategy)
+        settings = IndexSettings(db=db, model=model_for(db, model), strategy=stamp.strategy)
         state = retry_failed(settings, path, wait_s=wait_s, return_state=True)
     _print_run(state)
 
@@ -152,7 +153,7 @@ def reindex(db, model, strategy, wait_s):
     from index.store import Store
     from schemas.settings import IndexSettings
 
-    with _errors():
+    with cli_errors():
         stamp = Store(db).stamp()
         if stamp is None:
             raise click.ClickException(f"no index at {db}: run `citeline index PATH` first")
@@ -160,7 +161,7 @@ def reindex(db, model, strategy, wait_s):
         state = reindex_flow(settings, wait_s=wait_s, return_state=True)
     summary = state.result(raise_on_failure=False)
     if isinstance(summary, CitelineError):
-        raise click.ClickException(str(summary))
+        raise click.ClickException(error_text(summary))
     click.echo(summary.line())
     for path in summary.failed:
         click.echo(f"  FAILED {path}")
@@ -250,8 +251,8 @@ def search(query, db, model, k, as_json):
     from query.cite import build_citations
     from query.search import Searcher
 
-    with _errors():
-        rows = Searcher.open(db, get_embedder(_model_for(db, model))).dense(query, k)
+    with cli_errors():
+        rows = Searcher.open(db, get_embedder(model_for(db, model))).dense(query, k)
     citations = build_citations(rows)
     if as_json:
         click.echo(json.dumps({"query": query, "results": [c.to_dict() for c in citations]}, indent=2))
@@ -269,7 +270,7 @@ def check(db, as_json):
     from index.check import check_index
     from index.store import Store
 
-    with _errors():
+    with cli_errors():
         violations = check_index(Store(db))
     if as_json:
         click.echo(json.dumps({"ok": not violations, "violations": [asdict(v) for v in violations]}, indent=2))
@@ -293,29 +294,6 @@ def _check_ocr_lang(lang: str) -> None:
     if missing:
         raise click.UsageError(f"--ocr-lang: {', '.join(missing)} not installed; installed: "
                                f"{', '.join(sorted(installed - {'osd'}))} (Debian: tesseract-ocr-<lang>)")
-
-
-def _model_for(db: str, model: str | None) -> str:
-    """The model asked for, else the one the index was built with, else the default."""
-    if model:
-        return model
-    from index.store import Store
-
-    stamp = Store(db).stamp()
-    return stamp.embed_model if stamp else DEFAULTS["model"]
-
-
-class _errors:
-    """Turn citeline's own errors into clean CLI failures (exit 1) with their help notes."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc is not None and isinstance(exc, CitelineError):
-            notes = "".join(f"\n{n}" for n in getattr(exc, "__notes__", []))
-            raise click.ClickException(f"{exc}{notes}") from None
-        return False
 
 
 # Commands that live in their own modules (each imports its heavy parts lazily).
