@@ -26,11 +26,12 @@ import numpy as np
 import pytesseract
 from PIL import Image, ImageSequence, UnidentifiedImageError
 
-from schemas.document import Canonical, Segment
+from schemas.document import Canonical
 from schemas.errors import Corrupt, Empty, NoText, Timeout, TooLarge, Truncated, Unreadable, UnsupportedType
 from schemas.locator import Page
 from schemas.options import ExtractOptions
 
+from extractors.assemble import Assembler
 from extractors.clean import Deadline, clean
 
 NAME = "image-ocr"
@@ -502,10 +503,8 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     options = options or ExtractOptions()
     deadline = Deadline(options.time_limit_s)
     image = open_image(data)
-    pieces: list[str] = []
-    segments: list[Segment] = []
+    built = Assembler()
     notes: list[str] = []
-    offset = 0
     for number, frame in enumerate(ImageSequence.Iterator(image), start=1):
         if number > options.max_pages:
             raise TooLarge(f"image has more than {options.max_pages} pages")
@@ -514,22 +513,16 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
         text = clean(blocks_text(page.blocks))
         if page.confidence is not None and page.confidence < options.ocr_min_confidence:
             notes.append(f"low OCR confidence on page {number}: {page.confidence:.0f}")
-        if not text:
-            continue
-        if pieces:
-            pieces.append("\n\n")
-            offset += 2
-        pieces.append(text)
-        segments.append(Segment(offset, offset + len(text), Page(number, "", page.confidence)))
-        offset += len(text)
-    if not pieces:
+        if text:
+            built.add(text, Page(number, "", page.confidence))
+    if not built:
         raise NoText(f"OCR found no text in the image ({number} page{'s' * (number > 1)})")
     return Canonical(
-        text="".join(pieces),
+        text=built.text,
         title=PurePath(name).stem,
         extractor=NAME,
         extractor_version=VERSION,
-        segments=tuple(segments),
+        segments=built.segments,
         notes=tuple(notes),
     )
 

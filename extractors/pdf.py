@@ -22,6 +22,7 @@ from schemas.errors import Corrupt, Empty, Encrypted, NoText, TooLarge, Truncate
 from schemas.locator import Page
 from schemas.options import ExtractOptions
 
+from extractors.assemble import Assembler
 from extractors.clean import Deadline, clean
 from extractors.ocr import Block, Line, PageText, blocks_text, ocr_image, reading_order, vocabulary, word_ratio
 
@@ -318,21 +319,12 @@ def _matches(norm: str, y: float, others: dict[tuple[int, int], tuple[str, float
 
 def _assemble(pages: list[_Page], run: _Run) -> tuple[str, list[Segment]]:
     """Clean each page's text, then append it; offsets are recorded as it is appended."""
-    pieces: list[str] = []
-    segments: list[Segment] = []
-    offset = 0
+    built = Assembler()
     for page in pages:
         text = clean(blocks_text(page.text.blocks), run.vocab)
-        if not text:
-            continue
-        if pieces:
-            pieces.append("\n\n")
-            offset += 2
-        pieces.append(text)
-        locator = Page(page.number, page.label, page.text.confidence)
-        segments.append(Segment(offset, offset + len(text), locator))
-        offset += len(text)
-    return "".join(pieces), segments
+        if text:
+            built.add(text, Page(page.number, page.label, page.text.confidence))
+    return built.text, list(built.segments)
 
 
 def _ocr_notes(pages: list[_Page], run: _Run) -> None:
