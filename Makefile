@@ -21,9 +21,11 @@ $(INSTALLED): pyproject.toml Makefile
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $(INSTALLED)
 
+# Index the sample folder, then search it and ask it (sources + prompt, or NO ANSWER).
 run: setup
 	$(VENV)/bin/citeline index examples/docs
 	$(VENV)/bin/citeline search "Why does dropout only apply during training?" -k 3
+	$(VENV)/bin/citeline ask "Why does dropout only apply during training?"
 
 test: setup
 	$(VENV)/bin/pytest
