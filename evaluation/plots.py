@@ -74,32 +74,36 @@ def distance_histograms(results: dict, path: Path) -> Path:
         ax.axvline(rec["cut"], color="black", linestyle="--", linewidth=1, label=f"recommended cut {rec['cut']}")
         ax.set_title(f"{run['strategy']}/{run['retriever']}")
         ax.set_xlabel("cosine distance")
+        ax.legend(fontsize="x-small")
     axes[0][0].set_ylabel("queries")
-    axes[0][-1].legend(fontsize="small")
     return _save(fig, path)
 
 
 def frontier_plot(results: dict, path: Path) -> Path:
+    """Bluffs vs lost answers over the cosine cuts; a second panel for rerank-score cuts if any."""
     plt = _pyplot()
     rec = results["recommended"]
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    for retriever in results["config"]["retrievers"]:
-        points = [p for p in results["gate"] if (p["strategy"], p["retriever"], p["kind"])
-                  == (rec["strategy"], retriever, "cosine")]
-        if not points:
-            continue
-        ax.plot([p["lost"] for p in points], [p["bluffs"] for p in points], marker="o", markersize=3, label=retriever)
-        if retriever == rec["retriever"]:
-            for p in points[::4]:
-                ax.annotate(f"{p['cut']:.2f}", (p["lost"], p["bluffs"]), fontsize=7,
-                            textcoords="offset points", xytext=(4, 4))
-    ax.scatter([rec["lost"]], [rec["bluffs"]], s=120, facecolors="none", edgecolors="black",
-               label=f"recommended {rec['retriever']} cut {rec['cut']}", zorder=5)
-    ax.set_xlabel(f"answers lost (of those in the top {results['config']['gate_window']})")
-    ax.set_ylabel(f"bluffs (of {rec['ood']} out-of-domain queries)")
-    ax.set_title(f"Refusal frontier, strategy {rec['strategy']}, cosine cuts")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
+    points = [p for p in results["gate"] if p["strategy"] == rec["strategy"]]
+    kinds = [k for k in ("cosine", "rerank") if any(p["kind"] == k for p in points)]
+    fig, axes = plt.subplots(1, len(kinds), figsize=(6 * len(kinds), 4.5), squeeze=False)
+    for ax, kind in zip(axes[0], kinds):
+        for retriever in results["config"]["retrievers"]:
+            line = [p for p in points if (p["retriever"], p["kind"]) == (retriever, kind)]
+            if not line:
+                continue
+            ax.plot([p["lost"] for p in line], [p["bluffs"] for p in line], marker="o", markersize=3, label=retriever)
+            if retriever == rec["retriever"] or kind == "rerank":
+                for p in line[::4]:
+                    ax.annotate(f"{p['cut']:.2f}", (p["lost"], p["bluffs"]), fontsize=7,
+                                textcoords="offset points", xytext=(4, 4))
+        if kind == "cosine":
+            ax.scatter([rec["lost"]], [rec["bluffs"]], s=120, facecolors="none", edgecolors="black",
+                       label=f"recommended {rec['retriever']} cut {rec['cut']}", zorder=5)
+        ax.set_xlabel(f"answers lost (of those in the top {results['config']['gate_window']})")
+        ax.set_ylabel(f"bluffs (of {rec['ood']} out-of-domain queries)")
+        ax.set_title(f"Refusal frontier, strategy {rec['strategy']}, {kind} {'distance' if kind == 'cosine' else 'score'} cuts")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
     return _save(fig, path)
 
 
