@@ -159,14 +159,7 @@ def reindex(db, model, strategy, wait_s):
             raise click.ClickException(f"no index at {db}: run `citeline index PATH` first")
         settings = IndexSettings(db=db, model=model, strategy=(strategy or stamp.strategy).upper())
         state = reindex_flow(settings, wait_s=wait_s, return_state=True)
-    summary = state.result(raise_on_failure=False)
-    if isinstance(summary, CitelineError):
-        raise click.ClickException(error_text(summary))
-    click.echo(summary.line())
-    for path in summary.failed:
-        click.echo(f"  FAILED {path}")
-    if state.is_failed():
-        raise click.ClickException(state.message)
+    _print_run(state)
 
 
 @cli.command()

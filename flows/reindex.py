@@ -10,6 +10,7 @@ from index.lock import writer_lock
 from schemas.errors import IndexMismatch
 from schemas.settings import IndexSettings
 from schemas.stamp import IndexStamp
+from schemas.status import Failure
 from schemas.tables import chunks_table_name
 from tasks.log import get_logger
 from tasks.reembed import reembed_document
@@ -23,7 +24,7 @@ class ReindexSummary:
     documents: int
     rows: int
     switched: bool
-    failed: tuple[str, ...] = ()
+    failures: tuple[Failure, ...] = ()
 
     def line(self) -> str:
         verb = "switched to" if self.switched else "NOT switched to"
@@ -54,10 +55,11 @@ def reindex(settings: IndexSettings, wait_s: float = 0.0):
         records = [r for r in store.document_rows() if r["canonical"] is not None]
         futures = {reembed_document.submit(r, new, settings): r for r in records}
         wait(list(futures))
-        failed = tuple(r["path"] for f, r in futures.items() if not f.state.is_completed())
-        if failed:
-            summary = ReindexSummary(old, new, len(records), 0, False, failed)
-            return Failed(message=f"{len(failed)} documents failed; the live index is unchanged", data=summary)
+        failures = tuple(Failure(r["path"], "embed", f.state.message or "re-embedding failed")
+                         for f, r in futures.items() if not f.state.is_completed())
+        if failures:
+            summary = ReindexSummary(old, new, len(records), 0, False, failures)
+            return Failed(message=f"{len(failures)} documents failed; the live index is unchanged", data=summary)
         store.finish_run(new, staged=True)
         store.activate(new)
         store.upsert_documents([_restamped(r, new, store.count_chunks(r["doc_id"])) for r in store.document_rows(
