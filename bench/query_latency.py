@@ -3,12 +3,12 @@
 Latency, medians over every query (64 in-domain + 30 out-of-domain), all in this
 process on the same loaded model, so ratios hold on a noisy shared machine:
 
-- bm25: ``Searcher.bm25`` end to end (LanceDB full-text search, nothing excluded);
+- bm25: ``Searcher.bm25`` end to end, beside the bare LanceDB full-text search it wraps;
 - embed: one query embedding;
-- dense scan: ``Store.dense_search`` with the query vector precomputed, and apart
-  from it the cost of opening the table and of the bare LanceDB searches;
+- dense scan: ``ChunkReader.dense`` with the query vector precomputed (the exact
+  in-memory scan below the ANN threshold), beside a bare LanceDB flat search;
 - numpy baseline: a brute-force dot product over the same vectors plus top-k;
-- hybrid: ``Searcher.hybrid`` end to end, query embedding included;
+- hybrid: ``Searcher.hybrid`` with the query vector cached, and end to end;
 - rerank: scoring the 25 candidates, and ``Searcher.rerank`` end to end.
 
 --quality adds R@1 / R@4 / MRR for dense, bm25, hybrid and MaxSim reranking
@@ -86,21 +86,22 @@ def latency(searcher: Searcher, queries: list[str], rerank_sample: int | None) -
     def add(name: str, value: float) -> None:
         times.setdefault(name, []).append(value)
 
+    table = store.chunks(stamp)
     for i, q in enumerate(queries):
         add("bm25 (Searcher.bm25, all in)", ms(searcher.bm25, q, K)[1])
+        add("  lancedb full-text search on an open table (floor)", ms(_text_search, table, q)[1])
         vector, t = ms(embedder.embed_query, q)
         add("query embedding", t)
-        add("dense scan (Store.dense_search, excl. embedding)", ms(store.dense_search, stamp, vector, K, RESULT_COLUMNS)[1])
-        table, t = ms(store.chunks, stamp)
-        add("  of which opening the table (Store.chunks + stamp check)", t)
-        add("  lancedb vector search on an open table", ms(_vector_search, table, vector)[1])
-        add("  lancedb full-text search on an open table", ms(_text_search, table, q)[1])
+        add("dense scan (ChunkReader.dense, excl. embedding)", ms(searcher.reader.dense, vector, K)[1])
+        add("  lancedb flat vector search on an open table", ms(_vector_search, table, vector)[1])
         add("numpy brute force (dot + top-k), baseline", ms(_brute_force, matrix, vector, K)[1])
+        searcher._last_query = (q, vector)
+        add("hybrid (Searcher.hybrid, excl. embedding)", ms(searcher.hybrid, q, K)[1])
         searcher._last_query = None  # so hybrid pays for its own embedding
         add("hybrid (Searcher.hybrid, incl. embedding)", ms(searcher.hybrid, q, K)[1])
         if rerank_sample is None or i < rerank_sample:
             pool = searcher.hybrid(q, DEFAULT_DEPTH)
-            texts = searcher.chunk_texts([r["chunk_id"] for r in pool])
+            texts = searcher.reader.texts([r["chunk_id"] for r in pool])
             for row in pool:
                 row["text"] = texts[row["chunk_id"]]
             add(f"MaxSim scoring of the top {DEFAULT_DEPTH}", ms(reranker.score, q, pool)[1])
@@ -121,7 +122,7 @@ def _vector_search(table, vector: np.ndarray) -> list[dict]:
 
 
 def _text_search(table, query: str) -> list[dict]:
-    return table.search(query, query_type="fts").limit(K).select([*RESULT_COLUMNS, "_score"]).to_list()
+    return table.search(query, query_type="fts").limit(K).select(["chunk_id", "_score"]).to_arrow()
 
 
 def _brute_force(matrix: np.ndarray, vector: np.ndarray, k: int) -> np.ndarray:
@@ -148,7 +149,7 @@ class TokenCache:
 
     def scores(self, query: str, pool: list[dict]) -> np.ndarray:
         missing = [r["chunk_id"] for r in pool if r["chunk_id"] not in self.vectors]
-        texts = self.searcher.chunk_texts(missing)
+        texts = self.searcher.reader.texts(missing)
         model = self.searcher.embedder.model
         for start in range(0, len(missing), 16):
             batch = missing[start:start + 16]

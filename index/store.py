@@ -1,4 +1,4 @@
-"""The only module that talks to LanceDB: open with a stamp check, write, read, search."""
+"""The only module that opens LanceDB: open with a stamp check, write, read (queries: index/reader.py)."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -6,9 +6,11 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 import lancedb
-import numpy as np
 import pyarrow as pa
+from lancedb.index import BTree, HnswSq
 
+from index.reader import ChunkReader, has_vector_index
+from index.sql import sql_in, sql_str
 from schemas.errors import IndexMismatch
 from schemas.stamp import IndexStamp
 from schemas.tables import (
@@ -16,13 +18,11 @@ from schemas.tables import (
 )
 
 
+ANN_MIN_ROWS = 20_000  # an exact scan of 20k x 384 floats (~3 ms) is where HNSW starts paying
+
+
 def now() -> datetime:
     return datetime.now(timezone.utc)
-
-
-def sql_str(value: str) -> str:
-    """A SQL string literal for a LanceDB filter."""
-    return "'" + value.replace("'", "''") + "'"
 
 
 class Store:
@@ -34,11 +34,14 @@ class Store:
 
     Args:
         uri: any LanceDB URI (a local folder by default; object storage works the same).
+        ann_min_rows: from this many chunks on, runs end by building an HNSW vector index;
+            smaller tables are scanned exactly, which is faster there (index/reader.py).
     """
 
-    def __init__(self, uri: str):
+    def __init__(self, uri: str, ann_min_rows: int = ANN_MIN_ROWS):
         self.uri = uri
         self.db = lancedb.connect(uri)
+        self.ann_min_rows = ann_min_rows
 
     # ---- tables --------------------------------------------------------------------
 
@@ -134,7 +137,7 @@ class Store:
         if not records:
             return
         stored = {r["doc_id"]: r for r in self.document_rows(
-            where="doc_id IN (" + ", ".join(sql_str(r["doc_id"]) for r in records) + ")")}
+            where=sql_in("doc_id", [r["doc_id"] for r in records]))}
         rows = [_document_row({**stored.get(r["doc_id"], {}), **r}) for r in records]
         table = pa.Table.from_pylist(rows, schema=DOCUMENTS_SCHEMA)
         (self.documents().merge_insert("doc_id")
@@ -182,20 +185,9 @@ class Store:
             return []
         return _scan(self.db.open_table(name), columns, where)
 
-    def dense_search(self, stamp: IndexStamp, vector: np.ndarray, k: int, columns: Sequence[str] | None = None) -> list[dict]:
-        """The k nearest chunks by cosine distance (``_distance`` = 1 - cos)."""
-        query = self.chunks(stamp).search(np.asarray(vector, dtype=np.float32)).distance_type("cosine").limit(k)
-        if columns:
-            query = query.select([*columns, "_distance"])
-        return query.to_list()
-
-    def vectors(self, stamp: IndexStamp, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
-        """Stored vectors of the given chunks, by chunk id."""
-        if not chunk_ids:
-            return {}
-        where = "chunk_id IN (" + ", ".join(sql_str(c) for c in chunk_ids) + ")"
-        rows = _scan(self.chunks(stamp), ["chunk_id", "vector"], where)
-        return {r["chunk_id"]: np.asarray(r["vector"], dtype=np.float32) for r in rows}
+    def reader(self, stamp: IndexStamp, columns: Sequence[str]) -> ChunkReader:
+        """The active chunks table opened for queries (stamp checked once, rows as ``columns``)."""
+        return ChunkReader(self.chunks(stamp), columns)
 
     def fts_search(self, stamp: IndexStamp, query: str, k: int, columns: Sequence[str] | None = None) -> list[dict]:
         """The k best chunks by BM25 over the embedded ``text`` (``_score``, higher is better)."""
@@ -211,12 +203,18 @@ class Store:
 
         The full-text index only covers rows that existed when it was built or last
         optimised, so every run ends here: a fresh document is found by BM25 at once.
+        From ``ann_min_rows`` chunks on, the first run to get there also builds the HNSW
+        vector index (minutes at 100k chunks on two cores).
         """
         if staged or self.stamp() is not None:
             table = self.staging(stamp) if staged else self.chunks(stamp)
             if not any(ix.index_type == "FTS" for ix in table.list_indices()):
                 table.create_fts_index("text", replace=True)
-            table.optimize()
+            if table.count_rows() >= self.ann_min_rows and not has_vector_index(table):
+                table.create_index("vector", config=HnswSq(distance_type="cosine"))
+                # Lookups by id (rerank texts, BM25-only vectors) stop being full scans.
+                table.create_index("chunk_id", config=BTree())
+            table.optimize()  # also folds the rows added since into every index
         self.documents().optimize()
 
     def needs_finish(self) -> bool:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from index.store import Store, sql_str
+from index.reader import ChunkReader
+from index.store import Store
 from pipeline.embed import Embedder
 from query.fuse import rrf
 from query.rerank import DEFAULT_DEPTH, MaxSimReranker, Reranker, rerank
@@ -33,6 +34,7 @@ class Searcher:
     stamp: IndexStamp
     reranker: Reranker | None = None  # None: MaxSim over the embedder, built on first use
     _last_query: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    reader: ChunkReader = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.embedder.name != self.stamp.embed_model or self.embedder.dim != self.stamp.embed_dim:
@@ -40,6 +42,8 @@ class Searcher:
                 f"query model {self.embedder.name} ({self.embedder.dim}-d) differs from the index's "
                 f"{self.stamp.embed_model} ({self.stamp.embed_dim}-d): their vectors are not comparable"
             )
+        # Opened once: per-query table opening and stamp reading cost more than a search.
+        self.reader = self.store.reader(self.stamp, RESULT_COLUMNS)
 
     @classmethod
     def open(cls, uri: str, embedder: Embedder) -> "Searcher":
@@ -58,16 +62,15 @@ class Searcher:
         return vector
 
     def dense(self, query: str, k: int = 8) -> list[dict]:
-        rows = self.store.dense_search(self.stamp, self.query_vector(query), k, RESULT_COLUMNS)
+        rows = self.reader.dense(self.query_vector(query), k)
         for rank, row in enumerate(rows, 1):
-            row["distance"] = float(row.pop("_distance"))
             row.update(rank=rank, score=row["distance"], retriever=DENSE)
         return rows
 
     def bm25(self, query: str, k: int = 8) -> list[dict]:
-        rows = self.store.fts_search(self.stamp, query, k, RESULT_COLUMNS)
+        rows = self.reader.bm25(query, k)
         for rank, row in enumerate(rows, 1):
-            row.update(rank=rank, score=float(row.pop("_score")), retriever=BM25)
+            row.update(rank=rank, retriever=BM25)
         return rows
 
     def hybrid(self, query: str, k: int = 8, depth: int = FUSION_DEPTH) -> list[dict]:
@@ -89,12 +92,10 @@ class Searcher:
         missing = [row for row in rows if "distance" not in row]
         if not missing:
             return
-        import numpy as np
-
-        vectors = self.store.vectors(self.stamp, [row["chunk_id"] for row in missing])
+        vectors = self.reader.vectors([row["chunk_id"] for row in missing])
         q = self.query_vector(query)
         for row in missing:
-            row["distance"] = float(1.0 - np.dot(vectors[row["chunk_id"]], q))
+            row["distance"] = float(1.0 - vectors[row["chunk_id"]] @ q)
 
     def rerank(
         self, query: str, k: int = 8, candidates: str = RERANK_CANDIDATES, depth: int = DEFAULT_DEPTH,
@@ -110,7 +111,7 @@ class Searcher:
         pool = self.search(query, candidates, max(depth, k))
         if candidates == BM25:
             self.fill_distances(query, pool)
-        texts = self.chunk_texts([row["chunk_id"] for row in pool])
+        texts = self.reader.texts([row["chunk_id"] for row in pool])
         for row in pool:
             row["text"] = texts.get(row["chunk_id"], row["content"])
         rows = rerank(query, pool, reranker or self.default_reranker(), k)
@@ -122,13 +123,6 @@ class Searcher:
         if self.reranker is None:
             self.reranker = MaxSimReranker(self.embedder)
         return self.reranker
-
-    def chunk_texts(self, chunk_ids: list[str]) -> dict[str, str]:
-        """The embedded ``text`` (header + content) of the given chunks."""
-        if not chunk_ids:
-            return {}
-        where = "chunk_id IN (" + ", ".join(sql_str(c) for c in chunk_ids) + ")"
-        return {r["chunk_id"]: r["text"] for r in self.store.chunk_rows(["chunk_id", "text"], where)}
 
     def search(self, query: str, retriever: str = DENSE, k: int = 8) -> list[dict]:
         methods = {DENSE: self.dense, BM25: self.bm25, HYBRID: self.hybrid, RERANK: self.rerank}

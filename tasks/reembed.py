@@ -4,7 +4,8 @@ from __future__ import annotations
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from index.store import chunk_table, sql_str
+from index.sql import sql_str
+from index.store import chunk_table
 from pipeline.chunk import chunk_document
 from pipeline.prepare import chunk_id_for, rechunk
 from schemas.settings import IndexSettings

@@ -1,0 +1,107 @@
+"""The active chunks table as queries read it: opened and stamp-checked once, searched many times.
+
+Two ways to rank by cosine, chosen by whether the table has a vector index:
+
+- without one (tables under ``Store.ann_min_rows``), the reader holds the vectors and
+  the result columns in memory and scans them exactly: a dot product over 1k x 384
+  floats takes ~0.05 ms, while one LanceDB flat search costs ~3 ms here
+  (docs/benchmarks.md);
+- with one (``Store.finish_run`` builds it once a table reaches that size), LanceDB's
+  HNSW search with a refine step that re-ranks candidates on their full vectors.
+
+BM25 is always LanceDB's full-text index. A reader is a snapshot of the table version
+it opened (LanceDB tables do not re-check for new versions by default): a long-lived
+process opens a new reader to see later writes.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from index.sql import sql_in
+
+ANN_EF = 400  # HNSW candidates per search: recall@10 0.99 at 100k; the default (1.5 k) gave 0.67
+ANN_REFINE = 5  # candidates per result re-ranked on the full vectors (the index stores them quantised)
+
+
+class ChunkReader:
+    """Dense, BM25 and by-id reads of one opened chunks table, rows as dicts of ``columns``.
+
+    Args:
+        table: an open LanceDB chunks table (``Store.chunks`` checked its stamp).
+        columns: the chunk columns every returned row carries (``chunk_id`` among them).
+    """
+
+    def __init__(self, table, columns: Sequence[str]):
+        self.table = table
+        self.columns = list(columns)
+        self.rows = table.count_rows()
+        self.exact = not has_vector_index(table)
+        self.ef, self.refine = ANN_EF, ANN_REFINE
+        if self.exact:
+            self._load()
+
+    def _load(self) -> None:
+        data = self.table.search().select([*self.columns, "vector"]).limit(None).to_arrow()
+        dim = data.schema.field("vector").type.list_size
+        self._matrix = data.column("vector").combine_chunks().values.to_numpy().reshape(-1, dim)
+        self._values = {c: data.column(c).to_pylist() for c in self.columns}
+        self._position = {cid: i for i, cid in enumerate(self._values["chunk_id"])}
+
+    def _row(self, i: int) -> dict:
+        return {c: values[i] for c, values in self._values.items()}
+
+    def dense(self, vector: np.ndarray, k: int) -> list[dict]:
+        """The ``k`` nearest chunks, each with ``distance`` = 1 - cosine, nearest first."""
+        vector = np.asarray(vector, dtype=np.float32)
+        if not self.exact:
+            # The index is searched for k x refine candidates, and ef may not be smaller.
+            ef = max(self.ef, k * (self.refine or 1))
+            search = self.table.search(vector).distance_type("cosine").limit(k).ef(ef)
+            if self.refine:
+                search = search.refine_factor(self.refine)
+            found = search.select([*self.columns, "_distance"]).to_list()
+            return [_renamed(row, "_distance", "distance") for row in found]
+        if k <= 0 or not self.rows:
+            return []
+        similarity = self._matrix @ vector
+        top = np.argpartition(-similarity, k - 1)[:k] if k < self.rows else np.arange(self.rows)
+        top = top[np.argsort(-similarity[top], kind="stable")]
+        return [{**self._row(i), "distance": float(1.0 - similarity[i])} for i in top]
+
+    def bm25(self, query: str, k: int) -> list[dict]:
+        """The ``k`` best chunks by BM25 over the embedded ``text``, each with ``score``."""
+        if not query.strip() or k <= 0:
+            return []
+        search = self.table.search(query, query_type="fts").limit(k)
+        if not self.exact:
+            return [_renamed(row, "_score", "score") for row in search.select([*self.columns, "_score"]).to_list()]
+        found = search.select(["chunk_id", "_score"]).to_arrow()
+        return [{**self._row(self._position[cid]), "score": float(score)}
+                for cid, score in zip(found.column("chunk_id").to_pylist(), found.column("_score").to_pylist())]
+
+    def vectors(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored unit vectors of the given chunks, by chunk id."""
+        if self.exact:
+            return {cid: self._matrix[self._position[cid]] for cid in chunk_ids if cid in self._position}
+        rows = self._where(chunk_ids, ["chunk_id", "vector"])
+        return {r["chunk_id"]: np.asarray(r["vector"], dtype=np.float32) for r in rows}
+
+    def texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        """The embedded ``text`` (header + content) of the given chunks, by chunk id."""
+        return {r["chunk_id"]: r["text"] for r in self._where(chunk_ids, ["chunk_id", "text"])}
+
+    def _where(self, chunk_ids: Sequence[str], columns: list[str]) -> list[dict]:
+        if not chunk_ids:
+            return []
+        return self.table.search().where(sql_in("chunk_id", chunk_ids)).select(columns).limit(None).to_list()
+
+
+def _renamed(row: dict, old: str, new: str) -> dict:
+    row[new] = float(row.pop(old))
+    return row
+
+
+def has_vector_index(table) -> bool:
+    return any(ix.columns == ["vector"] for ix in table.list_indices())

@@ -1,0 +1,94 @@
+"""The query reader on real LanceDB tables: exact scan below the ANN threshold, HNSW above it."""
+import numpy as np
+import pytest
+
+from index.store import Store, chunk_table
+from schemas.stamp import IndexStamp
+
+STAMP = IndexStamp(embed_model="synthetic", embed_dim=32)
+COLUMNS = ["chunk_id", "doc_id", "content"]
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
+
+
+def unit(rows: np.ndarray) -> np.ndarray:
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def fill(store: Store, vectors: np.ndarray, per_doc: int = 100) -> None:
+    for start in range(0, len(vectors), per_doc):
+        doc = f"doc{start // per_doc}"
+        rows = [{
+            "chunk_id": f"{doc}-{i}", "doc_id": doc, "path": f"{doc}.md", "title": doc, "section": None,
+            "ordinal": i - start, "start": 0, "end": 1, "content": f"{WORDS[i % len(WORDS)]} {i}",
+            "text": f"{WORDS[i % len(WORDS)]} item{i}", "locators": "[]", "tokens": 3, "truncated": False,
+            "vector": vectors[i].tolist(), "embed_model": STAMP.embed_model, "embed_dim": STAMP.embed_dim,
+            "pipeline_version": STAMP.pipeline_version, "strategy": STAMP.strategy, "extractor": "synthetic",
+            "extractor_version": "1",
+        } for i in range(start, min(start + per_doc, len(vectors)))]
+        store.replace_chunks(STAMP, doc, chunk_table(rows, STAMP))
+    store.finish_run(STAMP)
+
+
+def exact_top(vectors: np.ndarray, query: np.ndarray, k: int) -> list[int]:
+    return list(np.argsort(-(vectors @ query), kind="stable")[:k])
+
+
+@pytest.fixture(scope="module")
+def clustered():
+    rng = np.random.default_rng(7)
+    centres = rng.normal(size=(20, STAMP.embed_dim))
+    vectors = unit(centres[rng.integers(0, 20, 800)] + rng.normal(0, 0.3, (800, STAMP.embed_dim)))
+    queries = unit(centres[rng.integers(0, 20, 25)] + rng.normal(0, 0.3, (25, STAMP.embed_dim)))
+    return vectors, queries
+
+
+def test_small_tables_are_scanned_exactly_in_memory(tmp_path, clustered):
+    vectors, queries = clustered
+    store = Store(str(tmp_path / "db"), ann_min_rows=10_000)
+    fill(store, vectors)
+    reader = store.reader(STAMP, COLUMNS)
+    assert reader.exact and reader.rows == len(vectors)
+    for q in queries:
+        found = reader.dense(q, 10)
+        assert [int(r["chunk_id"].split("-")[1]) for r in found] == exact_top(vectors, q, 10)
+        best = int(found[0]["chunk_id"].split("-")[1])
+        assert found[0]["distance"] == pytest.approx(1 - float(vectors[best] @ q), abs=1e-5)
+        assert set(found[0]) == {*COLUMNS, "distance"}
+
+
+def test_large_tables_get_an_hnsw_index_with_high_recall(tmp_path, clustered):
+    vectors, queries = clustered
+    store = Store(str(tmp_path / "db"), ann_min_rows=500)
+    fill(store, vectors)
+    reader = store.reader(STAMP, COLUMNS)
+    assert not reader.exact
+    recalls = []
+    for q in queries:
+        found = reader.dense(q, 10)
+        ids = [int(r["chunk_id"].split("-")[1]) for r in found]
+        recalls.append(len(set(ids) & set(exact_top(vectors, q, 10))) / 10)
+        assert found[0]["distance"] == pytest.approx(1 - float(vectors[ids[0]] @ q), abs=1e-3)
+    assert np.mean(recalls) >= 0.9
+
+
+def test_bm25_and_lookups_return_the_same_row_shape_in_both_modes(tmp_path, clustered):
+    vectors, _ = clustered
+    for threshold in (500, 10_000):
+        store = Store(str(tmp_path / f"db{threshold}"), ann_min_rows=threshold)
+        fill(store, vectors)
+        reader = store.reader(STAMP, COLUMNS)
+        hits = reader.bm25("foxtrot item13", 5)
+        assert hits[0]["chunk_id"] == "doc0-13" and set(hits[0]) == {*COLUMNS, "score"}
+        assert all("foxtrot" in h["content"] for h in hits[1:])
+        assert np.allclose(reader.vectors(["doc3-301"])["doc3-301"], vectors[301], atol=1e-6)
+        assert reader.texts(["doc3-301"]) == {"doc3-301": "foxtrot item301"}
+
+
+def test_rows_added_after_the_index_are_still_found(tmp_path, clustered):
+    vectors, _ = clustered
+    store = Store(str(tmp_path / "db"), ann_min_rows=500)
+    fill(store, vectors[:600])
+    fill(store, vectors, per_doc=100)  # docs 6 and 7 are new since the index was built
+    reader = store.reader(STAMP, COLUMNS)
+    assert not reader.exact and reader.rows == 800
+    assert reader.dense(vectors[750], 1)[0]["chunk_id"] == "doc7-750"
