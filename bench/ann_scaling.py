@@ -14,7 +14,7 @@ Reported, medians over all queries, with the exact numpy scan as the baseline:
   recall@10 against exact;
 - BM25 and hybrid end to end (``Searcher``, query embedding included).
 
-    .venv/bin/python bench/ann_scaling.py [--rows 100000] [--db DEV_INDEX]
+    .venv/bin/python bench/ann_scaling.py [--rows 100000] [--db DEV_INDEX] [--threads 1]
 """
 from __future__ import annotations
 
@@ -81,7 +81,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--db", help="an existing dev-corpus index (default: build one)")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (as bench/query_latency.py)")
     args = parser.parse_args()
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
 
     with tempfile.TemporaryDirectory() as tmp:
         dev = args.db or f"{tmp}/dev"

@@ -58,9 +58,12 @@ def cli() -> None:
               help="A CTranslate2 Whisper model folder for audio/video (default: packaged tiny.en).")
 @click.option("--dask", default=None, metavar="ADDRESS",
               help="Prepare documents on the Dask cluster at ADDRESS ('local' starts a LocalCluster).")
+@click.option("--token-vectors", is_flag=True,
+              help="Also store word-piece vectors (~118 KiB per chunk) so MaxSim reranking needs no "
+                   "forward pass per candidate; later runs keep them current.")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
 def index(path, db, model, strategy, budget, overlap, precision, max_failed, max_bytes, timeout_s, wait_s, ocr_lang,
-          whisper_model, dask, progress):
+          whisper_model, dask, token_vectors, progress):
     """Index (or re-sync) PATH: a folder or one file."""
     if overlap >= budget:
         raise click.UsageError(f"--overlap ({overlap}) must be smaller than --budget ({budget})")
@@ -72,7 +75,7 @@ def index(path, db, model, strategy, budget, overlap, precision, max_failed, max
 
     settings = IndexSettings(db=db, model=model_for(db, model), strategy=strategy.upper(), budget=budget, overlap=overlap,
                              precision=precision, max_bytes=max_bytes, timeout_s=timeout_s, ocr_lang=ocr_lang,
-                             whisper_model=whisper_model)
+                             whisper_model=whisper_model, token_vectors=token_vectors)
     with index_progress(progress and sys.stderr.isatty()), cli_errors():
         flow = index_folder.with_options(task_runner=task_runner_for(dask)) if dask else index_folder
         state = flow(path, settings, max_failed=max_failed, wait_s=wait_s, return_state=True)

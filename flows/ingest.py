@@ -19,6 +19,7 @@ from tasks.log import get_logger
 from tasks.record import forget_deleted, record_failures
 from tasks.report import publish_report
 from tasks.store import stamp_for, store_for
+from tasks.tokens import store_token_vectors
 
 RECORD_COLUMNS = ["doc_id", "root", "source", "path", "status", "sha256", "attempts", "created_at",
                   "extractor", "extractor_version", "pipeline_version", "embed_model", "strategy"]
@@ -51,6 +52,7 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
         deleted = forget_deleted(plan.gone, stamp, settings) if plan.gone else 0
         if outcomes or failures or deleted or store.needs_finish():
             store.finish_run(stamp)
+        store_token_vectors(settings, stamp, settings.token_vectors)
         summary = RunSummary(
             indexed=len(outcomes), failed=len(failures), skipped=len(plan.skip), deleted=deleted,
             chunks=sum(o.chunks for o in outcomes), truncated=sum(o.truncated for o in outcomes),

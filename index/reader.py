@@ -20,6 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from index.sql import sql_in
+from index.tokens import TokenVectors
 
 ANN_EF = 400  # HNSW candidates per search: recall@10 0.99 at 100k; the default (1.5 k) gave 0.67
 ANN_REFINE = 5  # candidates per result re-ranked on the full vectors (the index stores them quantised)
@@ -31,11 +32,13 @@ class ChunkReader:
     Args:
         table: an open LanceDB chunks table (``Store.chunks`` checked its stamp).
         columns: the chunk columns every returned row carries (``chunk_id`` among them).
+        tokens: the table's stored word-piece vectors, when the index keeps them.
     """
 
-    def __init__(self, table, columns: Sequence[str]):
+    def __init__(self, table, columns: Sequence[str], tokens: TokenVectors | None = None):
         self.table = table
         self.columns = list(columns)
+        self.tokens = tokens
         self.rows = table.count_rows()
         self.exact = not has_vector_index(table)
         self.ef, self.refine = ANN_EF, ANN_REFINE

@@ -11,10 +11,12 @@ from lancedb.index import BTree, HnswSq
 
 from index.reader import ChunkReader, has_vector_index
 from index.sql import sql_in, sql_str
+from index.tokens import TokenVectors
 from schemas.errors import IndexMismatch
 from schemas.stamp import IndexStamp
 from schemas.tables import (
-    CHUNKS_PREFIX, DOCUMENTS, DOCUMENTS_SCHEMA, META, META_SCHEMA, STAMP_KEY, chunks_schema, chunks_table_name,
+    CHUNKS_PREFIX, DOCUMENTS, DOCUMENTS_SCHEMA, META, META_SCHEMA, STAMP_KEY, TOKENS_PREFIX, chunks_schema,
+    chunks_table_name,
 )
 
 
@@ -87,8 +89,12 @@ class Store:
         return [(n, self.table_stamp(n), n == active) for n in names]
 
     def drop_table(self, name: str) -> None:
+        """Drop an idle chunks table and its token-vector twin, if it has one."""
         if name == self.active_table():
             raise IndexMismatch(f"{name} is the active chunks table; it cannot be dropped")
+        twin = TOKENS_PREFIX + name.removeprefix(CHUNKS_PREFIX)
+        if self._has(twin):
+            self.db.drop_table(twin)
         self.db.drop_table(name)
 
     def chunks(self, expected: IndexStamp, create: bool = False):
@@ -187,7 +193,8 @@ class Store:
 
     def reader(self, stamp: IndexStamp, columns: Sequence[str]) -> ChunkReader:
         """The active chunks table opened for queries (stamp checked once, rows as ``columns``)."""
-        return ChunkReader(self.chunks(stamp), columns)
+        tokens = TokenVectors(self, stamp)
+        return ChunkReader(self.chunks(stamp), columns, tokens if tokens.exists() else None)
 
     def fts_search(self, stamp: IndexStamp, query: str, k: int, columns: Sequence[str] | None = None) -> list[dict]:
         """The k best chunks by BM25 over the embedded ``text`` (``_score``, higher is better)."""

@@ -98,7 +98,10 @@ def rerank(query: str, rows: Sequence[Mapping], reranker: Reranker, k: int | Non
 
 
 class MaxSimReranker:
-    """ColBERT-style MaxSim over the embedder's word-piece vectors, computed on the fly.
+    """ColBERT-style MaxSim over the embedder's word-piece vectors.
+
+    A row carrying ``token_vectors`` (stored at index time, index/tokens.py) is scored
+    on them; the others are encoded on the fly from their text.
 
     Args:
         embedder: the index's ``Embedder`` (its loaded model supplies the token vectors).
@@ -119,9 +122,13 @@ class MaxSimReranker:
         if not rows:
             return []
         bf16 = getattr(self.embedder, "precision", "fp32") == "bf16"
+        docs = [r.get("token_vectors") for r in rows]
+        todo = [i for i, vectors in enumerate(docs) if vectors is None]
         with self._lock:
             q = token_vectors(self.embedder.model, [query], bf16)[0]
-            docs = token_vectors(self.embedder.model, [row_text(r) for r in rows], bf16)
+            fresh = token_vectors(self.embedder.model, [row_text(rows[i]) for i in todo], bf16) if todo else []
+        for i, vectors in zip(todo, fresh):
+            docs[i] = vectors
         return maxsim(q, docs).tolist()
 
 

@@ -104,19 +104,26 @@ class Searcher:
         """The top ``depth`` of the ``candidates`` retriever, reordered by a reranker; top ``k`` kept.
 
         Rows carry ``rerank_score``, ``candidate_rank`` and, as every row here,
-        ``distance``; the reranker reads each candidate's embedded ``text``.
+        ``distance``; the reranker reads each candidate's embedded ``text`` (MaxSim reads
+        the stored word-piece vectors instead where the index keeps them).
         """
         if candidates == RERANK:
             raise ValueError("rerank candidates must come from dense, bm25 or hybrid")
         pool = self.search(query, candidates, max(depth, k))
         if candidates == BM25:
             self.fill_distances(query, pool)
-        texts = self.reader.texts([row["chunk_id"] for row in pool])
+        reranker = reranker or self.default_reranker()
+        ids = [row["chunk_id"] for row in pool]
+        stored = self.reader.tokens.read(ids) if self.reader.tokens and isinstance(reranker, MaxSimReranker) else {}
+        texts = self.reader.texts([i for i in ids if i not in stored])
         for row in pool:
             row["text"] = texts.get(row["chunk_id"], row["content"])
-        rows = rerank(query, pool, reranker or self.default_reranker(), k)
-        for row in rows:
-            del row["text"]  # same shape as the other retrievers' rows
+            if row["chunk_id"] in stored:
+                row["token_vectors"] = stored[row["chunk_id"]]
+        rows = rerank(query, pool, reranker, k)
+        for row in rows:  # same shape as the other retrievers' rows
+            del row["text"]
+            row.pop("token_vectors", None)
         return rows
 
     def default_reranker(self) -> Reranker:

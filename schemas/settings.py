@@ -20,3 +20,4 @@ class IndexSettings:
     timeout_s: float = 300.0  # per document
     ocr_lang: str = "eng"
     whisper_model: str = ""  # a CTranslate2 Whisper folder; empty: the packaged tiny.en
+    token_vectors: bool = False  # also store word-piece vectors for fast MaxSim (index/tokens.py)

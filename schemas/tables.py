@@ -10,6 +10,7 @@ from schemas.stamp import IndexStamp
 DOCUMENTS = "documents"
 META = "meta"  # key/value rows; "active" names the chunks table queries use
 CHUNKS_PREFIX = "chunks_"
+TOKENS_PREFIX = "tokens_"  # optional twin of a chunks table: its chunks' word-piece vectors
 STAMP_KEY = b"citeline.stamp"
 
 META_SCHEMA = pa.schema([
@@ -21,6 +22,20 @@ META_SCHEMA = pa.schema([
 def chunks_table_name(stamp: IndexStamp) -> str:
     """One chunks table per stamp, so a re-index builds beside the live table."""
     return CHUNKS_PREFIX + hashlib.sha256(stamp.to_json().encode()).hexdigest()[:12]
+
+
+def tokens_table_name(stamp: IndexStamp) -> str:
+    """The token-vector twin of ``chunks_table_name(stamp)`` (same model, same chunks)."""
+    return TOKENS_PREFIX + chunks_table_name(stamp).removeprefix(CHUNKS_PREFIX)
+
+
+# A chunk's unit word-piece vectors, [CLS]/[SEP] dropped, as float16 bytes of shape
+# (count, embed_dim), row-major: what MaxSim reranking needs without a forward pass.
+TOKENS_SCHEMA = pa.schema([
+    pa.field("chunk_id", pa.string(), nullable=False),
+    pa.field("count", pa.int32(), nullable=False),
+    pa.field("vectors", pa.large_binary(), nullable=False),
+])
 
 _TS = pa.timestamp("us", tz="UTC")
 

@@ -1,0 +1,62 @@
+"""Keep an index's stored word-piece vectors (index/tokens.py) in step with its chunks."""
+from __future__ import annotations
+
+from typing import Callable
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from index.store import Store
+from index.tokens import TokenVectors
+from query.maxsim import token_vectors
+from schemas.errors import CitelineError
+from schemas.settings import IndexSettings
+from schemas.stamp import IndexStamp
+from tasks.log import get_logger
+from tasks.store import embedder_for, store_for
+
+BATCH = 64  # chunks encoded, then committed, at a time: a kill loses at most one batch of work
+
+
+def fill_token_vectors(store: Store, stamp: IndexStamp, load: Callable[[], object]) -> tuple[int, int]:
+    """Encode and store the vectors of every chunk that lacks them; forget those of gone chunks.
+
+    Args:
+        load: returns the loaded ``Embedder``; called only when there is something to
+            encode, so a no-op re-sync never pays for loading the model.
+
+    Returns:
+        (chunks added, chunks pruned).
+    """
+    tokens = TokenVectors(store, stamp)
+    pruned = tokens.prune()
+    todo = tokens.missing()
+    if todo:
+        embedder = load()
+        if not hasattr(embedder, "model"):
+            raise CitelineError(f"token vectors need a sentence-transformers model; {embedder.name} is an ONNX "
+                                "export without one")
+        model, bf16 = embedder.model, embedder.precision == "bf16"
+    for start in range(0, len(todo), BATCH):
+        batch = todo[start:start + BATCH]
+        tokens.write(zip([cid for cid, _ in batch], token_vectors(model, [text for _, text in batch], bf16)))
+    if todo or pruned:
+        tokens.optimize()
+    return len(todo), pruned
+
+
+@task(task_run_name="token vectors", cache_policy=NO_CACHE, persist_result=False)
+def store_token_vectors(settings: IndexSettings, stamp: IndexStamp, wanted: bool = False) -> int:
+    """Maintain the token table of ``stamp`` when it exists or ``wanted``; return chunks added.
+
+    An index that keeps token vectors keeps them current on every run, whatever the run's
+    options: a scheduled sync must not silently let MaxSim fall back to slow scoring.
+    """
+    store = store_for(settings.db)
+    if not (wanted or TokenVectors(store, stamp).exists()):
+        return 0
+    added, pruned = fill_token_vectors(store, stamp, lambda: embedder_for(settings))
+    chunks, size = TokenVectors(store, stamp).size()
+    get_logger(task="token-vectors").info("tokens.stored", added=added, pruned=pruned, chunks=chunks,
+                                          mib=round(size / 2**20, 1))
+    return added

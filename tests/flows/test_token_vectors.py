@@ -1,0 +1,76 @@
+"""Stored word-piece vectors: filled by the index flow, kept in step by later runs, used by MaxSim."""
+import numpy as np
+import pytest
+
+from flows.ingest import index_folder
+from flows.reindex import reindex
+from index.store import Store
+from index.tokens import TokenVectors
+from pipeline.embed import get_embedder
+from query.rerank import MaxSimReranker
+from query.search import Searcher
+from schemas.settings import IndexSettings
+
+pytestmark = pytest.mark.model
+QUESTION = "Why does dropout only apply during training?"
+
+
+def chunk_ids(store: Store) -> set[str]:
+    return {r["chunk_id"] for r in store.chunk_rows(["chunk_id"])}
+
+
+def test_index_stores_token_vectors_and_later_runs_keep_them_in_step(docs, tmp_path):
+    settings = IndexSettings(db=str(tmp_path / "db"), token_vectors=True)
+    index_folder(str(docs), settings)
+    store = Store(settings.db)
+    tokens = TokenVectors(store, store.stamp())
+    assert tokens.stored_ids() == chunk_ids(store)
+    chunks, size = tokens.size()
+    assert chunks == store.count_chunks() and size > chunks * 384 * 2  # more than one fp16 vector each
+
+    # A plain re-sync (no --token-vectors) after an edit and a deletion still keeps them current.
+    victim = sorted(p for p in docs.iterdir() if p.suffix == ".md")[0]
+    victim.unlink()
+    edited = sorted(p for p in docs.iterdir() if p.suffix == ".md")[0]
+    edited.write_text(edited.read_text() + "\n\nA new closing paragraph about gradient clipping thresholds.\n")
+    index_folder(str(docs), IndexSettings(db=settings.db))
+    assert TokenVectors(store, store.stamp()).stored_ids() == chunk_ids(store)
+
+
+def test_maxsim_on_stored_vectors_matches_on_the_fly_scoring(docs, tmp_path):
+    db = str(tmp_path / "db")
+    index_folder(str(docs), IndexSettings(db=db, token_vectors=True))
+    embedder = get_embedder()
+    stored = Searcher.open(db, embedder)
+    assert stored.reader.tokens is not None
+    fresh = Searcher.open(db, embedder)
+    fresh.reader.tokens = None  # as an index without stored vectors
+    a, b = stored.rerank(QUESTION, 8), fresh.rerank(QUESTION, 8)
+    assert [r["chunk_id"] for r in a[:3]] == [r["chunk_id"] for r in b[:3]]
+    assert np.allclose([r["rerank_score"] for r in a], [r["rerank_score"] for r in b], atol=2e-3)
+    assert "token_vectors" not in a[0] and "text" not in a[0]
+
+
+def test_chunks_without_stored_vectors_are_scored_on_the_fly(docs, tmp_path):
+    db = str(tmp_path / "db")
+    index_folder(str(docs), IndexSettings(db=db, token_vectors=True))
+    searcher = Searcher.open(db, get_embedder())
+    pool = searcher.hybrid(QUESTION, 5)
+    ids = [r["chunk_id"] for r in pool]
+    texts, stored = searcher.reader.texts(ids), searcher.reader.tokens.read(ids[:2])
+    plain = [{**r, "text": texts[r["chunk_id"]]} for r in pool]
+    mixed = [{**r, "token_vectors": stored[r["chunk_id"]]} if r["chunk_id"] in stored else r for r in plain]
+    reranker = MaxSimReranker(get_embedder())
+    assert len(stored) == 2 and np.allclose(reranker.score(QUESTION, mixed), reranker.score(QUESTION, plain), atol=2e-3)
+
+
+def test_gc_drops_the_token_table_with_its_chunks_table(docs, tmp_path):
+    db = str(tmp_path / "db")
+    index_folder(str(docs), IndexSettings(db=db, token_vectors=True))
+    store = Store(db)
+    old = store.stamp()
+    reindex(IndexSettings(db=db, strategy="C"))
+    assert TokenVectors(store, store.stamp()).stored_ids() == chunk_ids(store)  # carried over to the new table
+    name = [n for n, s, active in store.chunk_tables() if s == old][0]
+    store.drop_table(name)
+    assert not TokenVectors(store, old).exists()
