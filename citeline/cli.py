@@ -59,7 +59,7 @@ def cli() -> None:
 @click.option("--dask", default=None, metavar="ADDRESS",
               help="Prepare documents on the Dask cluster at ADDRESS ('local' starts a LocalCluster).")
 @click.option("--token-vectors", is_flag=True,
-              help="Also store word-piece vectors (~118 KiB per chunk) so MaxSim reranking needs no "
+              help="Also store word-piece vectors (~80 KiB per chunk) so MaxSim reranking needs no "
                    "forward pass per candidate; later runs keep them current.")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
 def index(path, db, model, strategy, budget, overlap, precision, max_failed, max_bytes, timeout_s, wait_s, ocr_lang,
@@ -207,7 +207,8 @@ def status(db, failed, as_json):
         click.echo(f"index {db}: {stamp.embed_model} ({stamp.embed_dim}-d), strategy {stamp.strategy}, "
                    f"pipeline v{stamp.pipeline_version}; {report['rows']} chunk rows")
     for d in report["documents"]:
-        line = f"{d['status']:<8} {'current' if d['current'] else 'STALE':<7} {d['chunk_count']:>5} chunks  {d['path']}"
+        rows = "-" if d["status"] == "failed" else "current" if d["current"] else "STALE"  # failed: no rows
+        line = f"{d['status']:<8} {rows:<7} {d['chunk_count']:>5} chunks  {d['path']}"
         if d["status"] == "failed":
             line += f"  [{d['stage']}] {d['reason']} (attempts: {d['attempts']})"
         click.echo(line)
@@ -261,21 +262,70 @@ def search(query, db, model, k, as_json):
 @cli.command()
 @db_option
 @json_option
-def check(db, as_json):
-    """Verify the index; exit 1 listing every violation."""
+@click.option("--repair", is_flag=True,
+              help="Fix what can be fixed safely (index affected documents again, delete orphan chunks, "
+                   "rebuild the full-text index, remove a killed writer's temp files), then check again.")
+@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
+              help="With --repair: seconds to wait for another writer of the same index.")
+def check(db, as_json, repair, wait_s):
+    """Verify the index; exit 1 listing every violation (left after --repair)."""
     from index.check import check_index
     from index.store import Store
 
+    if repair:
+        _check_and_repair(db, as_json, wait_s)
+        return
     with cli_errors():
         violations = check_index(Store(db))
     if as_json:
         click.echo(json.dumps({"ok": not violations, "violations": [asdict(v) for v in violations]}, indent=2))
     else:
-        for v in violations:
-            click.echo(f"{v.rule}: {v.subject}: {v.detail}")
-        click.echo("index OK" if not violations else f"{len(violations)} violations")
+        _print_violations(violations)
     if violations:
         sys.exit(1)
+
+
+def _check_and_repair(db: str, as_json: bool, wait_s: float) -> None:
+    from flows.repair import repair_index
+    from index.store import Store
+    from schemas.settings import IndexSettings
+
+    with cli_errors():
+        stamp = Store(db).stamp()
+        if stamp is None:
+            raise click.ClickException(f"no index at {db}: run `citeline index PATH` first")
+        settings = IndexSettings(db=db, model=model_for(db, None), strategy=stamp.strategy)
+        state = repair_index(settings, wait_s=wait_s, return_state=True)
+        report = state.result(raise_on_failure=False)
+        if isinstance(report, CitelineError):
+            raise report
+    if not hasattr(report, "remaining"):
+        raise click.ClickException(f"the repair run failed: {state.message}")
+    if as_json:
+        click.echo(json.dumps({
+            "ok": not report.remaining,
+            "found": [asdict(v) for v in report.found],
+            "repairs": [asdict(r) for r in report.repairs],
+            "violations": [asdict(v) for v in report.remaining],
+        }, indent=2))
+    else:
+        if report.found:
+            click.echo(f"found {len(report.found)} violations:")
+            _print_violations(report.found, "  ")
+        for r in report.repairs:
+            click.echo(f"repair: {r.line()}")
+        if report.found or report.repairs:
+            click.echo("after repair:")
+        _print_violations(report.remaining)
+    if report.remaining:
+        sys.exit(1)
+
+
+def _print_violations(violations, indent: str = "") -> None:
+    for v in violations:
+        click.echo(f"{indent}{v.rule}: {v.subject}: {v.detail}")
+    if not indent:
+        click.echo("index OK" if not violations else f"{len(violations)} violations")
 
 
 def _check_ocr_lang(lang: str) -> None:

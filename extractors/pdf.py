@@ -27,7 +27,9 @@ from extractors.clean import Deadline, clean
 from extractors.ocr import Block, Line, PageText, blocks_text, ocr_image, reading_order, vocabulary, word_ratio
 
 NAME = "pdf"
-VERSION = "1"
+# 2: a page whose content stream MuPDF cannot decode is reported (a note, or "corrupt"
+# when no page is readable) instead of silently coming back empty.
+VERSION = "2"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".pdf",)
@@ -38,6 +40,8 @@ _ZONE = 0.12  # running headers/footers live in the top and bottom 12% of a page
 _MIN_TOKENS = 8  # fewer letter tokens than this: too little to call a text layer garbage
 _GIVE_UP_AFTER = 3  # re-OCRs that were no better before a text layer is trusted as is
 _FEW_WORDS = 20  # a page this short that is mostly image is OCR'd
+# MuPDF reports a damaged content stream as a warning and carries on with what it decoded.
+_DAMAGE = re.compile(r"^(library error|format error|syntax error|read error)\b.*", re.MULTILINE)
 
 
 @dataclass
@@ -81,7 +85,7 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
             page.text.blocks = order_blocks(page.text.blocks)
     text, segments = _assemble(pages, run)
     if not text and run.unreadable == len(pages):
-        raise Corrupt(f"none of the {len(pages)} pages can be read: {run.notes[-1]}")
+        raise Corrupt(f"no page of the {len(pages)} can be read; {run.notes[-1]}")
     if not text:
         raise NoText(f"no text on any page ({len(pages)} page{'s' * (len(pages) > 1)}, OCR included)")
     _ocr_notes(pages, run)
@@ -138,9 +142,16 @@ def _check(doc: pymupdf.Document, data: bytes, options: ExtractOptions) -> None:
 # ------------------------------------------------------------------------ one page
 
 
+def page_damage(warnings: str) -> str:
+    """The first MuPDF warning that says a page's content could not be decoded, or ""."""
+    found = _DAMAGE.search(warnings or "")
+    return found.group(0).strip() if found else ""
+
+
 def _read(doc: pymupdf.Document, index: int, run: _Run) -> _Page:
     number = index + 1
     run.deadline.check(f"page {number} of {doc.page_count}")
+    pymupdf.TOOLS.mupdf_warnings(reset=True)
     try:
         page = doc.load_page(index)
         label = page_label(page.get_label()) if doc.is_pdf else ""
@@ -151,9 +162,16 @@ def _read(doc: pymupdf.Document, index: int, run: _Run) -> _Page:
         return _Page(number, "", 0.0, PageText([]))
     result = _Page(number, label, page.rect.height, layer)
     raw = "\n".join(line.text for block in layer.blocks for line in block.lines)
+    damage = page_damage(pymupdf.TOOLS.mupdf_warnings(reset=True))
+    if not raw.strip() and not _has_ink(page):
+        if damage:  # a blank page is fine; one blank because its content cannot be decoded is said so
+            run.notes.append(f"page {number} could not be read: its content is damaged (MuPDF: {damage})")
+            run.unreadable += 1
+        return result
+    if damage:
+        run.notes.append(f"page {number} is damaged, its text may be incomplete (MuPDF: {damage})")
     if not raw.strip():
-        if _has_ink(page):
-            result.text, result.ocr = _ocr(page, run), "no text layer"
+        result.text, result.ocr = _ocr(page, run), "no text layer"
         return result
     ratio, tokens = word_ratio(raw, run.vocab)
     if run.ocr_no_better >= _GIVE_UP_AFTER:

@@ -7,7 +7,7 @@ import unicodedata
 from pathlib import PurePath
 
 from schemas.document import Canonical
-from schemas.errors import NoText, Undecodable
+from schemas.errors import Empty, NoText, Undecodable
 from schemas.options import ExtractOptions
 
 NAME = "text"
@@ -63,9 +63,12 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     """Canonical text of a text or Markdown file.
 
     Raises:
+        Empty: zero bytes (the same reason every other extractor gives).
         Undecodable: not text.
         NoText: nothing but whitespace.
     """
+    if not data:
+        raise Empty("empty file (0 bytes)")
     text = normalise(decode(data))
     if not text.strip():
         raise NoText("the file holds no text")

@@ -18,6 +18,7 @@ class Violation:
     rule: str
     subject: str  # a document path or chunk id
     detail: str
+    doc_id: str | None = None  # the document it concerns (paths repeat across roots; ids do not)
 
 
 def check_index(store: Store) -> list[Violation]:
@@ -39,7 +40,7 @@ def check_index(store: Store) -> list[Violation]:
 def _empty_indexed(documents: list[dict]) -> list[Violation]:
     """An indexed document without rows must say why (a silent recording, an empty sheet)."""
     return [
-        Violation("empty", d["path"], "indexed with zero chunks and no note saying why")
+        Violation("empty", d["path"], "indexed with zero chunks and no note saying why", d["doc_id"])
         for d in documents if d["status"] == "indexed" and d["chunk_count"] == 0 and not d["notes"]
     ]
 
@@ -50,7 +51,7 @@ def _unit_norm(chunks: list[dict], tolerance: float = 1e-3) -> list[Violation]:
         return []
     norms = np.linalg.norm(np.asarray([c["vector"] for c in chunks], dtype=np.float32), axis=1)
     return [
-        Violation("norm", c["chunk_id"], f"vector norm is {n:.4f}, not 1")
+        Violation("norm", c["chunk_id"], f"vector norm is {n:.4f}, not 1", c["doc_id"])
         for c, n in zip(chunks, norms) if abs(n - 1.0) > tolerance
     ]
 
@@ -75,7 +76,8 @@ def _full_text(store: Store, stamp: IndexStamp | None, chunks: list[dict], sampl
         word = words[0]
         hits = store.fts_search(stamp, word, len(chunks), ["chunk_id"])  # stems match more than the word
         if c["chunk_id"] not in {h["chunk_id"] for h in hits}:
-            found.append(Violation("full-text", c["chunk_id"], f"BM25 search for {word!r} does not find this chunk"))
+            found.append(Violation("full-text", c["chunk_id"], f"BM25 search for {word!r} does not find this chunk",
+                                   c["doc_id"]))
     return found
 
 
@@ -83,11 +85,12 @@ def _counts(documents: list[dict], chunks: list[dict]) -> list[Violation]:
     per_doc = Counter(c["doc_id"] for c in chunks)
     known = {d["doc_id"] for d in documents}
     found = [
-        Violation("chunk_count", d["path"], f"record says {d['chunk_count']}, store holds {per_doc[d['doc_id']]}")
+        Violation("chunk_count", d["path"], f"record says {d['chunk_count']}, store holds {per_doc[d['doc_id']]}",
+                  d["doc_id"])
         for d in documents if d["chunk_count"] != per_doc[d["doc_id"]]
     ]
     found += [
-        Violation("orphan-chunks", doc_id, f"{n} chunks belong to no document record")
+        Violation("orphan-chunks", doc_id, f"{n} chunks belong to no document record", doc_id)
         for doc_id, n in per_doc.items() if doc_id not in known
     ]
     total = sum(d["chunk_count"] for d in documents)
@@ -103,7 +106,7 @@ def _slices(documents: list[dict], chunks: list[dict]) -> list[Violation]:
         text = canonical.get(c["doc_id"])
         if text is not None and text[c["start"]:c["end"]] != c["content"]:
             found.append(Violation("quote", c["chunk_id"],
-                                   f"canonical[{c['start']}:{c['end']}] differs from the stored content"))
+                                   f"canonical[{c['start']}:{c['end']}] differs from the stored content", c["doc_id"]))
     return found
 
 
@@ -112,7 +115,7 @@ def _stamps(stamp: IndexStamp | None, chunks: list[dict]) -> list[Violation]:
         return []
     expected = {col: getattr(stamp, col) for col in STAMP_COLUMNS}
     return [
-        Violation("stamp", c["chunk_id"], f"row stamp {row} differs from the table's {expected}")
+        Violation("stamp", c["chunk_id"], f"row stamp {row} differs from the table's {expected}", c["doc_id"])
         for c in chunks
         if (row := {col: c[col] for col in STAMP_COLUMNS}) != expected
     ]
@@ -120,4 +123,6 @@ def _stamps(stamp: IndexStamp | None, chunks: list[dict]) -> list[Violation]:
 
 def _duplicates(chunks: list[dict]) -> list[Violation]:
     counts = Counter(c["chunk_id"] for c in chunks)
-    return [Violation("duplicate", cid, f"{n} rows share this chunk id") for cid, n in counts.items() if n > 1]
+    owner = {c["chunk_id"]: c["doc_id"] for c in chunks}
+    return [Violation("duplicate", cid, f"{n} rows share this chunk id", owner[cid])
+            for cid, n in counts.items() if n > 1]

@@ -3,7 +3,7 @@
 Optional: an index gets a ``tokens_<hash>`` table beside its chunks table when
 ``citeline index --token-vectors`` asks for one, and every later run keeps it in step
 (runs add the new chunks' vectors and prune those of chunks that are gone). Vectors
-are float16, which is ~118 KiB per chunk on the dev corpus (157 word-pieces x 384 x 2
+are float16, which is 78 KiB per chunk on the dev corpus (~104 word-pieces x 384 x 2
 bytes) against 1.5 KiB for the chunk's sentence vector: a deliberate trade of disk for
 query time. A chunk without stored vectors is scored on the fly, so a stale or
 partial table costs speed, never correctness.

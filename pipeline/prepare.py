@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,23 +63,46 @@ def tag(exc: BaseException, stage: Stage) -> BaseException:
 def read_source(path: str, max_bytes: int) -> bytes:
     """The file's bytes, refusing files over ``max_bytes`` before loading them.
 
+    The bytes returned are the bytes hashed and indexed, so a file caught mid-write
+    (its size, mtime or inode moved while it was opened and read) is refused rather
+    than recorded under a hash of a half-old, half-new mixture.
+
     Raises:
-        Vanished: the file disappeared between listing and reading.
+        Vanished: the file disappeared, or changed while it was being read.
         Unreadable: permissions or another OS error.
         TooLarge: over the size limit.
     """
     try:
-        size = os.stat(path).st_size
-        if size > max_bytes:
-            raise TooLarge(f"{size:,} bytes is over the {max_bytes:,}-byte limit (--max-bytes)")
-        with open(path, "rb") as handle:
-            return handle.read(max_bytes + 1)
+        before = os.stat(path)
+        if not stat.S_ISREG(before.st_mode):
+            raise Unreadable("not a regular file (a pipe, socket or device): reading it could block forever")
+        if before.st_size > max_bytes:
+            raise TooLarge(f"{before.st_size:,} bytes is over the {max_bytes:,}-byte limit (--max-bytes); "
+                           "the file was not read")
+        # Non-blocking, so a pipe swapped in after the stat cannot hang the run; no effect on files.
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+            opened = os.fstat(handle.fileno())
+            data = handle.read(max_bytes + 1)
+            after = os.fstat(handle.fileno())
     except FileNotFoundError:
         raise Vanished("the file disappeared before it could be read") from None
     except PermissionError as exc:
         raise Unreadable(f"permission denied: {exc.strerror}") from None
     except IsADirectoryError:
         raise Unreadable("a directory, not a file") from None
+    if changed(before, opened) or changed(opened, after) or len(data) != after.st_size:
+        raise Vanished(f"the file changed while it was being read ({before.st_size:,} bytes before opening, "
+                       f"{len(data):,} read, {after.st_size:,} now); it is read again on the next attempt")
+    return data
+
+
+def changed(first: os.stat_result, second: os.stat_result) -> bool:
+    """Whether two looks at a path saw different files or different contents."""
+    return _identity(first) != _identity(second)
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def extract_bytes(data: bytes, name: str, options: ExtractOptions) -> Canonical:

@@ -17,7 +17,8 @@ def list_files(root: str | Path) -> list[SourceFile]:
     """Every regular file under ``root`` (or ``root`` itself if it is a file), sorted.
 
     Hidden files and folders (a leading dot: .git, .citeline) are skipped, and so is a
-    symlink whose target leaves the root: indexing a folder must not read the machine.
+    symlink whose target leaves the root (indexing a folder must not read the machine),
+    dangles, or loops; so are FIFOs, sockets and devices.
 
     Raises:
         FileNotFoundError: ``root`` does not exist.
@@ -32,8 +33,16 @@ def list_files(root: str | Path) -> list[SourceFile]:
             if name.startswith("."):
                 continue
             candidate = Path(folder) / name
-            real = candidate.resolve()
-            if not real.is_relative_to(base) or not real.is_file():
+            if not _inside_and_regular(candidate, base):
                 continue
             found.append(SourceFile(str(candidate), str(base), candidate.relative_to(base).as_posix()))
     return found
+
+
+def _inside_and_regular(candidate: Path, base: Path) -> bool:
+    """Whether ``candidate`` resolves to a regular file under ``base``."""
+    try:
+        real = candidate.resolve()
+        return real.is_relative_to(base) and real.is_file()
+    except (OSError, RuntimeError):  # a symlink loop: RuntimeError up to Python 3.12, OSError after
+        return False

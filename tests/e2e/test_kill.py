@@ -1,4 +1,5 @@
 """kill -9 at different moments of `citeline index`, then a rerun: nothing lost, nothing doubled."""
+import contextlib
 import os
 import shutil
 import signal
@@ -23,30 +24,38 @@ def start(folder, db):
                             start_new_session=True, text=True)
 
 
-def wait_for_rows(db: Path, timeout: float = 120) -> None:
-    """Until the first chunks are committed, so the kill lands mid-run, between or inside writes."""
+def wait_for_progress(db: Path, victim: subprocess.Popen, rows_before: int, timeout: float = 120) -> None:
+    """Until the run has committed chunks beyond ``rows_before`` (so the kill lands mid-run,
+    between or inside writes), or has exited on its own."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if db.exists() and Store(str(db)).stamp() is not None and Store(str(db)).count_chunks() > 0:
+    while time.monotonic() < deadline and victim.poll() is None:
+        if db.exists() and Store(str(db)).stamp() is not None and Store(str(db)).count_chunks() > rows_before:
             return
         time.sleep(0.05)
 
 
-@pytest.mark.parametrize("delay", [0.0, 0.4])
-def test_kill_minus_9_then_rerun_leaves_a_consistent_index(tmp_path, delay):
+def assert_no_indexed_document_misses_rows(db: Path) -> None:
+    store = Store(str(db))
+    for doc in store.document_rows(["doc_id", "status", "chunk_count"]):
+        if doc["status"] == "indexed":
+            assert store.count_chunks(doc["doc_id"]) == doc["chunk_count"]
+
+
+def test_kill_minus_9_three_times_then_rerun_leaves_a_consistent_index(tmp_path):
+    """Killed at three different moments of successive runs: right at the first new
+    commit, 0.4 s and 1 s after it; each restart resumes the previous one's work."""
     folder = tmp_path / "docs"
     shutil.copytree(EXAMPLES, folder)
     db = tmp_path / "db"
-    victim = start(folder, db)
-    wait_for_rows(db)
-    time.sleep(delay)
-    os.killpg(victim.pid, signal.SIGKILL)
-    victim.wait()
-
-    store = Store(str(db))
-    for doc in store.document_rows(["doc_id", "status", "chunk_count"]):
-        if doc["status"] == "indexed":  # never "indexed" with rows missing
-            assert store.count_chunks(doc["doc_id"]) == doc["chunk_count"]
+    for delay in (0.0, 0.4, 1.0):
+        rows_before = Store(str(db)).count_chunks() if db.exists() else 0
+        victim = start(folder, db)
+        wait_for_progress(db, victim, rows_before)
+        time.sleep(delay)
+        with contextlib.suppress(ProcessLookupError):  # a run may finish before its kill
+            os.killpg(victim.pid, signal.SIGKILL)
+        victim.wait()
+        assert_no_indexed_document_misses_rows(db)
 
     rerun = start(folder, db)
     out, _ = rerun.communicate(timeout=300)

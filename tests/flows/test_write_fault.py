@@ -1,0 +1,58 @@
+"""A write that fails for one document keeps its old version searchable; the rest go on."""
+from pathlib import Path
+
+import pytest
+
+from flows.ingest import index_folder
+from index.check import check_index
+from index.store import Store
+from pipeline.embed import get_embedder
+from pipeline.prepare import doc_id_for
+from query.search import Searcher
+from schemas.settings import IndexSettings
+
+pytestmark = [pytest.mark.model, pytest.mark.usefixtures("prefect_harness")]
+
+
+def test_a_failed_write_leaves_the_old_version_searchable(docs: Path, tmp_path, monkeypatch):
+    settings = IndexSettings(db=str(tmp_path / "index"))
+    assert index_folder(str(docs), settings, return_state=True).is_completed()
+    store = Store(settings.db)
+    victim, bystander = docs / "04-dropout.md", docs / "10-lr-scheduler.md"
+    victim_id = doc_id_for(str(victim))
+    old_rows = {r["chunk_id"]: r for r in store.chunk_rows(where=f"doc_id = '{victim_id}'")}
+    old_chunk = next(r for r in old_rows.values() if "dropout" in r["content"].lower())
+    victim.write_text(victim.read_text() + "\n\nA new closing paragraph about zebras crossing.\n")
+    bystander.write_text(bystander.read_text() + "\n\nA new closing paragraph about giraffes.\n")
+
+    real_replace = Store.replace_chunks
+
+    def disk_full_for_the_victim(self, stamp, doc_id, rows, staged=False):
+        if doc_id == victim_id:
+            raise OSError(28, "No space left on device (injected fault)")
+        return real_replace(self, stamp, doc_id, rows, staged)
+
+    monkeypatch.setattr(Store, "replace_chunks", disk_full_for_the_victim)
+    state = index_folder(str(docs), settings, return_state=True)
+    summary = state.result(raise_on_failure=False)
+
+    assert state.name == "PartialSuccess" and (summary.indexed, summary.failed) == (1, 1)
+    assert summary.failures[0].path == "04-dropout.md" and summary.failures[0].stage == "write"
+    record = store.document_rows(where=f"doc_id = '{victim_id}'")[0]
+    assert (record["status"], record["stage"]) == ("failed", "write")
+    assert record["reason"] == "internal-error (OSError): [Errno 28] No space left on device (injected fault)"
+    assert record["chunk_count"] == len(old_rows) == store.count_chunks(victim_id)
+    assert {r["chunk_id"] for r in store.chunk_rows(["chunk_id"], f"doc_id = '{victim_id}'")} == set(old_rows)
+    searcher = Searcher.open(settings.db, get_embedder(settings.model))
+    assert old_chunk["chunk_id"] in {h["chunk_id"] for h in searcher.dense(old_chunk["content"], 3)}
+    assert old_chunk["chunk_id"] in {h["chunk_id"] for h in searcher.bm25(old_chunk["content"], 3)}
+    contents = " ".join(r["content"] for r in store.chunk_rows(["content"]))
+    assert "zebras" not in contents and "giraffes" in contents
+    assert check_index(store) == []
+
+    monkeypatch.setattr(Store, "replace_chunks", real_replace)
+    rerun = index_folder(str(docs), settings, return_state=True).result()
+    assert (rerun.indexed, rerun.failed, rerun.skipped) == (1, 0, 1)
+    assert store.document_rows(["status"], f"doc_id = '{victim_id}'")[0]["status"] == "indexed"
+    assert "zebras" in " ".join(r["content"] for r in store.chunk_rows(["content"]))
+    assert check_index(store) == []
