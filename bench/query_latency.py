@@ -159,12 +159,12 @@ class TokenCache:
     def scores(self, query: str, pool: list[dict]) -> np.ndarray:
         missing = [r["chunk_id"] for r in pool if r["chunk_id"] not in self.vectors]
         texts = self.searcher.reader.texts(missing)
-        model = self.searcher.embedder.model
+        embedder = self.searcher.embedder
         for start in range(0, len(missing), 16):
             batch = missing[start:start + 16]
-            for cid, vecs in zip(batch, token_vectors(model, [texts[c] for c in batch])):
+            for cid, vecs in zip(batch, token_vectors(embedder, [texts[c] for c in batch])):
                 self.vectors[cid] = vecs
-        q = token_vectors(model, [query])[0]
+        q = token_vectors(embedder, [query])[0]
         return maxsim(q, [self.vectors[r["chunk_id"]] for r in pool])
 
 

@@ -192,11 +192,10 @@ class TokenCache:
         from query.maxsim import token_vectors
 
         embedder = self.reranker.embedder
-        bf16 = getattr(embedder, "precision", "fp32") == "bf16"
         missing = sorted({t for t in texts if t not in cache}, key=lambda t: (len(t), t))
         for i in range(0, len(missing), batch):
             part = missing[i : i + batch]
-            cache.update(zip(part, token_vectors(embedder.model, part, bf16)))
+            cache.update(zip(part, token_vectors(embedder, part)))
 
 
 def _cache_tokens(searcher: Searcher, queries: dict) -> None:

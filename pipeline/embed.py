@@ -213,6 +213,22 @@ class OnnxEmbedder:
         pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
         return (pooled / np.linalg.norm(pooled, axis=1, keepdims=True)).astype(np.float32)
 
+    def token_vectors(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Unit word-piece vectors per text, before pooling, [CLS]/[SEP]/padding dropped (MaxSim)."""
+        with self._lock:
+            encoded = self.tokenizer.encode_batch(list(texts))
+            ids = np.array([e.ids for e in encoded], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            hidden = self.session.run(None, feed)[0]
+        special = [self.tokenizer.token_to_id(t) for t in ("[CLS]", "[SEP]", "[PAD]")]
+        keep = mask.astype(bool) & ~np.isin(ids, [t for t in special if t is not None])
+        out = []
+        for vectors, kept in zip(hidden, keep):
+            v = vectors[kept].astype(np.float32)
+            out.append(v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12))
+        return out
+
 
 @lru_cache(maxsize=4)
 def get_embedder(spec: str = DEFAULT_MODEL, precision: str = "auto", batch_size: int = 16) -> Embedder | OnnxEmbedder:

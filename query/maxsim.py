@@ -76,28 +76,34 @@ def mix(scores: Sequence[float], cosines: Sequence[float], weight: float) -> np.
     return weight * zscore(scores) + (1.0 - weight) * zscore(cosines)
 
 
-def token_vectors(model, texts: Sequence[str], bf16: bool = False, batch_size: int = 8) -> list[np.ndarray]:
-    """Unit word-piece vectors per text from a loaded SentenceTransformer's transformer.
+def token_vectors(embedder, texts: Sequence[str], batch_size: int = 8) -> list[np.ndarray]:
+    """Unit word-piece vectors per text from the embedder's own encoder.
 
     These are the vectors the model mean-pools into its sentence embedding, taken
     before pooling; [CLS], [SEP] and padding are dropped, and texts are truncated
-    to the model's window (``max_seq_length``) as when the chunks were embedded.
-    Texts are encoded in batches of similar length, so little time goes to padding.
+    to the model's window as when the chunks were embedded. Texts are encoded in
+    batches of similar length, so little time goes to padding.
 
     Args:
-        model: a loaded ``SentenceTransformer`` (``Embedder.model``).
+        embedder: an ``Embedder`` (sentence-transformers; bf16 autocast when its
+            precision says so) or any encoder with its own ``token_vectors(texts)``
+            (the ONNX export).
         texts: the texts.
-        bf16: run under bfloat16 autocast (only where the CPU supports it).
         batch_size: texts per forward pass.
 
     Returns:
         One ``(tokens, dim)`` float32 array per text, in the order given.
     """
+    if hasattr(embedder, "token_vectors"):
+        encode = embedder.token_vectors
+    else:
+        bf16 = getattr(embedder, "precision", "fp32") == "bf16"
+        encode = lambda batch: _encode_tokens(embedder.model, batch, bf16)  # noqa: E731
     out: list[np.ndarray | None] = [None] * len(texts)
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     for start in range(0, len(order), batch_size):
         batch = order[start:start + batch_size]
-        for i, vectors in zip(batch, _encode_tokens(model, [texts[i] for i in batch], bf16)):
+        for i, vectors in zip(batch, encode([texts[i] for i in batch])):
             out[i] = vectors
     return out  # type: ignore[return-value]
 

@@ -121,12 +121,11 @@ class MaxSimReranker:
         """Mean over query word-pieces of the best cosine to any of the row's word-pieces."""
         if not rows:
             return []
-        bf16 = getattr(self.embedder, "precision", "fp32") == "bf16"
         docs = [r.get("token_vectors") for r in rows]
         todo = [i for i, vectors in enumerate(docs) if vectors is None]
         with self._lock:
-            q = token_vectors(self.embedder.model, [query], bf16)[0]
-            fresh = token_vectors(self.embedder.model, [row_text(rows[i]) for i in todo], bf16) if todo else []
+            q = token_vectors(self.embedder, [query])[0]
+            fresh = token_vectors(self.embedder, [row_text(rows[i]) for i in todo]) if todo else []
         for i, vectors in zip(todo, fresh):
             docs[i] = vectors
         return maxsim(q, docs).tolist()

@@ -9,7 +9,6 @@ from prefect.cache_policies import NO_CACHE
 from index.store import Store
 from index.tokens import TokenVectors
 from query.maxsim import token_vectors
-from schemas.errors import CitelineError
 from schemas.settings import IndexSettings
 from schemas.stamp import IndexStamp
 from tasks.log import get_logger
@@ -31,15 +30,10 @@ def fill_token_vectors(store: Store, stamp: IndexStamp, load: Callable[[], objec
     tokens = TokenVectors(store, stamp)
     pruned = tokens.prune()
     todo = tokens.missing()
-    if todo:
-        embedder = load()
-        if not hasattr(embedder, "model"):
-            raise CitelineError(f"token vectors need a sentence-transformers model; {embedder.name} is an ONNX "
-                                "export without one")
-        model, bf16 = embedder.model, embedder.precision == "bf16"
+    embedder = load() if todo else None
     for start in range(0, len(todo), BATCH):
         batch = todo[start:start + BATCH]
-        tokens.write(zip([cid for cid, _ in batch], token_vectors(model, [text for _, text in batch], bf16)))
+        tokens.write(zip([cid for cid, _ in batch], token_vectors(embedder, [text for _, text in batch])))
     if todo or pruned:
         tokens.optimize()
     return len(todo), pruned

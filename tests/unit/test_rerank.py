@@ -138,7 +138,7 @@ def test_token_vectors_drop_special_tokens_and_are_unit_length(minilm):
     from query.maxsim import token_vectors
 
     texts = ["Dropout zeroes activations.", "A much longer sentence about learning rate schedules."]
-    vectors = token_vectors(minilm.model, texts)
+    vectors = token_vectors(minilm, texts)
     pieces = minilm.model.tokenizer(texts, add_special_tokens=False)["input_ids"]
     assert [len(v) for v in vectors] == [len(p) for p in pieces]  # no [CLS], [SEP] or padding
     assert np.allclose(np.linalg.norm(vectors[1], axis=1), 1.0, atol=1e-5)
@@ -156,6 +156,26 @@ def test_maxsim_puts_the_passage_that_answers_first(minilm):
     assert out[0]["content"].startswith("Dropout")
     assert out[-1]["content"].startswith("Stock")
     assert all(-1.0 <= r["rerank_score"] <= 1.0 for r in out)
+
+
+@pytest.mark.model
+def test_maxsim_runs_on_the_int8_onnx_encoder_too(minilm):
+    """An index re-embedded with minilm-int8 reranks with that encoder's own word-pieces."""
+    from pipeline.embed import get_embedder
+    from query.maxsim import token_vectors
+
+    int8 = get_embedder("minilm-int8")
+    texts = ["Dropout zeroes activations.", "A much longer sentence about learning rate schedules."]
+    onnx, torch_vectors = token_vectors(int8, texts), token_vectors(minilm, texts)
+    assert [len(v) for v in onnx] == [len(v) for v in torch_vectors]  # same word-pieces, specials dropped
+    assert np.allclose(np.linalg.norm(onnx[1], axis=1), 1.0, atol=1e-5)
+    assert np.mean(np.sum(onnx[1] * torch_vectors[1], axis=1)) > 0.95  # int8 is close to fp32
+    candidates = [
+        {"content": "Stock prices fell sharply on Tuesday after the announcement.", "distance": 0.5},
+        {"content": "Dropout randomly zeroes hidden activations during training.", "distance": 0.5},
+    ]
+    out = rerank("What does dropout zero out during training?", candidates, MaxSimReranker(int8))
+    assert out[0]["content"].startswith("Dropout")
 
 
 @pytest.fixture(scope="module")
