@@ -1,10 +1,11 @@
 """The index flow: every document of a folder into LanceDB, each failing alone."""
 # No `from __future__ import annotations`: Prefect validates flow parameters from the
 # annotations, and a flow served from a pickle cannot resolve them from strings.
+import queue
+import time
 from pathlib import Path
 
 from prefect import flow
-from prefect.futures import as_completed
 from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 
@@ -45,20 +46,25 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
         store.chunks(stamp, create=True)  # refuse an index of another model before any work
         if removed := store.clean_temp_files():
             log.warning("run.cleaned", leftover_files=removed)
+        marks = [time.perf_counter()]
         plan = plan_folder(root, store, stamp)
+        marks.append(time.perf_counter())
         log.info("run.planned", total=len(plan.todo), skipped=len(plan.skip), gone=len(plan.gone))
         outcomes, failed = run_documents(plan.todo, stamp, settings)
         failures = record_failures(failed, settings) if failed else []
         deleted = forget_deleted(plan.gone, stamp, settings) if plan.gone else 0
+        marks.append(time.perf_counter())
         if outcomes or failures or deleted or store.needs_finish():
             store.finish_run(stamp)
+        marks.append(time.perf_counter())
         store_token_vectors(settings, stamp, settings.token_vectors)
         summary = RunSummary(
             indexed=len(outcomes), failed=len(failures), skipped=len(plan.skip), deleted=deleted,
             chunks=sum(o.chunks for o in outcomes), truncated=sum(o.truncated for o in outcomes),
             rows=store.count_chunks(), failures=tuple(failures),
         )
-    log.info("run.finished", **{k: v for k, v in summary.__dict__.items() if k != "failures"})
+    seconds = dict(zip(("plan", "documents", "finish"), (round(b - a, 4) for a, b in zip(marks, marks[1:]))))
+    log.info("run.finished", seconds=seconds, **{k: v for k, v in summary.__dict__.items() if k != "failures"})
     publish_report(summary, root)
     return final_state(summary, max_failed)
 
@@ -73,13 +79,25 @@ def plan_folder(root: str, store, stamp) -> SyncPlan:
 
 def run_documents(todo: list[Todo], stamp: IndexStamp, settings: IndexSettings
                   ) -> tuple[list[Outcome], list[tuple[Todo, DocError]]]:
-    """Prepare documents on the task runner; write each, as it completes, from this process."""
-    futures = {prepare_document.submit(item, stamp, settings): item for item in todo}
+    """Prepare documents on the task runner; write each, as it completes, from this process.
+
+    A finished future is let go once its document is written: it holds the prepared
+    rows and vectors, and ``as_completed`` keeps every future it was given until the
+    last one is done, so peak memory would grow with the corpus.
+    """
+    finished = queue.SimpleQueue()
+    pending = {}
+    for item in todo:
+        future = prepare_document.submit(item, stamp, settings)
+        pending[future.task_run_id] = item
+        future.add_done_callback(finished.put)
     outcomes, failed = [], []
-    for future in as_completed(list(futures)):
+    while pending:
+        future = finished.get()
         future.wait()
-        item = futures[future]
+        item = pending.pop(future.task_run_id)
         state = future.state
+        del future
         if state.is_completed():
             state = write_document(state.result(), item.prior, stamp, settings, return_state=True)
         result = state.result(raise_on_failure=False)

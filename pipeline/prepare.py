@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +48,7 @@ class Prepared:
     size: int
     canonical: Canonical
     rows: list[dict] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)  # wall time per stage, for bench/
 
     @property
     def truncated(self) -> int:
@@ -120,18 +122,24 @@ def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: I
         DocumentError: bad input, with ``.stage`` set; any other exception is tagged too.
     """
     stage = Stage.READ
+    marks = [time.perf_counter()]
     try:
         data = read_source(file.source, settings.max_bytes)
+        marks.append(time.perf_counter())
         stage = Stage.EXTRACT
         options = ExtractOptions(ocr_lang=settings.ocr_lang, time_limit_s=settings.timeout_s,
                                  whisper_model=settings.whisper_model)
         canonical = extract_bytes(data, Path(file.path).name, options)
         prepared = Prepared(file, doc_id_for(file.source), hashlib.sha256(data).hexdigest(), len(data), canonical)
+        marks.append(time.perf_counter())
         stage = Stage.CHUNK
         chunks = chunk_document(canonical.text, canonical.title, prepared.doc_id, stamp.strategy,
                                 settings.budget, settings.overlap)
+        marks.append(time.perf_counter())
         stage = Stage.EMBED
         prepared.rows = embed_rows(prepared, chunks, embedder, stamp)
+        marks.append(time.perf_counter())
+        prepared.seconds = dict(zip(("read", "extract", "chunk", "embed"), (b - a for a, b in zip(marks, marks[1:]))))
         return prepared
     except Exception as exc:
         raise tag(exc, stage)
@@ -154,8 +162,11 @@ def rechunk(record: dict, embedder: Embedder, stamp: IndexStamp, settings: Index
 def embed_rows(prepared: Prepared, chunks: list[Chunk], embedder: Embedder, stamp: IndexStamp) -> list[dict]:
     """Chunk rows with vectors, word-piece counts and every stamp column."""
     texts = [c.text for c in chunks]
-    vectors = embedder.embed_documents(texts)
-    tokens = embedder.count_tokens(texts) if texts else []
+    if hasattr(embedder, "embed_counted"):  # one tokenisation for both the count and the sort
+        vectors, tokens = embedder.embed_counted(texts)
+    else:
+        vectors = embedder.embed_documents(texts)
+        tokens = embedder.count_tokens(texts) if texts else []
     stamped = Stamp(stamp, prepared.canonical.extractor, prepared.canonical.extractor_version).columns()
     return [
         {

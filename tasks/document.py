@@ -7,6 +7,8 @@ itself, one at a time: LanceDB duplicates rows when two writers upsert the same 
 """
 from __future__ import annotations
 
+import time
+
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Failed
@@ -58,13 +60,17 @@ def write_document(prepared: Prepared, prior: dict, stamp: IndexStamp, settings:
     store = store_for(settings.db)
     try:
         with write_lock():
+            started = time.perf_counter()
             count = store.replace_chunks(stamp, prepared.doc_id, chunk_table(prepared.rows, stamp))
             store.upsert_document(indexed_record(prepared, prior, stamp, count))
+            written = time.perf_counter() - started
     except Exception as exc:
         error = DocError("write", error_kind(exc), str(exc))
         log.error("document.failed", stage="write", kind=error.kind, reason=error.message)
         return Failed(message=f"write: {error.reason()}", data=error)
-    log.info("document.indexed", chunks=count, truncated=prepared.truncated)
+    seconds = {**prepared.seconds, "write": written}
+    log.info("document.indexed", chunks=count, truncated=prepared.truncated,
+             seconds={stage: round(s, 4) for stage, s in seconds.items()})
     return Outcome(prepared.file.path, "indexed", chunks=count, truncated=prepared.truncated)
 
 

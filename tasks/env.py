@@ -14,6 +14,9 @@ DEFAULTS = {
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
     "TOKENIZERS_PARALLELISM": "false",
+    # The temporary API server of a serverless run took over Prefect's 20 s default to start
+    # at load 6 on two cores, failing the run before any work (docs/benchmarks.md).
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
 }
 
 
