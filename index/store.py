@@ -20,7 +20,10 @@ from schemas.tables import (
 )
 
 
-ANN_MIN_ROWS = 20_000  # an exact scan of 20k x 384 floats (~3 ms) is where HNSW starts paying
+# Below this many chunks a query process holds the vectors and result columns (~30 MB at
+# 20k) and scans them exactly, as fast as HNSW here; above it the index spares every query
+# process from loading the table (docs/benchmarks.md, section 5).
+ANN_MIN_ROWS = 20_000
 
 
 def now() -> datetime:
