@@ -311,11 +311,7 @@ class OnnxEmbedder:
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         with self._lock:
             started = time.perf_counter()
-            encoded = self.tokenizer.encode_batch(list(texts))
-            ids = np.array([e.ids for e in encoded], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            hidden = self.session.run(None, feed)[0]
+            _, mask, hidden = self._run(texts)
             self.stats.batches += 1
             self.stats.tokens += int(mask.sum())
             self.stats.padded += int(mask.size)
@@ -324,14 +320,18 @@ class OnnxEmbedder:
         pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
         return (pooled / np.linalg.norm(pooled, axis=1, keepdims=True)).astype(np.float32)
 
+    def _run(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Word-piece ids, attention mask and last hidden states of one batch (call under the lock)."""
+        encoded = self.tokenizer.encode_batch(list(texts))
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        return ids, mask, self.session.run(None, feed)[0]
+
     def token_vectors(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Unit word-piece vectors per text, before pooling, [CLS]/[SEP]/padding dropped (MaxSim)."""
         with self._lock:
-            encoded = self.tokenizer.encode_batch(list(texts))
-            ids = np.array([e.ids for e in encoded], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            hidden = self.session.run(None, feed)[0]
+            ids, mask, hidden = self._run(texts)
         special = [self.tokenizer.token_to_id(t) for t in ("[CLS]", "[SEP]", "[PAD]")]
         keep = mask.astype(bool) & ~np.isin(ids, [t for t in special if t is not None])
         out = []
