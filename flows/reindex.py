@@ -8,7 +8,6 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from index.lock import writer_lock
 from index.tokens import TokenVectors
-from schemas.errors import IndexMismatch
 from schemas.settings import IndexSettings
 from schemas.stamp import IndexStamp
 from schemas.status import Failure
@@ -47,9 +46,7 @@ def reindex(settings: IndexSettings, wait_s: float = 0.0):
     log = get_logger(flow="reindex", db=settings.db)
     with writer_lock(settings.db, wait_s):
         store = store_for(settings.db)
-        old = store.stamp()
-        if old is None:
-            raise IndexMismatch(f"no index at {settings.db}: run `citeline index PATH` first")
+        old = store.require_stamp()
         new = stamp_for(settings)
         if new == old:
             return Completed(message="already current", data=ReindexSummary(old, new, 0, store.count_chunks(), False))

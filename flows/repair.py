@@ -14,7 +14,6 @@ from index.repair import (
 )
 from pipeline.plan import Todo
 from pipeline.walk import SourceFile
-from schemas.errors import IndexMismatch
 from schemas.settings import IndexSettings
 from schemas.stamp import IndexStamp
 from tasks.log import get_logger
@@ -43,9 +42,7 @@ def repair_index(settings: IndexSettings = IndexSettings(), wait_s: float = 0.0)
     log = get_logger(flow="repair-index", db=settings.db)
     with writer_lock(settings.db, wait_s):
         store = store_for(settings.db)
-        stamp = store.stamp()
-        if stamp is None:
-            raise IndexMismatch(f"no index at {settings.db}: run `citeline index PATH` first")
+        stamp = store.require_stamp()
         found = check_index(store)
         records = {r["doc_id"]: r for r in store.document_rows(RECORD_COLUMNS)}
         plan = plan_repair(found, set(records))

@@ -85,6 +85,17 @@ class Store:
         name = self.active_table()
         return None if name is None else self.table_stamp(name)
 
+    def require_stamp(self) -> IndexStamp:
+        """The active stamp; an index that does not exist yet is an error here.
+
+        Raises:
+            IndexMismatch: nothing has been indexed at this URI.
+        """
+        found = self.stamp()
+        if found is None:
+            raise IndexMismatch(f"no index at {self.uri}: run `citeline index PATH` first")
+        return found
+
     def chunk_tables(self) -> list[tuple[str, IndexStamp, bool]]:
         """Every chunks table: (name, stamp, is it the active one)."""
         active = self.active_table()
@@ -109,7 +120,7 @@ class Store:
         found = self.stamp()
         if found is None:
             if not create:
-                raise IndexMismatch(f"no index at {self.uri}: run `citeline index PATH` first")
+                self.require_stamp()
             self.staging(expected)
             self.activate(expected)
             return self.db.open_table(chunks_table_name(expected))

@@ -48,10 +48,7 @@ class Searcher:
     @classmethod
     def open(cls, uri: str, embedder: Embedder) -> "Searcher":
         store = Store(uri)
-        stamp = store.stamp()
-        if stamp is None:
-            raise IndexMismatch(f"no index at {uri}: run `citeline index PATH` first")
-        return cls(store, embedder, stamp)
+        return cls(store, embedder, store.require_stamp())
 
     def query_vector(self, query: str):
         """The query's embedding; the last one is kept, so hybrid and rerank embed once."""
