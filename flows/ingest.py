@@ -20,7 +20,7 @@ from tasks.log import get_logger
 from tasks.record import forget_deleted, record_failures
 from tasks.report import publish_report
 from tasks.store import stamp_for, store_for
-from tasks.tokens import store_token_vectors
+from tasks.tokens import keeps_token_vectors, store_token_vectors
 
 RECORD_COLUMNS = ["doc_id", "root", "source", "path", "status", "sha256", "attempts", "created_at",
                   "extractor", "extractor_version", "pipeline_version", "embed_model", "strategy"]
@@ -57,7 +57,8 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
         if outcomes or failures or deleted or store.needs_finish():
             store.finish_run(stamp)
         marks.append(time.perf_counter())
-        store_token_vectors(settings, stamp, settings.token_vectors)
+        if keeps_token_vectors(settings, stamp):
+            store_token_vectors(settings, stamp)
         summary = RunSummary(
             indexed=len(outcomes), failed=len(failures), skipped=len(plan.skip), deleted=deleted,
             chunks=sum(o.chunks for o in outcomes), truncated=sum(o.truncated for o in outcomes),

@@ -7,7 +7,6 @@ from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from index.lock import writer_lock
-from index.tokens import TokenVectors
 from schemas.settings import IndexSettings
 from schemas.stamp import IndexStamp
 from schemas.status import Failure
@@ -15,7 +14,7 @@ from schemas.tables import chunks_table_name
 from tasks.log import get_logger
 from tasks.reembed import reembed_document
 from tasks.store import stamp_for, store_for
-from tasks.tokens import store_token_vectors
+from tasks.tokens import keeps_token_vectors, store_token_vectors
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,8 @@ def reindex(settings: IndexSettings, wait_s: float = 0.0):
             return Failed(message=f"{len(failures)} documents failed; the live index is unchanged", data=summary)
         store.finish_run(new, staged=True)
         # The new table keeps token vectors if the live one had them: switch only when filled.
-        store_token_vectors(settings, new, settings.token_vectors or TokenVectors(store, old).exists())
+        if keeps_token_vectors(settings, old):
+            store_token_vectors(settings, new)
         store.activate(new)
         store.upsert_documents([_restamped(r, new, store.count_chunks(r["doc_id"])) for r in store.document_rows(
             ["doc_id", "status"])])

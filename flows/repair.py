@@ -19,7 +19,7 @@ from schemas.stamp import IndexStamp
 from tasks.log import get_logger
 from tasks.record import record_failures
 from tasks.store import store_for
-from tasks.tokens import store_token_vectors
+from tasks.tokens import keeps_token_vectors, store_token_vectors
 
 
 @dataclass(frozen=True)
@@ -53,8 +53,8 @@ def repair_index(settings: IndexSettings = IndexSettings(), wait_s: float = 0.0)
             repairs.append(rebuild_full_text(store))
         elif repairs:
             store.finish_run(stamp)
-        if repairs:
-            store_token_vectors(settings, stamp)  # re-indexed chunks need theirs, when the index keeps them
+        if repairs and keeps_token_vectors(settings, stamp):  # re-indexed chunks need theirs
+            store_token_vectors(settings, stamp)
         remaining = check_index(store)
     report = RepairReport(tuple(found), tuple(repairs), tuple(remaining))
     for r in repairs:

@@ -39,16 +39,19 @@ def fill_token_vectors(store: Store, stamp: IndexStamp, load: Callable[[], objec
     return len(todo), pruned
 
 
-@task(task_run_name="token vectors", cache_policy=NO_CACHE, persist_result=False)
-def store_token_vectors(settings: IndexSettings, stamp: IndexStamp, wanted: bool = False) -> int:
-    """Maintain the token table of ``stamp`` when it exists or ``wanted``; return chunks added.
+def keeps_token_vectors(settings: IndexSettings, stamp: IndexStamp) -> bool:
+    """Whether a run must maintain ``stamp``'s token table: asked for, or already there.
 
     An index that keeps token vectors keeps them current on every run, whatever the run's
     options: a scheduled sync must not silently let MaxSim fall back to slow scoring.
     """
+    return settings.token_vectors or TokenVectors(store_for(settings.db), stamp).exists()
+
+
+@task(task_run_name="token vectors", cache_policy=NO_CACHE, persist_result=False)
+def store_token_vectors(settings: IndexSettings, stamp: IndexStamp) -> int:
+    """Bring the token table of ``stamp`` up to its chunks table; return chunks added."""
     store = store_for(settings.db)
-    if not (wanted or TokenVectors(store, stamp).exists()):
-        return 0
     added, pruned = fill_token_vectors(store, stamp, lambda: embedder_for(settings))
     chunks, size = TokenVectors(store, stamp).size()
     get_logger(task="token-vectors").info("tokens.stored", added=added, pruned=pruned, chunks=chunks,
