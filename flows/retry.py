@@ -13,6 +13,7 @@ from schemas.status import RunSummary
 from tasks.record import record_failures
 from tasks.report import publish_report
 from tasks.store import stamp_for, store_for
+from tasks.tokens import keeps_token_vectors, store_token_vectors
 
 
 @flow(name="retry-failed", flow_run_name="retry failed in {settings.db}",
@@ -32,6 +33,8 @@ def retry_failed(settings: IndexSettings = IndexSettings(), path: str | None = N
         failures = record_failures(failed, settings) if failed else []
         if outcomes:
             store.finish_run(stamp)
+            if keeps_token_vectors(settings, stamp):
+                store_token_vectors(settings, stamp)
         summary = RunSummary(indexed=len(outcomes), failed=len(failures),
                              chunks=sum(o.chunks for o in outcomes),
                              truncated=sum(o.truncated for o in outcomes),

@@ -74,3 +74,17 @@ def test_gc_drops_the_token_table_with_its_chunks_table(docs, tmp_path):
     name = [n for n, s, active in store.chunk_tables() if s == old][0]
     store.drop_table(name)
     assert not TokenVectors(store, old).exists()
+
+
+def test_retry_fills_the_vectors_of_documents_it_indexes(docs, tmp_path):
+    from flows.retry import retry_failed
+
+    broken = docs / "late.md"
+    broken.write_bytes(b"# Late\n\nCaf\xe9 latin-1 bytes fail as undecodable.\n")
+    db = str(tmp_path / "db")
+    index_folder(str(docs), IndexSettings(db=db, token_vectors=True), return_state=True)
+    broken.write_text("# Late\n\nMomentum accumulates an exponentially decaying average of past gradients.\n")
+    retry_failed(IndexSettings(db=db))
+    store = Store(db)
+    assert {d["status"] for d in store.document_rows(["status"])} == {"indexed"}
+    assert TokenVectors(store, store.stamp()).stored_ids() == chunk_ids(store)
