@@ -28,15 +28,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tasks import env  # noqa: E402
+from citeline.tasks import env  # noqa: E402
 
 env.apply()
 
 import numpy as np  # noqa: E402
 
-from index.store import Store, chunk_table  # noqa: E402
-from pipeline.embed import get_embedder  # noqa: E402
-from query.search import RESULT_COLUMNS, Searcher  # noqa: E402
+from citeline.index.store import Store, chunk_table  # noqa: E402
+from citeline.pipeline.embed import get_embedder  # noqa: E402
+from citeline.query.search import RESULT_COLUMNS, Searcher  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))

@@ -22,11 +22,11 @@ DEFAULT_DOCS = ROOT.parent / "shared" / "corpora" / "dev" / "docs"
 
 RUN = """
 import json, sys, time
-from tasks import env
+from citeline.tasks import env
 env.apply()
-from flows.ingest import index_folder
-from flows.runners import task_runner_for
-from schemas.settings import IndexSettings
+from citeline.flows.ingest import index_folder
+from citeline.flows.runners import task_runner_for
+from citeline.schemas.settings import IndexSettings
 docs, db, dask, workers = sys.argv[1], sys.argv[2], sys.argv[3] or None, int(sys.argv[4])
 flow = index_folder.with_options(task_runner=task_runner_for(dask, workers))
 started = time.perf_counter()

@@ -28,19 +28,19 @@ from pathlib import Path
 
 import numpy as np
 
-from tasks import env
+from citeline.tasks import env
 
 env.apply()
 
-from evaluation.dataset import load_corpus  # noqa: E402
-from evaluation.metrics import first_relevant_rank, hits_at, recall_at  # noqa: E402
-from evaluation.stats import paired  # noqa: E402
-from pipeline.chunk import chunk_document  # noqa: E402
-from pipeline.embed import Embedder, OnnxEmbedder, cpu_has_bf16  # noqa: E402
-from pipeline.prepare import doc_id_for, extract_bytes  # noqa: E402
-from pipeline.walk import list_files  # noqa: E402
-from schemas.options import ExtractOptions  # noqa: E402
-from schemas.settings import IndexSettings  # noqa: E402
+from citeline.evaluation.dataset import load_corpus  # noqa: E402
+from citeline.evaluation.metrics import first_relevant_rank, hits_at, recall_at  # noqa: E402
+from citeline.evaluation.stats import paired  # noqa: E402
+from citeline.pipeline.chunk import chunk_document  # noqa: E402
+from citeline.pipeline.embed import Embedder, OnnxEmbedder, cpu_has_bf16  # noqa: E402
+from citeline.pipeline.prepare import doc_id_for, extract_bytes  # noqa: E402
+from citeline.pipeline.walk import list_files  # noqa: E402
+from citeline.schemas.options import ExtractOptions  # noqa: E402
+from citeline.schemas.settings import IndexSettings  # noqa: E402
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "dev"
 K = 20

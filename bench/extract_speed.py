@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pymupdf
 
-from extractors import media, ocr, pdf
+from citeline.extractors import media, ocr, pdf
 
 ROOT = Path(__file__).resolve().parents[1]
 

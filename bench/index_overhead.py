@@ -24,21 +24,21 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from tasks import env
+from citeline.tasks import env
 
 env.apply()
 # Prefect waits 20 s for its temporary server; on this loaded machine that once ran out.
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
-from flows.ingest import index_folder  # noqa: E402
-from index.store import Store  # noqa: E402
-from pipeline.chunk import chunk_document  # noqa: E402
-from pipeline.embed import get_embedder  # noqa: E402
-from pipeline.prepare import doc_id_for, extract_bytes  # noqa: E402
-from pipeline.walk import list_files  # noqa: E402
-from schemas.options import ExtractOptions  # noqa: E402
-from schemas.settings import IndexSettings  # noqa: E402
-from tasks.log import LOGGER  # noqa: E402
+from citeline.flows.ingest import index_folder  # noqa: E402
+from citeline.index.store import Store  # noqa: E402
+from citeline.pipeline.chunk import chunk_document  # noqa: E402
+from citeline.pipeline.embed import get_embedder  # noqa: E402
+from citeline.pipeline.prepare import doc_id_for, extract_bytes  # noqa: E402
+from citeline.pipeline.walk import list_files  # noqa: E402
+from citeline.schemas.options import ExtractOptions  # noqa: E402
+from citeline.schemas.settings import IndexSettings  # noqa: E402
+from citeline.tasks.log import LOGGER  # noqa: E402
 
 DEFAULT_DOCS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "dev" / "docs"
 

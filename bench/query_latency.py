@@ -32,22 +32,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tasks import env  # noqa: E402
+from citeline.tasks import env  # noqa: E402
 
 env.apply()
 
 import numpy as np  # noqa: E402
 
-from evaluation.metrics import contains_needle, first_relevant_rank, hits_at, mrr, recall_at  # noqa: E402
-from evaluation.stats import paired  # noqa: E402
-from index.store import Store  # noqa: E402
-from index.tokens import TokenVectors  # noqa: E402
-from pipeline.embed import get_embedder  # noqa: E402
-from query.maxsim import maxsim, mix, token_vectors  # noqa: E402
-from query.rerank import DEFAULT_DEPTH, MaxSimReranker  # noqa: E402
-from query.search import RESULT_COLUMNS, Searcher  # noqa: E402
-from query.thresholds import Retrieved, cosine_cut, over, sweep, under  # noqa: E402
-from tasks.tokens import fill_token_vectors  # noqa: E402
+from citeline.evaluation.metrics import contains_needle, first_relevant_rank, hits_at, mrr, recall_at  # noqa: E402
+from citeline.evaluation.stats import paired  # noqa: E402
+from citeline.index.store import Store  # noqa: E402
+from citeline.index.tokens import TokenVectors  # noqa: E402
+from citeline.pipeline.embed import get_embedder  # noqa: E402
+from citeline.query.maxsim import maxsim, mix, token_vectors  # noqa: E402
+from citeline.query.rerank import DEFAULT_DEPTH, MaxSimReranker  # noqa: E402
+from citeline.query.search import RESULT_COLUMNS, Searcher  # noqa: E402
+from citeline.query.thresholds import Retrieved, cosine_cut, over, sweep, under  # noqa: E402
+from citeline.tasks.tokens import fill_token_vectors  # noqa: E402
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "dev"
 K = 8
@@ -66,8 +66,8 @@ def load_queries(corpus: Path) -> tuple[list[tuple[str, str]], list[str]]:
 
 
 def build_index(docs: Path, db: str) -> None:
-    from flows.ingest import index_folder
-    from schemas.settings import IndexSettings
+    from citeline.flows.ingest import index_folder
+    from citeline.schemas.settings import IndexSettings
 
     index_folder(str(docs), IndexSettings(db=db))
 

@@ -97,15 +97,15 @@ class Sampler(threading.Thread):
 def child(folder: str, db: str) -> None:
     """Index ``folder`` into a fresh ``db`` in this process and print one JSON line."""
     sys.path.insert(0, str(ROOT))
-    from tasks import env
+    from citeline.tasks import env
 
     env.apply()
     import logging
 
-    from flows.ingest import index_folder
-    from pipeline.embed import get_embedder
-    from schemas.settings import IndexSettings
-    from tasks.log import LOGGER
+    from citeline.flows.ingest import index_folder
+    from citeline.pipeline.embed import get_embedder
+    from citeline.schemas.settings import IndexSettings
+    from citeline.tasks.log import LOGGER
 
     sampler = Sampler()
     logging.getLogger(LOGGER).addHandler(sampler.handler())

@@ -21,17 +21,19 @@ import tempfile
 import time
 from pathlib import Path
 
-from tasks import env
+from citeline.tasks import env
 
 env.apply()
 # Prefect waits 20 s for its temporary server; on this loaded machine that once ran out.
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
-import pipeline.prepare  # noqa: E402
-from flows.ingest import index_folder  # noqa: E402
-from flows.reindex import reindex  # noqa: E402
-from pipeline.embed import get_embedder  # noqa: E402
-from schemas.settings import IndexSettings  # noqa: E402
+import citeline.pipeline.prepare  # noqa: E402
+from citeline import pipeline  # noqa: E402
+
+from citeline.flows.ingest import index_folder  # noqa: E402
+from citeline.flows.reindex import reindex  # noqa: E402
+from citeline.pipeline.embed import get_embedder  # noqa: E402
+from citeline.schemas.settings import IndexSettings  # noqa: E402
 
 DEFAULT_DOCS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "dev" / "docs"
 

@@ -10,12 +10,8 @@ import os
 
 import click
 
-from tasks import env
-
-env.apply()
-
-from citeline.common import cli_errors, model_for  # noqa: E402
-from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL  # noqa: E402
+from citeline.common import cli_errors, model_for
+from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 
 ENV_RERANKER = "CITELINE_RERANKER"  # same name as query.rerank.ENV_RERANKER (not imported: keeps --help fast)
 RETRIEVERS = ("dense", "bm25", "hybrid", "rerank")
@@ -58,16 +54,16 @@ def ask(query, db, model, as_json, k, retriever, rerank_flag, reranker, cosine_w
         raise click.UsageError("QUERY is empty")
     if min_rerank_score is not None and not reranking:
         raise click.UsageError("--min-rerank-score needs reranking: add --rerank or use --retriever rerank")
-    from query.ask import AskOptions
-    from query.ask import ask as run_ask
-    from query.ask import generate as run_generate
+    from citeline.query.ask import AskOptions
+    from citeline.query.ask import ask as run_ask
+    from citeline.query.ask import generate as run_generate
 
     options = AskOptions(k=k, retriever=retriever, rerank=rerank_flag, cut=cut, min_rerank_score=min_rerank_score)
     with cli_errors():
         searcher = _searcher(db, model, reranker if reranking else None, cosine_weight)
         answer = run_ask(searcher, query, options)
         if generate and not answer.refused:
-            from query.llm import ChatClient
+            from citeline.query.llm import ChatClient
 
             answer = run_generate(answer, ChatClient.from_env(os.environ))
     if as_json:
@@ -77,9 +73,9 @@ def ask(query, db, model, as_json, k, retriever, rerank_flag, reranker, cosine_w
 
 
 def _searcher(db: str, model: str | None, reranker: str | None, cosine_weight: float | None):
-    from pipeline.embed import ModelNotFound, get_embedder
-    from query.rerank import get_reranker
-    from query.search import Searcher
+    from citeline.pipeline.embed import ModelNotFound, get_embedder
+    from citeline.query.rerank import get_reranker
+    from citeline.query.search import Searcher
 
     try:
         embedder = get_embedder(model_for(db, model))  # finds the folder, loads nothing yet

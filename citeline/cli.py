@@ -8,15 +8,11 @@ from pathlib import Path
 
 import click
 
-from tasks import env
-
-env.apply()
-
-from citeline.ask_cmd import ask  # noqa: E402
-from citeline.common import cli_errors, error_text, model_for  # noqa: E402
-from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL  # noqa: E402
-from citeline.eval_cmd import eval_command  # noqa: E402
-from schemas.errors import CitelineError  # noqa: E402
+from citeline.ask_cmd import ask
+from citeline.common import cli_errors, error_text, model_for
+from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
+from citeline.eval_cmd import eval_command
+from citeline.schemas.errors import CitelineError
 
 db_option = click.option("--db", envvar=ENV_DB, default=DEFAULTS["db"], show_default=True,
                          help="Index location: a local folder or any LanceDB URI.")
@@ -69,9 +65,9 @@ def index(path, db, model, strategy, budget, overlap, precision, max_failed, max
         raise click.UsageError(f"--overlap ({overlap}) must be smaller than --budget ({budget})")
     _check_ocr_lang(ocr_lang)
     from citeline.progress import index_progress
-    from flows.ingest import index_folder
-    from flows.runners import task_runner_for
-    from schemas.settings import IndexSettings
+    from citeline.flows.ingest import index_folder
+    from citeline.flows.runners import task_runner_for
+    from citeline.schemas.settings import IndexSettings
 
     settings = IndexSettings(db=db, model=model_for(db, model), strategy=strategy.upper(), budget=budget, overlap=overlap,
                              precision=precision, max_bytes=max_bytes, timeout_s=timeout_s, ocr_lang=ocr_lang,
@@ -107,8 +103,8 @@ def serve(path, db, model, cron, strategy, name):
     """Keep PATH indexed on a schedule; needs a Prefect server (PREFECT_API_URL)."""
     import os
 
-    from flows.serve import serve_folder
-    from schemas.settings import IndexSettings
+    from citeline.flows.serve import serve_folder
+    from citeline.schemas.settings import IndexSettings
 
     if not os.environ.get("PREFECT_API_URL"):
         raise click.UsageError("set PREFECT_API_URL to a running server (`prefect server start`): "
@@ -125,9 +121,9 @@ def serve(path, db, model, cron, strategy, name):
               help="Seconds to wait for another writer of the same index.")
 def retry(path, db, model, wait_s):
     """Index again only the documents that failed (under PATH if given)."""
-    from flows.retry import retry_failed
-    from schemas.settings import IndexSettings
-    from index.store import Store
+    from citeline.flows.retry import retry_failed
+    from citeline.schemas.settings import IndexSettings
+    from citeline.index.store import Store
 
     with cli_errors():
         stamp = Store(db).stamp()
@@ -152,9 +148,9 @@ def reindex(db, model, strategy, wait_s):
     Uses the stored canonical text (no re-extraction); queries use the old index until
     every document is done; an interrupted run resumes where it stopped.
     """
-    from flows.reindex import reindex as reindex_flow
-    from index.store import Store
-    from schemas.settings import IndexSettings
+    from citeline.flows.reindex import reindex as reindex_flow
+    from citeline.index.store import Store
+    from citeline.schemas.settings import IndexSettings
 
     with cli_errors():
         stamp = Store(db).stamp()
@@ -170,7 +166,7 @@ def reindex(db, model, strategy, wait_s):
 @click.option("--yes", is_flag=True, help="Drop them; without it, only list what would go.")
 def gc(db, yes):
     """List (or with --yes drop) chunks tables that are not the active one."""
-    from index.store import Store
+    from citeline.index.store import Store
 
     store = Store(db)
     idle = [(name, stamp) for name, stamp, active in store.chunk_tables() if not active]
@@ -189,7 +185,7 @@ def gc(db, yes):
 @json_option
 def status(db, failed, as_json):
     """Documents in the index: status, failure reason, chunk count, stamps."""
-    from index.store import Store
+    from citeline.index.store import Store
 
     store = Store(db)
     where = "status = 'failed'" if failed else None
@@ -225,7 +221,7 @@ def _status_doc(d: dict, active) -> dict:
 
 def _is_current(stamps: dict, active) -> bool:
     """Rows made by today's extractor, pipeline and the active model and strategy."""
-    import extractors
+    from citeline import extractors
 
     module = extractors.registered().get(stamps["extractor"])
     return bool(
@@ -244,9 +240,9 @@ def _is_current(stamps: dict, active) -> bool:
 @json_option
 def search(query, db, model, k, as_json):
     """Dense search: the chunks nearest to QUERY, with exact locators."""
-    from pipeline.embed import get_embedder
-    from query.cite import build_citations
-    from query.search import Searcher
+    from citeline.pipeline.embed import get_embedder
+    from citeline.query.cite import build_citations
+    from citeline.query.search import Searcher
 
     with cli_errors():
         rows = Searcher.open(db, get_embedder(model_for(db, model))).dense(query, k)
@@ -269,8 +265,8 @@ def search(query, db, model, k, as_json):
               help="With --repair: seconds to wait for another writer of the same index.")
 def check(db, as_json, repair, wait_s):
     """Verify the index; exit 1 listing every violation (left after --repair)."""
-    from index.check import check_index
-    from index.store import Store
+    from citeline.index.check import check_index
+    from citeline.index.store import Store
 
     if repair:
         _check_and_repair(db, as_json, wait_s)
@@ -286,9 +282,9 @@ def check(db, as_json, repair, wait_s):
 
 
 def _check_and_repair(db: str, as_json: bool, wait_s: float) -> None:
-    from flows.repair import repair_index
-    from index.store import Store
-    from schemas.settings import IndexSettings
+    from citeline.flows.repair import repair_index
+    from citeline.index.store import Store
+    from citeline.schemas.settings import IndexSettings
 
     with cli_errors():
         stamp = Store(db).stamp()
@@ -348,4 +344,9 @@ cli.add_command(eval_command)
 
 
 def main() -> None:
+    """The console script: process settings first (they must precede Prefect's import), then the CLI."""
+    from citeline.tasks import env, log
+
+    env.apply()
+    log.configure()
     cli()

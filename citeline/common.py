@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from citeline.config import DEFAULTS
-from schemas.errors import CitelineError
+from citeline.schemas.errors import CitelineError
 
 
 def error_text(exc: BaseException) -> str:
@@ -28,7 +28,7 @@ def model_for(db: str, model: str | None) -> str:
     """The model asked for, else the one the index was built with, else the default."""
     if model:
         return model
-    from index.store import Store
+    from citeline.index.store import Store
 
     stamp = Store(db).stamp()
     return stamp.embed_model if stamp else DEFAULTS["model"]

@@ -1,7 +1,7 @@
 """Settings from command-line options and CITELINE_* environment variables."""
 from __future__ import annotations
 
-from schemas.settings import DEFAULT_DB, DEFAULT_MODEL
+from citeline.schemas.settings import DEFAULT_DB, DEFAULT_MODEL
 
 ENV_DB = "CITELINE_DB"
 ENV_MODEL = "CITELINE_MODEL"

@@ -7,12 +7,8 @@ from typing import Iterator
 
 import click
 
-from tasks import env
-
-env.apply()
-
-from citeline.config import ENV_MODEL  # noqa: E402
-from schemas.settings import DEFAULT_MODEL  # noqa: E402
+from citeline.config import ENV_MODEL
+from citeline.schemas.settings import DEFAULT_MODEL
 
 STRATEGIES = "A,B,C,D,E,F"
 RETRIEVERS = ("dense", "bm25", "hybrid", "rerank")
@@ -79,10 +75,10 @@ def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model,
     report.md, results.json and PNG plots into --out. Identical inputs give
     identical numbers; only the timings differ between runs.
     """
-    from evaluation.dataset import load_corpus
-    from evaluation.harness import EvalConfig, EvalError, run_evaluation
-    from evaluation.report import write
-    from schemas.errors import CitelineError
+    from citeline.evaluation.dataset import load_corpus
+    from citeline.evaluation.harness import EvalConfig, EvalError, run_evaluation
+    from citeline.evaluation.report import write
+    from citeline.schemas.errors import CitelineError
 
     if max(ks) > 20:
         raise click.UsageError(f"--k cut-offs must be at most the depth 20, got {max(ks)}")

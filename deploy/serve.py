@@ -9,13 +9,14 @@ Nothing in the package imports this file.
 import sys
 from pathlib import Path
 
-from tasks import env
+from citeline.tasks import env, log
 
-env.apply()
+env.apply()  # before Prefect is imported
 
-from flows.serve import serve_folder  # noqa: E402
-from schemas.settings import IndexSettings  # noqa: E402
+from citeline.flows.serve import serve_folder  # noqa: E402
+from citeline.schemas.settings import IndexSettings  # noqa: E402
 
 if __name__ == "__main__":
+    log.configure()
     root, db, cron = sys.argv[1:4]
     serve_folder(root, IndexSettings(db=str(Path(db).resolve())), cron)

@@ -12,8 +12,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.walk import list_files
-from schemas.errors import CitelineError
+from citeline.pipeline.walk import list_files
+from citeline.schemas.errors import CitelineError
 
 PHRASINGS = ("course", "ticket")
 OOD_KINDS = ("adjacent", "absurd")

@@ -20,8 +20,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
-from query.refuse import MAX_CHUNKS, gate, gate_score
-from schemas.retrieval import Refusal
+from citeline.query.refuse import MAX_CHUNKS, gate, gate_score
+from citeline.schemas.retrieval import Refusal
 
 COSINE = "cosine"
 RERANK = "rerank"

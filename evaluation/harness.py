@@ -22,20 +22,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from evaluation import gate as gates
-from evaluation.dataset import Corpus, Query
-from evaluation.metrics import DEPTH, collapse_ws, destroyed
-from evaluation.report import summarize
-from index.store import Store, chunk_table
-from pipeline.embed import get_embedder
-from pipeline.prepare import Prepared, prepare
-from pipeline.walk import list_files
-from query.refuse import MAX_CHUNKS
-from query.search import Searcher
-from schemas.errors import CitelineError
-from schemas.retrieval import BM25, DENSE, HYBRID, RERANK
-from schemas.settings import DEFAULT_MODEL, IndexSettings
-from schemas.stamp import PIPELINE_VERSION, IndexStamp
+from citeline.evaluation import gate as gates
+from citeline.evaluation.dataset import Corpus, Query
+from citeline.evaluation.metrics import DEPTH, collapse_ws, destroyed
+from citeline.evaluation.report import summarize
+from citeline.index.store import Store, chunk_table
+from citeline.pipeline.embed import get_embedder
+from citeline.pipeline.prepare import Prepared, prepare
+from citeline.pipeline.walk import list_files
+from citeline.query.refuse import MAX_CHUNKS
+from citeline.query.search import Searcher
+from citeline.schemas.errors import CitelineError
+from citeline.schemas.retrieval import BM25, DENSE, HYBRID, RERANK
+from citeline.schemas.settings import DEFAULT_MODEL, IndexSettings
+from citeline.schemas.stamp import PIPELINE_VERSION, IndexStamp
 
 STRATEGIES = ("A", "B", "C", "D", "E", "F")
 RETRIEVERS = (DENSE, BM25, HYBRID, RERANK)
@@ -180,8 +180,8 @@ class TokenCache:
         self._queries = {} if queries is None else queries  # shared across strategies
 
     def score(self, query: str, rows: Sequence[dict]) -> list[float]:
-        from query.maxsim import maxsim
-        from query.rerank import row_text
+        from citeline.query.maxsim import maxsim
+        from citeline.query.rerank import row_text
 
         texts = [row_text(r) for r in rows]
         self._fill(self._docs, texts)
@@ -189,7 +189,7 @@ class TokenCache:
         return maxsim(self._queries[query], [self._docs[t] for t in texts]).tolist()
 
     def _fill(self, cache: dict, texts: Sequence[str], batch: int = 16) -> None:
-        from query.maxsim import token_vectors
+        from citeline.query.maxsim import token_vectors
 
         embedder = self.reranker.embedder
         missing = sorted({t for t in texts if t not in cache}, key=lambda t: (len(t), t))
@@ -201,7 +201,7 @@ class TokenCache:
 def _cache_tokens(searcher: Searcher, queries: dict) -> None:
     """Give the searcher a token-caching copy of its default MaxSim reranker, if it has one."""
     try:
-        from query.rerank import MaxSimReranker
+        from citeline.query.rerank import MaxSimReranker
 
         default = searcher.default_reranker()
     except (ImportError, AttributeError):
@@ -295,12 +295,11 @@ class Harness:
 
 def _describe_reranker(searcher: Searcher) -> str | None:
     """E.g. "maxsim+cosine0.5 over the hybrid top 25", from what the query side exposes."""
-    import query.rerank
-    import query.search
+    from citeline.query import rerank, search
 
     name = getattr(getattr(searcher, "reranker", None), "name", None)
-    over = getattr(query.search, "RERANK_CANDIDATES", None)
-    depth = getattr(query.rerank, "DEFAULT_DEPTH", None)
+    over = getattr(search, "RERANK_CANDIDATES", None)
+    depth = getattr(rerank, "DEFAULT_DEPTH", None)
     return f"{name} over the {over} top {depth}" if name and over and depth else name
 
 

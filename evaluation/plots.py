@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evaluation.metrics import recall_at
+from citeline.evaluation.metrics import recall_at
 
 RECALL = "recall_at_k.png"
 DISTANCES = "distances.png"

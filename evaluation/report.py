@@ -13,11 +13,11 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from evaluation import gate as gates
-from evaluation.dataset import PHRASINGS, Corpus
-from evaluation.metrics import hits_at, mrr, recall_at, reciprocal_rank
-from evaluation.stats import paired, wilson
-from schemas.retrieval import BM25, DENSE, HYBRID, RERANK
+from citeline.evaluation import gate as gates
+from citeline.evaluation.dataset import PHRASINGS, Corpus
+from citeline.evaluation.metrics import hits_at, mrr, recall_at, reciprocal_rank
+from citeline.evaluation.stats import paired, wilson
+from citeline.schemas.retrieval import BM25, DENSE, HYBRID, RERANK
 
 SCHEMA_VERSION = 1
 ALPHA = 0.05  # a comparison "separates" two systems when the sign test's p is below this
@@ -295,7 +295,7 @@ def write(results: dict, out_dir: str | Path, plots: bool = True) -> Path:
     (out / RESULTS).write_text(dumps(results) + "\n", encoding="utf-8")
     images = []
     if plots:
-        from evaluation.plots import write_plots
+        from citeline.evaluation.plots import write_plots
 
         images = write_plots(results, out)
     report = out / REPORT

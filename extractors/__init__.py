@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import PurePath
 from types import ModuleType
 
-from schemas.errors import UnsupportedType
+from citeline.schemas.errors import UnsupportedType
 
-from extractors import media, ocr, pdf, sheet, text
+from citeline.extractors import media, ocr, pdf, sheet, text
 
 _REGISTRY: dict[str, ModuleType] = {}
 

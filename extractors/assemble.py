@@ -1,8 +1,8 @@
 """Canonical text built piece by piece, each piece's segment recorded as it is appended."""
 from __future__ import annotations
 
-from schemas.document import Segment
-from schemas.locator import Locator
+from citeline.schemas.document import Segment
+from citeline.schemas.locator import Locator
 
 
 class Assembler:

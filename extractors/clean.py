@@ -13,7 +13,7 @@ import time
 import unicodedata
 from collections.abc import Collection
 
-from schemas.errors import Timeout
+from citeline.schemas.errors import Timeout
 
 # Latin ligatures U+FB00–FB06 (ﬀ ﬁ ﬂ ﬃ ﬄ ﬅ ﬆ): NFKC applies to these codepoints only, so
 # no other character changes and no offset bookkeeping is needed.

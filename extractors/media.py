@@ -16,12 +16,12 @@ import struct
 import threading
 from pathlib import Path, PurePath
 
-from schemas.document import Canonical, Segment
-from schemas.errors import Corrupt, Empty, TooLarge, Truncated, UnsupportedType
-from schemas.locator import TimeSpan
-from schemas.options import ExtractOptions
+from citeline.schemas.document import Canonical, Segment
+from citeline.schemas.errors import Corrupt, Empty, TooLarge, Truncated, UnsupportedType
+from citeline.schemas.locator import TimeSpan
+from citeline.schemas.options import ExtractOptions
 
-from extractors.clean import Deadline, clean
+from citeline.extractors.clean import Deadline, clean
 
 NAME = "media"
 VERSION = "1"

@@ -26,13 +26,13 @@ import numpy as np
 import pytesseract
 from PIL import Image, ImageSequence, UnidentifiedImageError
 
-from schemas.document import Canonical
-from schemas.errors import Corrupt, Empty, NoText, Timeout, TooLarge, Truncated, Unreadable, UnsupportedType
-from schemas.locator import Page
-from schemas.options import ExtractOptions
+from citeline.schemas.document import Canonical
+from citeline.schemas.errors import Corrupt, Empty, NoText, Timeout, TooLarge, Truncated, Unreadable, UnsupportedType
+from citeline.schemas.locator import Page
+from citeline.schemas.options import ExtractOptions
 
-from extractors.assemble import Assembler
-from extractors.clean import Deadline, clean
+from citeline.extractors.assemble import Assembler
+from citeline.extractors.clean import Deadline, clean
 
 NAME = "image-ocr"
 VERSION = "1"

@@ -17,14 +17,14 @@ import numpy as np
 import pymupdf
 from PIL import Image
 
-from schemas.document import Canonical, Segment
-from schemas.errors import Corrupt, Empty, Encrypted, NoText, TooLarge, Truncated
-from schemas.locator import Page
-from schemas.options import ExtractOptions
+from citeline.schemas.document import Canonical, Segment
+from citeline.schemas.errors import Corrupt, Empty, Encrypted, NoText, TooLarge, Truncated
+from citeline.schemas.locator import Page
+from citeline.schemas.options import ExtractOptions
 
-from extractors.assemble import Assembler
-from extractors.clean import Deadline, clean
-from extractors.ocr import Block, Line, PageText, blocks_text, ocr_image, reading_order, vocabulary, word_ratio
+from citeline.extractors.assemble import Assembler
+from citeline.extractors.clean import Deadline, clean
+from citeline.extractors.ocr import Block, Line, PageText, blocks_text, ocr_image, reading_order, vocabulary, word_ratio
 
 NAME = "pdf"
 # 2: a page whose content stream MuPDF cannot decode is reported (a note, or "corrupt"

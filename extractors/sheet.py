@@ -23,12 +23,12 @@ import openpyxl
 from openpyxl.utils import get_column_letter, range_boundaries
 from openpyxl.utils.exceptions import InvalidFileException
 
-from schemas.document import Canonical, Segment
-from schemas.errors import Corrupt, Empty, Encrypted, NoText, TooLarge, UnsupportedType
-from schemas.locator import SheetRange
-from schemas.options import ExtractOptions
+from citeline.schemas.document import Canonical, Segment
+from citeline.schemas.errors import Corrupt, Empty, Encrypted, NoText, TooLarge, UnsupportedType
+from citeline.schemas.locator import SheetRange
+from citeline.schemas.options import ExtractOptions
 
-from extractors.clean import Deadline, clean
+from citeline.extractors.clean import Deadline, clean
 
 NAME = "xlsx"
 VERSION = "1"

@@ -6,9 +6,9 @@ import re
 import unicodedata
 from pathlib import PurePath
 
-from schemas.document import Canonical
-from schemas.errors import Empty, NoText, Undecodable
-from schemas.options import ExtractOptions
+from citeline.schemas.document import Canonical
+from citeline.schemas.errors import Empty, NoText, Undecodable
+from citeline.schemas.options import ExtractOptions
 
 NAME = "text"
 VERSION = "1"

@@ -10,11 +10,11 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from evaluation.dataset import load_corpus
-from evaluation.harness import STRATEGIES, EvalConfig, Harness, IndexCost, Run, load_embedder, workspace
-from evaluation.report import write
-from schemas.settings import DEFAULT_MODEL
-from tasks.log import get_logger
+from citeline.evaluation.dataset import load_corpus
+from citeline.evaluation.harness import STRATEGIES, EvalConfig, Harness, IndexCost, Run, load_embedder, workspace
+from citeline.evaluation.report import write
+from citeline.schemas.settings import DEFAULT_MODEL
+from citeline.tasks.log import get_logger
 
 ARTIFACT_KEY = "evaluation-report"
 

@@ -9,18 +9,18 @@ from prefect import flow
 from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from index.lock import writer_lock
-from pipeline.plan import SyncPlan, Todo, plan_sync
-from pipeline.walk import list_files
-from schemas.settings import IndexSettings
-from schemas.stamp import IndexStamp
-from schemas.status import DocError, Outcome, RunSummary
-from tasks.document import prepare_document, write_document
-from tasks.log import get_logger
-from tasks.record import forget_deleted, record_failures
-from tasks.report import publish_report
-from tasks.store import stamp_for, store_for
-from tasks.tokens import keeps_token_vectors, store_token_vectors
+from citeline.index.lock import writer_lock
+from citeline.pipeline.plan import SyncPlan, Todo, plan_sync
+from citeline.pipeline.walk import list_files
+from citeline.schemas.settings import IndexSettings
+from citeline.schemas.stamp import IndexStamp
+from citeline.schemas.status import DocError, Outcome, RunSummary
+from citeline.tasks.document import prepare_document, write_document
+from citeline.tasks.log import get_logger
+from citeline.tasks.record import forget_deleted, record_failures
+from citeline.tasks.report import publish_report
+from citeline.tasks.store import stamp_for, store_for
+from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
 
 RECORD_COLUMNS = ["doc_id", "root", "source", "path", "status", "sha256", "attempts", "created_at",
                   "extractor", "extractor_version", "pipeline_version", "embed_model", "strategy"]

@@ -6,15 +6,15 @@ from prefect.futures import wait
 from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from index.lock import writer_lock
-from schemas.settings import IndexSettings
-from schemas.stamp import IndexStamp
-from schemas.status import Failure
-from schemas.tables import chunks_table_name
-from tasks.log import get_logger
-from tasks.reembed import reembed_document
-from tasks.store import stamp_for, store_for
-from tasks.tokens import keeps_token_vectors, store_token_vectors
+from citeline.index.lock import writer_lock
+from citeline.schemas.settings import IndexSettings
+from citeline.schemas.stamp import IndexStamp
+from citeline.schemas.status import Failure
+from citeline.schemas.tables import chunks_table_name
+from citeline.tasks.log import get_logger
+from citeline.tasks.reembed import reembed_document
+from citeline.tasks.store import stamp_for, store_for
+from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
 
 
 @dataclass(frozen=True)

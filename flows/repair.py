@@ -6,20 +6,20 @@ from prefect import flow
 from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.ingest import RECORD_COLUMNS, run_documents
-from index.check import Violation, check_index
-from index.lock import writer_lock
-from index.repair import (
+from citeline.flows.ingest import RECORD_COLUMNS, run_documents
+from citeline.index.check import Violation, check_index
+from citeline.index.lock import writer_lock
+from citeline.index.repair import (
     Repair, delete_duplicates, delete_orphans, plan_repair, rebuild_full_text, remove_temp_files,
 )
-from pipeline.plan import Todo
-from pipeline.walk import SourceFile
-from schemas.settings import IndexSettings
-from schemas.stamp import IndexStamp
-from tasks.log import get_logger
-from tasks.record import record_failures
-from tasks.store import store_for
-from tasks.tokens import keeps_token_vectors, store_token_vectors
+from citeline.pipeline.plan import Todo
+from citeline.pipeline.walk import SourceFile
+from citeline.schemas.settings import IndexSettings
+from citeline.schemas.stamp import IndexStamp
+from citeline.tasks.log import get_logger
+from citeline.tasks.record import record_failures
+from citeline.tasks.store import store_for
+from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
 
 
 @dataclass(frozen=True)

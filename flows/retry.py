@@ -4,16 +4,16 @@ from pathlib import Path
 from prefect import flow
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.ingest import final_state, run_documents
-from index.lock import writer_lock
-from pipeline.plan import Todo
-from pipeline.walk import SourceFile
-from schemas.settings import IndexSettings
-from schemas.status import RunSummary
-from tasks.record import record_failures
-from tasks.report import publish_report
-from tasks.store import stamp_for, store_for
-from tasks.tokens import keeps_token_vectors, store_token_vectors
+from citeline.flows.ingest import final_state, run_documents
+from citeline.index.lock import writer_lock
+from citeline.pipeline.plan import Todo
+from citeline.pipeline.walk import SourceFile
+from citeline.schemas.settings import IndexSettings
+from citeline.schemas.status import RunSummary
+from citeline.tasks.record import record_failures
+from citeline.tasks.report import publish_report
+from citeline.tasks.store import stamp_for, store_for
+from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
 
 
 @flow(name="retry-failed", flow_run_name="retry failed in {settings.db}",

@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-from flows.ingest import index_folder
-from schemas.settings import IndexSettings
+from citeline.flows.ingest import index_folder
+from citeline.schemas.settings import IndexSettings
 
 
 def serve_folder(root: str, settings: IndexSettings, cron: str, name: str | None = None) -> None:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from index.store import Store
-from schemas.stamp import IndexStamp
+from citeline.index.store import Store
+from citeline.schemas.stamp import IndexStamp
 
 STAMP_COLUMNS = ("embed_model", "embed_dim", "pipeline_version", "strategy")
 

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from schemas.errors import IndexBusy
+from citeline.schemas.errors import IndexBusy
 
 LOCK_NAME = ".citeline-writer.lock"
 

@@ -19,8 +19,8 @@ from typing import Sequence
 
 import numpy as np
 
-from index.sql import sql_in
-from index.tokens import TokenVectors
+from citeline.index.sql import sql_in
+from citeline.index.tokens import TokenVectors
 
 ANN_EF = 400  # HNSW candidates per search: recall@10 0.99 at 100k; the default (1.5 k) gave 0.67
 ANN_REFINE = 5  # candidates per result re-ranked on the full vectors (the index stores them quantised)

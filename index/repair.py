@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from index.check import Violation
-from index.sql import sql_in
-from index.store import Store
+from citeline.index.check import Violation
+from citeline.index.sql import sql_in
+from citeline.index.store import Store
 
 # Rules whose cure is to index the document again: its rows are wrong or missing.
 REINDEX_RULES = frozenset({"chunk_count", "empty", "quote", "stamp", "norm", "duplicate"})

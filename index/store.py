@@ -9,12 +9,12 @@ import lancedb
 import pyarrow as pa
 from lancedb.index import BTree, HnswSq
 
-from index.reader import ChunkReader, has_vector_index
-from index.sql import sql_in, sql_str
-from index.tokens import TokenVectors
-from schemas.errors import IndexMismatch
-from schemas.stamp import IndexStamp
-from schemas.tables import (
+from citeline.index.reader import ChunkReader, has_vector_index
+from citeline.index.sql import sql_in, sql_str
+from citeline.index.tokens import TokenVectors
+from citeline.schemas.errors import IndexMismatch
+from citeline.schemas.stamp import IndexStamp
+from citeline.schemas.tables import (
     CHUNKS_PREFIX, DOCUMENTS, DOCUMENTS_SCHEMA, META, META_SCHEMA, STAMP_KEY, TOKENS_PREFIX, chunks_schema,
     chunks_table_name,
 )

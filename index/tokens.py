@@ -15,9 +15,9 @@ from typing import Iterable, Sequence
 import numpy as np
 import pyarrow as pa
 
-from index.sql import sql_in
-from schemas.stamp import IndexStamp
-from schemas.tables import TOKENS_SCHEMA, chunks_table_name, tokens_table_name
+from citeline.index.sql import sql_in
+from citeline.schemas.stamp import IndexStamp
+from citeline.schemas.tables import TOKENS_SCHEMA, chunks_table_name, tokens_table_name
 
 
 class TokenVectors:

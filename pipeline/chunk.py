@@ -22,8 +22,8 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from pipeline.sentences import sentence_spans
-from schemas.document import Chunk
+from citeline.pipeline.sentences import sentence_spans
+from citeline.schemas.document import Chunk
 
 CHUNKER_VERSION = "1"
 

@@ -17,7 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from schemas.settings import DEFAULT_MODEL
+from citeline.schemas.settings import DEFAULT_MODEL
 
 # alias -> (name stamped on rows, function returning the packaged folder)
 _PACKAGED = {

@@ -15,9 +15,9 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 
-from schemas.document import Canonical
-from schemas.errors import Corrupt, Timeout
-from schemas.options import ExtractOptions
+from citeline.schemas.document import Canonical
+from citeline.schemas.errors import Corrupt, Timeout
+from citeline.schemas.options import ExtractOptions
 
 _local = threading.local()
 # A small grace beyond the extractor's own deadline, so its clean Timeout (which says

@@ -5,8 +5,8 @@ import json
 from dataclasses import asdict
 from typing import Sequence
 
-from schemas.document import Segment
-from schemas.locator import Locator
+from citeline.schemas.document import Segment
+from citeline.schemas.locator import Locator
 
 
 def locators_for(start: int, end: int, segments: Sequence[Segment]) -> list[Locator]:

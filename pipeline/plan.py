@@ -4,10 +4,11 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-import extractors
-from pipeline.prepare import SNIFF_BYTES, doc_id_for
-from pipeline.walk import SourceFile
-from schemas.stamp import IndexStamp
+from citeline import extractors
+
+from citeline.pipeline.prepare import SNIFF_BYTES, doc_id_for
+from citeline.pipeline.walk import SourceFile
+from citeline.schemas.stamp import IndexStamp
 
 
 @dataclass(frozen=True)

@@ -12,18 +12,19 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import extractors
-from pipeline.chunk import CHUNKER_VERSION, chunk_document
-from pipeline.embed import Embedder
-from pipeline.isolate import extract_isolated
-from pipeline.locate import locators_for, locators_json
-from pipeline.walk import SourceFile
-from schemas.document import Canonical, Chunk, segments_from_json
-from schemas.errors import DocumentError, TooLarge, Unreadable, Vanished
-from schemas.options import ExtractOptions
-from schemas.settings import IndexSettings
-from schemas.stamp import IndexStamp, Stamp
-from schemas.status import Stage
+from citeline import extractors
+
+from citeline.pipeline.chunk import CHUNKER_VERSION, chunk_document
+from citeline.pipeline.embed import Embedder
+from citeline.pipeline.isolate import extract_isolated
+from citeline.pipeline.locate import locators_for, locators_json
+from citeline.pipeline.walk import SourceFile
+from citeline.schemas.document import Canonical, Chunk, segments_from_json
+from citeline.schemas.errors import DocumentError, TooLarge, Unreadable, Vanished
+from citeline.schemas.options import ExtractOptions
+from citeline.schemas.settings import IndexSettings
+from citeline.schemas.stamp import IndexStamp, Stamp
+from citeline.schemas.status import Stage
 
 SNIFF_BYTES = 8192
 

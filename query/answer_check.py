@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from schemas.retrieval import AnswerCheck
+from citeline.schemas.retrieval import AnswerCheck
 
 _NUMBERS = r"\[\s*\d+(?:\s*,\s*\d+)*\s*\]"
 _GROUP = re.compile(r"(?P<pre>[ \t]*)(?P<group>" + _NUMBERS + ")")

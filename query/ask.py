@@ -9,15 +9,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from query.answer_check import check_answer
-from query.cite import build_citations
-from query.llm import ChatClient
-from query.prompt import build_prompt
-from query.refuse import MAX_CHUNKS, gate, gate_score
-from query.rerank import DEFAULT_DEPTH
-from query.search import RERANK_CANDIDATES, Searcher
-from query.thresholds import cosine_cut, rerank_cut
-from schemas.retrieval import BM25, DENSE, HYBRID, RERANK, AnswerCheck, Citation, Refusal
+from citeline.query.answer_check import check_answer
+from citeline.query.cite import build_citations
+from citeline.query.llm import ChatClient
+from citeline.query.prompt import build_prompt
+from citeline.query.refuse import MAX_CHUNKS, gate, gate_score
+from citeline.query.rerank import DEFAULT_DEPTH
+from citeline.query.search import RERANK_CANDIDATES, Searcher
+from citeline.query.thresholds import cosine_cut, rerank_cut
+from citeline.schemas.retrieval import BM25, DENSE, HYBRID, RERANK, AnswerCheck, Citation, Refusal
 
 RETRIEVERS = (DENSE, BM25, HYBRID, RERANK)
 DEFAULT_RETRIEVER = RERANK  # best R@1 and MRR on dev with the paired test (docs/query.md)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
-from schemas.locator import CharRange, Locator, Page, SheetRange, TimeSpan, locator_from_dict
-from schemas.retrieval import Citation
+from citeline.schemas.locator import CharRange, Locator, Page, SheetRange, TimeSpan, locator_from_dict
+from citeline.schemas.retrieval import Citation
 
 
 def build_citations(rows: Sequence[Mapping]) -> list[Citation]:

@@ -9,7 +9,7 @@ import math
 from collections.abc import Sequence
 from fractions import Fraction
 
-from schemas.retrieval import HYBRID, Hit
+from citeline.schemas.retrieval import HYBRID, Hit
 
 
 def rrf(

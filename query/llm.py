@@ -13,7 +13,7 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from schemas.errors import LLMError
+from citeline.schemas.errors import LLMError
 
 ENV_URL = "CITELINE_LLM_URL"
 ENV_MODEL = "CITELINE_LLM_MODEL"

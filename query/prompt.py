@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from schemas.retrieval import Citation
+from citeline.schemas.retrieval import Citation
 
 INSTRUCTIONS = (
     "Answer using ONLY the numbered sources below. Cite every claim as [n].\n"

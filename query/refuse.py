@@ -17,7 +17,7 @@ import math
 from collections.abc import Sequence
 from typing import Callable, TypeVar, Union
 
-from schemas.retrieval import DENSE, Hit, Refusal
+from citeline.schemas.retrieval import DENSE, Hit, Refusal
 
 T = TypeVar("T", bound=Union[Hit, tuple])
 

@@ -27,9 +27,9 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from query.maxsim import maxsim, mix, token_vectors
-from schemas.errors import CitelineError
-from schemas.retrieval import RERANK
+from citeline.query.maxsim import maxsim, mix, token_vectors
+from citeline.schemas.errors import CitelineError
+from citeline.schemas.retrieval import RERANK
 
 ENV_RERANKER = "CITELINE_RERANKER"
 MAXSIM = "maxsim"

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from index.reader import ChunkReader
-from index.store import Store
-from pipeline.embed import Embedder
-from query.fuse import rrf
-from query.rerank import DEFAULT_DEPTH, MaxSimReranker, Reranker, rerank
-from schemas.errors import IndexMismatch
-from schemas.retrieval import BM25, DENSE, HYBRID, RERANK
-from schemas.stamp import IndexStamp
+from citeline.index.reader import ChunkReader
+from citeline.index.store import Store
+from citeline.pipeline.embed import Embedder
+from citeline.query.fuse import rrf
+from citeline.query.rerank import DEFAULT_DEPTH, MaxSimReranker, Reranker, rerank
+from citeline.schemas.errors import IndexMismatch
+from citeline.schemas.retrieval import BM25, DENSE, HYBRID, RERANK
+from citeline.schemas.stamp import IndexStamp
 
 RESULT_COLUMNS = ["chunk_id", "doc_id", "path", "title", "section", "start", "end", "content", "locators"]
 RRF_K = 60

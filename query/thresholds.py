@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from schemas.errors import CitelineError
+from citeline.schemas.errors import CitelineError
 
 # Chosen from the dev-corpus sweep in docs/query.md (bench/query_latency.py --quality).
 COSINE_CUTS: dict[str, float] = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-from schemas.locator import Locator, locator_from_dict
+from citeline.schemas.locator import Locator, locator_from_dict
 
 
 @dataclass(frozen=True)

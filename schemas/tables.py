@@ -5,7 +5,7 @@ import hashlib
 
 import pyarrow as pa
 
-from schemas.stamp import IndexStamp
+from citeline.schemas.stamp import IndexStamp
 
 DOCUMENTS = "documents"
 META = "meta"  # key/value rows; "active" names the chunks table queries use

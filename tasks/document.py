@@ -13,15 +13,15 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Failed
 
-from index.store import chunk_table
-from pipeline.plan import Todo
-from pipeline.prepare import Prepared, error_kind, prepare
-from schemas.errors import DocumentError
-from schemas.settings import IndexSettings
-from schemas.stamp import IndexStamp
-from schemas.status import DocError, Outcome
-from tasks.log import get_logger
-from tasks.store import embedder_for, store_for, write_lock
+from citeline.index.store import chunk_table
+from citeline.pipeline.plan import Todo
+from citeline.pipeline.prepare import Prepared, error_kind, prepare
+from citeline.schemas.errors import DocumentError
+from citeline.schemas.settings import IndexSettings
+from citeline.schemas.stamp import IndexStamp
+from citeline.schemas.status import DocError, Outcome
+from citeline.tasks.log import get_logger
+from citeline.tasks.store import embedder_for, store_for, write_lock
 
 
 def is_transient(task, task_run, state) -> bool:

@@ -4,13 +4,13 @@ from __future__ import annotations
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from pipeline.plan import Todo
-from pipeline.prepare import doc_id_for
-from schemas.settings import IndexSettings
-from schemas.stamp import IndexStamp
-from schemas.status import DocError, Failure
-from tasks.log import get_logger
-from tasks.store import store_for, write_lock
+from citeline.pipeline.plan import Todo
+from citeline.pipeline.prepare import doc_id_for
+from citeline.schemas.settings import IndexSettings
+from citeline.schemas.stamp import IndexStamp
+from citeline.schemas.status import DocError, Failure
+from citeline.tasks.log import get_logger
+from citeline.tasks.store import store_for, write_lock
 
 
 @task(name="record-failures", cache_policy=NO_CACHE, persist_result=False)

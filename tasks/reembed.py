@@ -4,15 +4,15 @@ from __future__ import annotations
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from index.sql import sql_str
-from index.store import chunk_table
-from pipeline.chunk import chunk_document
-from pipeline.prepare import chunk_id_for, rechunk
-from schemas.settings import IndexSettings
-from schemas.stamp import IndexStamp
-from schemas.tables import chunks_table_name
-from tasks.log import get_logger
-from tasks.store import embedder_for, store_for, write_lock
+from citeline.index.sql import sql_str
+from citeline.index.store import chunk_table
+from citeline.pipeline.chunk import chunk_document
+from citeline.pipeline.prepare import chunk_id_for, rechunk
+from citeline.schemas.settings import IndexSettings
+from citeline.schemas.stamp import IndexStamp
+from citeline.schemas.tables import chunks_table_name
+from citeline.tasks.log import get_logger
+from citeline.tasks.store import embedder_for, store_for, write_lock
 
 
 @task(task_run_name="reindex {record[path]}", cache_policy=NO_CACHE, persist_result=False)

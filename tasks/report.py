@@ -7,7 +7,7 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from schemas.status import RunSummary
+from citeline.schemas.status import RunSummary
 
 
 @task(name="publish-report", cache_policy=NO_CACHE, persist_result=False)

@@ -4,10 +4,10 @@ from __future__ import annotations
 import threading
 from functools import lru_cache
 
-from index.store import Store
-from pipeline.embed import Embedder, get_embedder, resolve_model
-from schemas.settings import IndexSettings
-from schemas.stamp import PIPELINE_VERSION, IndexStamp
+from citeline.index.store import Store
+from citeline.pipeline.embed import Embedder, get_embedder, resolve_model
+from citeline.schemas.settings import IndexSettings
+from citeline.schemas.stamp import PIPELINE_VERSION, IndexStamp
 
 # Task threads of one run write one at a time; other processes are kept out by index.lock.
 _WRITE_LOCK = threading.Lock()

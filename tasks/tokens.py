@@ -6,13 +6,13 @@ from typing import Callable
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from index.store import Store
-from index.tokens import TokenVectors
-from query.maxsim import token_vectors
-from schemas.settings import IndexSettings
-from schemas.stamp import IndexStamp
-from tasks.log import get_logger
-from tasks.store import embedder_for, store_for
+from citeline.index.store import Store
+from citeline.index.tokens import TokenVectors
+from citeline.query.maxsim import token_vectors
+from citeline.schemas.settings import IndexSettings
+from citeline.schemas.stamp import IndexStamp
+from citeline.tasks.log import get_logger
+from citeline.tasks.store import embedder_for, store_for
 
 BATCH = 64  # chunks encoded, then committed, at a time: a kill loses at most one batch of work
 

@@ -4,9 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from tasks import env
+from citeline.tasks import env, log
 
+# The test session is an entry point like the CLI: settings before Prefect is imported.
 env.apply()
+log.configure()
 
 DEV_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "dev"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "docs"

@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from citeline.ask_cmd import ask
-from index.store import Store
-from pipeline.embed import get_embedder
-from query.search import Searcher
-from schemas.errors import IndexMismatch
+from citeline.index.store import Store
+from citeline.pipeline.embed import get_embedder
+from citeline.query.search import Searcher
+from citeline.schemas.errors import IndexMismatch
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
 IN_DOMAIN = "What does dropout zero out during training?"
@@ -28,8 +28,8 @@ pytestmark = [pytest.mark.model]
 @pytest.fixture(scope="module")
 def db(tmp_path_factory, prefect_harness) -> str:
     """examples/docs indexed once with the index flow (strategy E)."""
-    from flows.ingest import index_folder
-    from schemas.settings import IndexSettings
+    from citeline.flows.ingest import index_folder
+    from citeline.schemas.settings import IndexSettings
 
     folder = tmp_path_factory.mktemp("docs")
     for doc in EXAMPLES.glob("*.md"):

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from citeline.cli import cli
-from index.store import Store
+from citeline.index.store import Store
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
 

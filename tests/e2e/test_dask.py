@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from index.check import check_index
-from index.store import Store
+from citeline.index.check import check_index
+from citeline.index.store import Store
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 

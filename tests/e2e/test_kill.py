@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from index.check import check_index
-from index.store import Store
+from citeline.index.check import check_index
+from citeline.index.store import Store
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
 pytestmark = [pytest.mark.model, pytest.mark.slow]

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from citeline.cli import cli
-from index.store import Store
+from citeline.index.store import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 import make  # noqa: E402
@@ -69,7 +69,7 @@ def search(db, query, k=3):
 
 
 def test_pdf_hit_cites_the_pages_its_quote_is_on(db):
-    from schemas.document import segments_from_json
+    from citeline.schemas.document import segments_from_json
 
     hit = search(db, "turbine inspection interval hours")[0]
     assert hit["document"] in ("report.pdf", "open.pdf")  # the same pages, one of them encrypted

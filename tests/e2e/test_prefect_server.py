@@ -106,7 +106,7 @@ def test_served_deployment_syncs_the_folder_when_triggered(server, tmp_path):
     finally:
         serving.terminate()
         serving.wait(timeout=30)
-    from index.store import Store
+    from citeline.index.store import Store
 
     store = Store(str(db))
     assert store.count_chunks() == sum(r["chunk_count"] for r in store.document_rows(["chunk_count"])) > 0

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from flows.evaluate import ARTIFACT_KEY, evaluate
+from citeline.flows.evaluate import ARTIFACT_KEY, evaluate
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("prefect_harness")]
 
@@ -58,9 +58,9 @@ def test_evaluate_flow_publishes_the_report(tmp_path):
 
 def test_token_cache_scores_like_the_query_side(tmp_path):
     """The harness's cached MaxSim gives the query side's rerank order and scores."""
-    from evaluation.dataset import load_corpus
-    from evaluation.harness import EvalConfig, QueryCache, TokenCache, _cache_tokens, index_strategy, load_embedder
-    from query.search import Searcher
+    from citeline.evaluation.dataset import load_corpus
+    from citeline.evaluation.harness import EvalConfig, QueryCache, TokenCache, _cache_tokens, index_strategy, load_embedder
+    from citeline.query.search import Searcher
 
     corpus = load_corpus(tiny_corpus(tmp_path / "corpus"))
     config = EvalConfig()

@@ -5,13 +5,13 @@ from pathlib import Path
 import lancedb
 import pytest
 
-from flows.ingest import index_folder
-from index.check import check_index
-from index.lock import writer_lock
-from index.store import Store
-from schemas.errors import IndexBusy, IndexMismatch
-from schemas.settings import IndexSettings
-from schemas.stamp import IndexStamp
+from citeline.flows.ingest import index_folder
+from citeline.index.check import check_index
+from citeline.index.lock import writer_lock
+from citeline.index.store import Store
+from citeline.schemas.errors import IndexBusy, IndexMismatch
+from citeline.schemas.settings import IndexSettings
+from citeline.schemas.stamp import IndexStamp
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("prefect_harness")]
 
@@ -147,7 +147,7 @@ def test_operators_see_failures_in_prefect(docs, tmp_path):
 
 
 def test_retry_runs_only_failed_documents(docs, tmp_path):
-    from flows.retry import retry_failed
+    from citeline.flows.retry import retry_failed
 
     s = settings(tmp_path)
     broken = docs / "later.md"
@@ -166,8 +166,9 @@ def test_retry_runs_only_failed_documents(docs, tmp_path):
 def test_a_hanging_extractor_fails_alone_at_the_time_limit(docs, tmp_path, monkeypatch):
     import sys
 
-    import extractors
-    from pipeline import isolate
+    from citeline import extractors
+
+    from citeline.pipeline import isolate
 
     fixtures = str(Path(__file__).resolve().parents[1] / "fixtures")
     monkeypatch.syspath_prepend(fixtures)

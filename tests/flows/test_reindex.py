@@ -3,17 +3,17 @@ import importlib.util
 
 import pytest
 
-from flows.ingest import index_folder
-from flows.reindex import reindex
-from index.check import check_index
-from index.store import Store
-from pipeline.embed import get_embedder
-from query.search import Searcher
-from schemas.errors import IndexMismatch
-from schemas.settings import IndexSettings
-from schemas.tables import chunks_table_name
-from tasks.reembed import reembed_document
-from tasks.store import stamp_for
+from citeline.flows.ingest import index_folder
+from citeline.flows.reindex import reindex
+from citeline.index.check import check_index
+from citeline.index.store import Store
+from citeline.pipeline.embed import get_embedder
+from citeline.query.search import Searcher
+from citeline.schemas.errors import IndexMismatch
+from citeline.schemas.settings import IndexSettings
+from citeline.schemas.tables import chunks_table_name
+from citeline.tasks.reembed import reembed_document
+from citeline.tasks.store import stamp_for
 
 pytestmark = [
     pytest.mark.model,

@@ -8,10 +8,10 @@ import pytest
 from click.testing import CliRunner
 
 from citeline.cli import cli
-from flows.ingest import index_folder
-from index.check import check_index
-from index.store import Store
-from schemas.settings import IndexSettings
+from citeline.flows.ingest import index_folder
+from citeline.index.check import check_index
+from citeline.index.store import Store
+from citeline.schemas.settings import IndexSettings
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("prefect_harness")]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
@@ -46,7 +46,7 @@ def rows_of(store: Store, doc_id: str) -> list[dict]:
 
 
 def test_repair_refuses_while_another_process_writes_the_index(original, tmp_path):
-    from index.lock import writer_lock
+    from citeline.index.lock import writer_lock
 
     store, _, _ = indexed(original, tmp_path)
     with writer_lock(store.uri):

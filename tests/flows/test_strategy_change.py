@@ -1,12 +1,14 @@
 """A chunking-strategy change re-chunks the stored canonical text: nothing is extracted again."""
 import pytest
 
-import pipeline.prepare
-from flows.ingest import index_folder
-from flows.reindex import reindex
-from index.check import check_index
-from index.store import Store
-from schemas.settings import IndexSettings
+import citeline.pipeline.prepare
+from citeline import pipeline
+
+from citeline.flows.ingest import index_folder
+from citeline.flows.reindex import reindex
+from citeline.index.check import check_index
+from citeline.index.store import Store
+from citeline.schemas.settings import IndexSettings
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("prefect_harness")]
 

@@ -2,14 +2,14 @@
 import numpy as np
 import pytest
 
-from flows.ingest import index_folder
-from flows.reindex import reindex
-from index.store import Store
-from index.tokens import TokenVectors
-from pipeline.embed import get_embedder
-from query.rerank import MaxSimReranker
-from query.search import Searcher
-from schemas.settings import IndexSettings
+from citeline.flows.ingest import index_folder
+from citeline.flows.reindex import reindex
+from citeline.index.store import Store
+from citeline.index.tokens import TokenVectors
+from citeline.pipeline.embed import get_embedder
+from citeline.query.rerank import MaxSimReranker
+from citeline.query.search import Searcher
+from citeline.schemas.settings import IndexSettings
 
 pytestmark = pytest.mark.model
 QUESTION = "Why does dropout only apply during training?"
@@ -77,7 +77,7 @@ def test_gc_drops_the_token_table_with_its_chunks_table(docs, tmp_path):
 
 
 def test_retry_fills_the_vectors_of_documents_it_indexes(docs, tmp_path):
-    from flows.retry import retry_failed
+    from citeline.flows.retry import retry_failed
 
     broken = docs / "late.md"
     broken.write_bytes(b"# Late\n\nCaf\xe9 latin-1 bytes fail as undecodable.\n")

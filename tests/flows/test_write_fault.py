@@ -3,13 +3,13 @@ from pathlib import Path
 
 import pytest
 
-from flows.ingest import index_folder
-from index.check import check_index
-from index.store import Store
-from pipeline.embed import get_embedder
-from pipeline.prepare import doc_id_for
-from query.search import Searcher
-from schemas.settings import IndexSettings
+from citeline.flows.ingest import index_folder
+from citeline.index.check import check_index
+from citeline.index.store import Store
+from citeline.pipeline.embed import get_embedder
+from citeline.pipeline.prepare import doc_id_for
+from citeline.query.search import Searcher
+from citeline.schemas.settings import IndexSettings
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("prefect_harness")]
 

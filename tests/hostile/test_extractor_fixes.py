@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from extractors import pdf, text
-from schemas.errors import Corrupt, Empty
+from citeline.extractors import pdf, text
+from citeline.schemas.errors import Corrupt, Empty
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 import make  # noqa: E402

@@ -14,10 +14,10 @@ from typing import Callable
 
 import pytest
 
-from flows import ingest
-from index.check import check_index
-from index.store import Store
-from schemas.settings import IndexSettings
+from citeline.flows import ingest
+from citeline.index.check import check_index
+from citeline.index.store import Store
+from citeline.schemas.settings import IndexSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 import make  # noqa: E402

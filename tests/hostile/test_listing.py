@@ -1,7 +1,7 @@
 """Listing a hostile folder: only regular files inside the root are documents."""
 import os
 
-from pipeline.walk import list_files
+from citeline.pipeline.walk import list_files
 
 
 def test_loops_pipes_dangling_and_escaping_links_are_not_listed(tmp_path):

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from pipeline.prepare import read_source
-from schemas.errors import TooLarge, Unreadable, Vanished
+from citeline.pipeline.prepare import read_source
+from citeline.schemas.errors import TooLarge, Unreadable, Vanished
 
 
 class AtOpen:
@@ -108,8 +108,8 @@ def test_no_read_permission_as_an_unprivileged_user():
             handle.write("nobody may read this\n")
         os.chmod(path, 0)
         code = ("import os\n"
-                "from pipeline.prepare import read_source\n"
-                "from schemas.errors import Unreadable\n"
+                "from citeline.pipeline.prepare import read_source\n"
+                "from citeline.schemas.errors import Unreadable\n"
                 "os.setgid(65534); os.setuid(65534)\n"
                 f"try: read_source({path!r}, 1 << 20)\n"
                 "except Unreadable as e: print(e.kind, e)\n")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from query.answer_check import check_answer, says_not_in_sources, split_sentences
+from citeline.query.answer_check import check_answer, says_not_in_sources, split_sentences
 
 
 def test_fully_cited_answer_passes_unchanged():

@@ -7,11 +7,11 @@ import pytest
 from click.testing import CliRunner
 
 from citeline.ask_cmd import ask as ask_command
-from query.ask import Answer, AskOptions, apply_gate, ask, generate
-from query.thresholds import COSINE_CUTS, Retrieved, Uncalibrated, cosine_cut, over, sweep, under
-from schemas.errors import CitelineError
-from schemas.retrieval import Refusal
-from schemas.stamp import IndexStamp
+from citeline.query.ask import Answer, AskOptions, apply_gate, ask, generate
+from citeline.query.thresholds import COSINE_CUTS, Retrieved, Uncalibrated, cosine_cut, over, sweep, under
+from citeline.schemas.errors import CitelineError
+from citeline.schemas.retrieval import Refusal
+from citeline.schemas.stamp import IndexStamp
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 JSON_KEYS = ["query", "refused", "threshold", "citations", "prompt"]

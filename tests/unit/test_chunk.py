@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.chunk import (
+from citeline.pipeline.chunk import (
     CHUNKER_VERSION,
     STRATEGIES,
     Strategy,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from pipeline.chunk import STRATEGIES, chunk_document
+from citeline.pipeline.chunk import STRATEGIES, chunk_document
 
 TITLE = "Tïtle"
 

@@ -6,9 +6,9 @@ from dataclasses import asdict
 
 import pytest
 
-from query.cite import build_citations, citation_from_row, verify_quote
-from schemas.locator import CharRange, Page, SheetRange, TimeSpan
-from schemas.retrieval import Citation
+from citeline.query.cite import build_citations, citation_from_row, verify_quote
+from citeline.schemas.locator import CharRange, Page, SheetRange, TimeSpan
+from citeline.schemas.retrieval import Citation
 
 CANONICAL = (
     "# Guide\n\n"

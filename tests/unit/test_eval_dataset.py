@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from evaluation.dataset import DatasetError, load_corpus
+from citeline.evaluation.dataset import DatasetError, load_corpus
 
 DOC = "# Title\n\nSome intro.\n\n## Part\n\nThe answer sentence is here. More text.\n"
 NEEDLE = "The answer sentence is here."

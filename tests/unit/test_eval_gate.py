@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from evaluation.gate import (
+from citeline.evaluation.gate import (
     COSINE, RERANK, GatePoint, GateQuery, best_ood, cosine_grid, frontier, gate_point, passing, recommend,
     score_grid, separable, worst_answer,
 )

@@ -14,11 +14,11 @@ import pytest
 from click.testing import CliRunner
 
 from citeline.eval_cmd import eval_command
-from evaluation import harness as harness_module
-from evaluation.dataset import load_corpus
-from evaluation.harness import EvalConfig, EvalError, run_evaluation
-from evaluation.report import RESULTS, dumps
-from query.search import Searcher
+from citeline.evaluation import harness as harness_module
+from citeline.evaluation.dataset import load_corpus
+from citeline.evaluation.harness import EvalConfig, EvalError, run_evaluation
+from citeline.evaluation.report import RESULTS, dumps
+from citeline.query.search import Searcher
 
 CUT = "The zebra protocol retransmits every lost packet after exactly seven heartbeats."
 SECOND = "Quokka caches expire when the lighthouse counter reaches ninety."

@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from evaluation.dataset import load_corpus
-from evaluation.harness import EvalConfig, IndexCost, QueryResult, Run
-from evaluation.report import comparisons, dumps, render, sentence, summarize, write
+from citeline.evaluation.dataset import load_corpus
+from citeline.evaluation.harness import EvalConfig, IndexCost, QueryResult, Run
+from citeline.evaluation.report import comparisons, dumps, render, sentence, summarize, write
 
 NAN = math.nan
 

@@ -2,10 +2,10 @@
 import cloudpickle
 import pytest
 
-from flows.ingest import index_folder
-from flows.reindex import reindex
-from flows.retry import retry_failed
-from tasks.document import prepare_document, write_document
+from citeline.flows.ingest import index_folder
+from citeline.flows.reindex import reindex
+from citeline.flows.retry import retry_failed
+from citeline.tasks.document import prepare_document, write_document
 
 
 @pytest.mark.parametrize("obj", [index_folder, reindex, retry_failed, prepare_document, write_document],

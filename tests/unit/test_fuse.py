@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from query.fuse import rrf
-from schemas.retrieval import Hit
+from citeline.query.fuse import rrf
+from citeline.schemas.retrieval import Hit
 
 
 def test_scores_are_sums_of_reciprocal_ranks_with_k_60():

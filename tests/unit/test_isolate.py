@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import isolate
-from schemas.errors import Corrupt, Timeout
-from schemas.options import ExtractOptions
+from citeline.pipeline import isolate
+from citeline.schemas.errors import Corrupt, Timeout
+from citeline.schemas.options import ExtractOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 MODULE = "hostile_extractors"
@@ -36,10 +36,10 @@ def test_a_crashing_parser_fails_the_document_not_the_process():
 def test_real_pdf_extracts_the_same_in_the_worker():
     import pymupdf
 
-    from extractors import pdf
+    from citeline.extractors import pdf
 
     doc = pymupdf.open()
     doc.new_page().insert_text((72, 72), "The quick brown fox jumps over the lazy dog.")
     data = doc.tobytes()
     inside = pdf.extract(data, "a.pdf", ExtractOptions())
-    assert isolate.extract_isolated("extractors.pdf", data, "a.pdf", ExtractOptions()) == inside
+    assert isolate.extract_isolated("citeline.extractors.pdf", data, "a.pdf", ExtractOptions()) == inside

@@ -9,11 +9,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from query.answer_check import check_answer
-from query.llm import ChatClient, chat_url
-from query.prompt import build_prompt
-from schemas.errors import CitelineError, LLMError
-from schemas.retrieval import Citation
+from citeline.query.answer_check import check_answer
+from citeline.query.llm import ChatClient, chat_url
+from citeline.query.prompt import build_prompt
+from citeline.schemas.errors import CitelineError, LLMError
+from citeline.schemas.retrieval import Citation
 
 GOOD = "Paged attention splits the KV cache into blocks [1]. Blocks hold 16 tokens [2]."
 BAD = (

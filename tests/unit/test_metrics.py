@@ -5,7 +5,7 @@ import copy
 
 import pytest
 
-from evaluation.metrics import (
+from citeline.evaluation.metrics import (
     collapse_ws,
     contains_needle,
     destroyed,

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from query.prompt import build_prompt
-from schemas.retrieval import Citation
+from citeline.query.prompt import build_prompt
+from citeline.schemas.retrieval import Citation
 
 
 def _cite(index: int, document: str, label: str, quote: str) -> Citation:

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from index.store import Store, chunk_table
-from schemas.stamp import IndexStamp
+from citeline.index.store import Store, chunk_table
+from citeline.schemas.stamp import IndexStamp
 
 STAMP = IndexStamp(embed_model="synthetic", embed_dim=32)
 COLUMNS = ["chunk_id", "doc_id", "content"]

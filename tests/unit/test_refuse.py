@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from query.refuse import gate, gate_score
-from schemas.retrieval import Hit, Refusal
+from citeline.query.refuse import gate, gate_score
+from citeline.schemas.retrieval import Hit, Refusal
 
 
 def test_keeps_hits_strictly_under_the_cut_in_ranking_order():

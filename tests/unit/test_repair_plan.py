@@ -1,6 +1,6 @@
 """Which fix each `citeline check` violation gets."""
-from index.check import Violation
-from index.repair import plan_repair
+from citeline.index.check import Violation
+from citeline.index.repair import plan_repair
 
 
 def test_each_violation_gets_its_safe_fix():

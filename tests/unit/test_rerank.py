@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from query.maxsim import maxsim, mix, zscore
-from query.rerank import (
+from citeline.query.maxsim import maxsim, mix, zscore
+from citeline.query.rerank import (
     CrossEncoderReranker, MaxSimReranker, Reranker, RerankerUnavailable, get_reranker, rerank,
 )
-from schemas.errors import CitelineError
+from citeline.schemas.errors import CitelineError
 
 
 class Fixed:
@@ -128,14 +128,14 @@ def test_a_path_or_name_selects_a_cross_encoder_that_loads_lazily(tmp_path):
 
 @pytest.fixture(scope="module")
 def minilm():
-    from pipeline.embed import get_embedder
+    from citeline.pipeline.embed import get_embedder
 
     return get_embedder("all-MiniLM-L6-v2", precision="fp32")
 
 
 @pytest.mark.model
 def test_token_vectors_drop_special_tokens_and_are_unit_length(minilm):
-    from query.maxsim import token_vectors
+    from citeline.query.maxsim import token_vectors
 
     texts = ["Dropout zeroes activations.", "A much longer sentence about learning rate schedules."]
     vectors = token_vectors(minilm, texts)
@@ -161,8 +161,8 @@ def test_maxsim_puts_the_passage_that_answers_first(minilm):
 @pytest.mark.model
 def test_maxsim_runs_on_the_int8_onnx_encoder_too(minilm):
     """An index re-embedded with minilm-int8 reranks with that encoder's own word-pieces."""
-    from pipeline.embed import get_embedder
-    from query.maxsim import token_vectors
+    from citeline.pipeline.embed import get_embedder
+    from citeline.query.maxsim import token_vectors
 
     int8 = get_embedder("minilm-int8")
     texts = ["Dropout zeroes activations.", "A much longer sentence about learning rate schedules."]

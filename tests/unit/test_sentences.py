@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.sentences import sentence_spans
+from citeline.pipeline.sentences import sentence_spans
 
 
 def pieces(text: str) -> list[str]:

