@@ -7,8 +7,6 @@ import sys
 import zipfile
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = ("schemas", "extractors", "pipeline", "index", "query", "evaluation", "tasks", "flows", "citeline")
 # What each layer may import from citeline: the layers below it and itself (STYLE.md section 1).
@@ -17,18 +15,15 @@ LAYER = {"schemas": 0, "extractors": 1, "pipeline": 2, "index": 2, "query": 3, "
 # Same rank, still one way: pipeline and index never import each other.
 FORBIDDEN = {("pipeline", "index"), ("index", "pipeline")}
 
-
 def _sources():
     for folder in FOLDERS:
         for path in sorted((ROOT / folder).rglob("*.py")):
             yield folder, path
 
-
 def _module_name(folder: str, path: Path) -> str:
     parts = path.relative_to(ROOT / folder).with_suffix("").parts
     parts = parts[:-1] if parts[-1] == "__init__" else parts
     return ".".join(("citeline",) if folder == "citeline" else ("citeline", folder)) + "".join(f".{p}" for p in parts)
-
 
 def _imports(path: Path):
     """Every module name an import statement in ``path`` names (function-local ones included)."""
@@ -42,13 +37,11 @@ def _imports(path: Path):
                 for alias in node.names:
                     yield node.lineno, f"citeline.{alias.name}"
 
-
 def test_no_bare_top_level_imports():
     bare = [f"{path.relative_to(ROOT)}:{line} imports {name}"
             for _, path in _sources() for line, name in _imports(path)
             if name.split(".")[0] in FOLDERS and name.split(".")[0] != "citeline"]
     assert not bare, "\n".join(bare)
-
 
 def test_imports_point_one_way():
     wrong = []
@@ -62,10 +55,8 @@ def test_imports_point_one_way():
                 wrong.append(f"{path.relative_to(ROOT)}:{line}: {folder} imports {name}")
     assert not wrong, "\n".join(wrong)
 
-
 def test_wheel_installs_one_top_level_package(tmp_path):
-    pytest.importorskip("setuptools")
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
                            "-q", "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     (wheel,) = tmp_path.glob("citeline-*.whl")
@@ -74,7 +65,6 @@ def test_wheel_installs_one_top_level_package(tmp_path):
     assert tops == {"citeline"}
     assert "citeline/schemas/stamp.py" in names and "citeline/flows/ingest.py" in names
 
-
 def test_cli_runs_beside_files_named_like_the_folders(tmp_path):
     for name in ("tasks.py", "query.py", "index.py", "schemas.py", "flows.py"):
         (tmp_path / name).write_text("raise SystemExit('the wrong module was imported')\n")
@@ -82,7 +72,6 @@ def test_cli_runs_beside_files_named_like_the_folders(tmp_path):
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "Index folders" in done.stdout
-
 
 IMPORT_EVERYTHING = """
 import logging, os, sys, importlib
@@ -102,7 +91,6 @@ assert structlog.get_config() == before_structlog, "structlog was reconfigured"
 assert logging.getLogger("citeline").level == logging.ERROR
 print("imported", len(sys.argv) - 1)
 """
-
 
 def test_importing_citeline_changes_nothing_in_the_host():
     import os
