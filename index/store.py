@@ -50,17 +50,33 @@ class Store:
 
     # ---- tables --------------------------------------------------------------------
 
-    def _has(self, name: str) -> bool:
-        return name in self.db.table_names()
+    def table_names(self) -> list[str]:
+        """Every table at this URI.
+
+        LanceDB lists tables a page at a time (``table_names()`` stopped after the first
+        ten, so an index with nine re-indexed chunks tables lost its ``meta`` table);
+        every page is read here.
+        """
+        names: list[str] = []
+        token = None
+        while True:
+            page = self.db.list_tables(page_token=token)
+            names.extend(page.tables)
+            token = page.page_token
+            if not token:
+                return names
+
+    def has_table(self, name: str) -> bool:
+        return name in self.table_names()
 
     def documents(self):
-        if not self._has(DOCUMENTS):
+        if not self.has_table(DOCUMENTS):
             return self.db.create_table(DOCUMENTS, schema=DOCUMENTS_SCHEMA, exist_ok=True)
         return self.db.open_table(DOCUMENTS)
 
     def active_table(self) -> str | None:
         """Name of the chunks table queries use, or None for a new index."""
-        if not self._has(META):
+        if not self.has_table(META):
             return None
         rows = _scan(self.db.open_table(META), ["value"], "key = 'active'")
         return rows[0]["value"] if rows else None
@@ -68,7 +84,7 @@ class Store:
     def activate(self, stamp: IndexStamp) -> None:
         """Point queries at the table of ``stamp`` (one commit: the switch is atomic)."""
         name = chunks_table_name(stamp)
-        if not self._has(name):
+        if not self.has_table(name):
             raise IndexMismatch(f"no chunks table for {stamp} to activate")
         meta = self.db.create_table(META, schema=META_SCHEMA, exist_ok=True)
         row = pa.Table.from_pylist([{"key": "active", "value": name}], schema=META_SCHEMA)
@@ -99,7 +115,7 @@ class Store:
     def chunk_tables(self) -> list[tuple[str, IndexStamp, bool]]:
         """Every chunks table: (name, stamp, is it the active one)."""
         active = self.active_table()
-        names = sorted(n for n in self.db.table_names() if n.startswith(CHUNKS_PREFIX))
+        names = sorted(n for n in self.table_names() if n.startswith(CHUNKS_PREFIX))
         return [(n, self.table_stamp(n), n == active) for n in names]
 
     def drop_table(self, name: str) -> None:
@@ -107,7 +123,7 @@ class Store:
         if name == self.active_table():
             raise IndexMismatch(f"{name} is the active chunks table; it cannot be dropped")
         twin = TOKENS_PREFIX + name.removeprefix(CHUNKS_PREFIX)
-        if self._has(twin):
+        if self.has_table(twin):
             self.db.drop_table(twin)
         self.db.drop_table(name)
 

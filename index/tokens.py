@@ -30,7 +30,7 @@ class TokenVectors:
         self._opened = None
 
     def exists(self) -> bool:
-        return self._opened is not None or self.name in self.store.db.table_names()
+        return self._opened is not None or self.store.has_table(self.name)
 
     def _table(self):
         if self._opened is None:
