@@ -88,7 +88,7 @@ def delete_duplicates(store: Store, chunk_ids: tuple[str, ...]) -> list[Repair]:
 def rebuild_full_text(store: Store) -> Repair:
     """Build the full-text index again over every row, then compact."""
     stamp = store.stamp()
-    store.chunks(stamp).create_fts_index("text", replace=True)
+    store.rebuild_full_text(stamp)
     store.finish_run(stamp)
     indexed, unindexed = store.fts_coverage()
     return Repair("rebuilt-full-text", "index", f"the full-text index now covers {indexed} rows "

@@ -7,7 +7,7 @@ from typing import Iterable, Sequence
 
 import lancedb
 import pyarrow as pa
-from lancedb.index import BTree, HnswSq
+from lancedb.index import FTS, BTree, HnswSq
 
 from citeline.index.reader import ChunkReader, has_vector_index
 from citeline.index.sql import sql_in, sql_str
@@ -24,6 +24,13 @@ from citeline.schemas.tables import (
 # 20k) and scans them exactly, as fast as HNSW here; above it the index spares every query
 # process from loading the table (docs/benchmarks.md, section 5).
 ANN_MIN_ROWS = 20_000
+
+# BM25's tokenizer, spelled out rather than left to defaults so that a LanceDB upgrade
+# cannot change scores silently: these are the settings every index so far was built
+# with (the defaults of the deprecated ``create_fts_index``). No positions: citeline
+# runs no phrase queries, and they would make the index bigger.
+TEXT_INDEX = FTS(base_tokenizer="simple", language="English", max_token_length=40, lower_case=True,
+                 stem=True, remove_stop_words=True, ascii_folding=True, with_position=False)
 
 
 def now() -> datetime:
@@ -246,13 +253,17 @@ class Store:
         if staged or self.stamp() is not None:
             table = self.staging(stamp) if staged else self.chunks(stamp)
             if not any(ix.index_type == "FTS" for ix in table.list_indices()):
-                table.create_fts_index("text", replace=True)
+                table.create_index("text", config=TEXT_INDEX, replace=True)
             if table.count_rows() >= self.ann_min_rows and not has_vector_index(table):
                 table.create_index("vector", config=HnswSq(distance_type="cosine"))
                 # Lookups by id (rerank texts, BM25-only vectors) stop being full scans.
                 table.create_index("chunk_id", config=BTree())
             table.optimize()  # also folds the rows added since into every index
         self.documents().optimize()
+
+    def rebuild_full_text(self, stamp: IndexStamp) -> None:
+        """Build the active table's full-text index again over every row."""
+        self.chunks(stamp).create_index("text", config=TEXT_INDEX, replace=True)
 
     def needs_finish(self) -> bool:
         """True when the full-text index lags the rows (a run died before finishing)."""
