@@ -7,10 +7,11 @@ from typing import Iterable, Sequence
 
 import lancedb
 import pyarrow as pa
+from lancedb.expr import Expr
 from lancedb.index import FTS, BTree, HnswSq
 
 from citeline.index.reader import ChunkReader, has_vector_index
-from citeline.index.sql import sql_in, sql_str
+from citeline.index.filters import equals, one_of
 from citeline.index.tokens import TokenVectors
 from citeline.schemas.errors import IndexMismatch
 from citeline.schemas.stamp import IndexStamp
@@ -24,6 +25,10 @@ from citeline.schemas.tables import (
 # 20k) and scans them exactly, as fast as HNSW here; above it the index spares every query
 # process from loading the table (docs/benchmarks.md, section 5).
 ANN_MIN_ROWS = 20_000
+
+# A row filter: an expression from index/filters.py, or SQL text that holds no value
+# taken from a document (``"status = 'failed'"``).
+Filter = Expr | str
 
 # BM25's tokenizer, spelled out rather than left to defaults so that a LanceDB upgrade
 # cannot change scores silently: these are the settings every index so far was built
@@ -85,7 +90,7 @@ class Store:
         """Name of the chunks table queries use, or None for a new index."""
         if not self.has_table(META):
             return None
-        rows = _scan(self.db.open_table(META), ["value"], "key = 'active'")
+        rows = _scan(self.db.open_table(META), ["value"], equals("key", "active"))
         return rows[0]["value"] if rows else None
 
     def activate(self, stamp: IndexStamp) -> None:
@@ -180,7 +185,7 @@ class Store:
         if not records:
             return
         stored = {r["doc_id"]: r for r in self.document_rows(
-            where=sql_in("doc_id", [r["doc_id"] for r in records]))}
+            where=one_of("doc_id", [r["doc_id"] for r in records]))}
         rows = [_document_row({**stored.get(r["doc_id"], {}), **r}) for r in records]
         table = pa.Table.from_pylist(rows, schema=DOCUMENTS_SCHEMA)
         (self.documents().merge_insert("doc_id")
@@ -189,10 +194,10 @@ class Store:
     def delete_document(self, doc_id: str, stamp: IndexStamp) -> None:
         """Remove a document's chunks, then its record."""
         if self.stamp() is not None:
-            self.chunks(stamp).delete(f"doc_id = {sql_str(doc_id)}")
-        self.documents().delete(f"doc_id = {sql_str(doc_id)}")
+            self.chunks(stamp).delete(equals("doc_id", doc_id))
+        self.documents().delete(equals("doc_id", doc_id))
 
-    def document_rows(self, columns: Sequence[str] | None = None, where: str | None = None) -> list[dict]:
+    def document_rows(self, columns: Sequence[str] | None = None, where: Filter | None = None) -> list[dict]:
         return _scan(self.documents(), columns, where)
 
     # ---- chunks ----------------------------------------------------------------------
@@ -205,23 +210,22 @@ class Store:
         writes into the table of ``stamp`` even while another table is active (re-index).
         """
         table = self.staging(stamp) if staged else self.chunks(stamp, create=True)
-        where = f"doc_id = {sql_str(doc_id)}"
+        where = equals("doc_id", doc_id)
         if rows.num_rows == 0:
             table.delete(where)
         else:
             (table.merge_insert("chunk_id").when_matched_update_all().when_not_matched_insert_all()
              .when_not_matched_by_source_delete(where).execute(rows))
-        return table.count_rows(where)
+        return _count(table, where)
 
     def count_chunks(self, doc_id: str | None = None, table: str | None = None) -> int:
         """Rows of the active chunks table (or ``table``), of one document if given."""
         name = table or self.active_table()
         if name is None:
             return 0
-        opened = self.db.open_table(name)
-        return opened.count_rows(f"doc_id = {sql_str(doc_id)}") if doc_id else opened.count_rows()
+        return _count(self.db.open_table(name), None if doc_id is None else equals("doc_id", doc_id))
 
-    def chunk_rows(self, columns: Sequence[str] | None = None, where: str | None = None,
+    def chunk_rows(self, columns: Sequence[str] | None = None, where: Filter | None = None,
                    table: str | None = None) -> list[dict]:
         name = table or self.active_table()
         if name is None:
@@ -297,13 +301,20 @@ def check_stamp(found: IndexStamp, expected: IndexStamp, uri: str) -> None:
         raise err
 
 
-def _scan(table, columns: Sequence[str] | None, where: str | None) -> list[dict]:
+def _scan(table, columns: Sequence[str] | None, where: Filter | None) -> list[dict]:
     query = table.search()
     if where:
         query = query.where(where)
     if columns:
         query = query.select(list(columns))
     return query.limit(None).to_list()
+
+
+def _count(table, where: Expr | None) -> int:
+    """Rows of ``table`` matching ``where``: a scan, since ``count_rows`` takes only SQL text."""
+    if where is None:
+        return table.count_rows()
+    return table.search().where(where).select([]).limit(None).to_arrow().num_rows
 
 
 def _document_row(record: dict) -> dict:
