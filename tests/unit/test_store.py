@@ -89,3 +89,23 @@ def test_writes_touch_only_the_document_named(hostile, doc_id):
     hostile.delete_document(doc_id, STAMP)
     assert chunk_counts(hostile) == {d: n for d, n in before.items() if d != doc_id}
     assert sorted(r["doc_id"] for r in hostile.document_rows(["doc_id"])) == sorted(d for d in HOSTILE if d != doc_id)
+
+
+def test_bm25_tokenizer_keeps_its_settings(tmp_path):
+    # Pinned in TEXT_INDEX: stemming, stop words, lower case and ASCII folding, as every
+    # index before it was built (a changed default would move BM25 scores silently).
+    store = Store(str(tmp_path / "db"))
+    texts = {"a": "the model runs quickly", "b": "a café near the station", "c": "Dropout regularises networks"}
+    for doc_id, text in texts.items():
+        table = chunks(doc_id, 1)
+        store.replace_chunks(STAMP, doc_id, table.set_column(table.schema.get_field_index("text"), "text",
+                                                                 [[text]]))
+    store.finish_run(STAMP)
+
+    def found(query: str) -> list[str]:
+        return [hit["doc_id"] for hit in store.fts_search(STAMP, query, 5, ["doc_id"])]
+
+    assert found("running") == ["a"]
+    assert found("cafe") == ["b"]
+    assert found("DROPOUT") == ["c"]
+    assert found("the") == []
