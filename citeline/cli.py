@@ -348,8 +348,9 @@ cli.add_command(eval_command)
 
 def main() -> None:
     """The console script: process settings first (they must precede Prefect's import), then the CLI."""
-    from citeline.tasks import env, log
+    from citeline.tasks import env, log, watchdog
 
     env.apply()
     log.configure()
+    watchdog.start()  # what this command starts (the temporary Prefect server) dies with it
     cli()
