@@ -68,7 +68,7 @@ def ask(query, db, model, as_json, k, retriever, rerank_flag, reranker, cosine_w
 
             answer = run_generate(answer, ChatClient.from_env(os.environ))
     if as_json:
-        click.echo(json.dumps(answer.to_dict(), indent=2, ensure_ascii=False))
+        click.echo(json.dumps(answer.to_dict(), indent=2))  # \uXXXX: no raw U+202E or C1 reaches a terminal
     else:
         _print(answer, generate)
 

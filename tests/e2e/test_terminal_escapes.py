@@ -63,6 +63,14 @@ def test_status_json_keeps_the_exact_names(indexed):
     assert_shown_not_obeyed(done)  # json.dumps escapes them itself
 
 
+def test_ask_json_keeps_the_exact_names_and_escapes_them(indexed):
+    db, _ = indexed
+    done = citeline("ask", "When is the quarterly budget review?", "--db", db, "--retriever", "dense",
+                    "--cut", "2", "--json")
+    assert [c["document"] for c in json.loads(done.stdout)["citations"]] == [NAME]
+    assert_shown_not_obeyed(done)  # U+202E and C1 too, not only what JSON must escape
+
+
 def test_search_and_ask_show_names_and_labels_escaped(indexed):
     db, _ = indexed
     for done in (citeline("search", "quarterly budget review", "--db", db),
