@@ -5,20 +5,15 @@ from pathlib import Path
 
 import lancedb
 import pytest
-from click.testing import CliRunner
 
-from citeline.cli import cli
 from citeline.flows.ingest import index_folder
 from citeline.index.check import check_index
 from citeline.index.store import Store
 from citeline.schemas.settings import IndexSettings
+from testkit import invoke
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("prefect_harness")]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
 
 
 @pytest.fixture(scope="module")
