@@ -10,9 +10,10 @@ from citeline.flows.ingest import index_folder
 from citeline.index.check import check_index
 from citeline.index.store import Store
 from citeline.schemas.settings import IndexSettings
+from fakes import FAKE
 from testkit import invoke
 
-pytestmark = [pytest.mark.model, pytest.mark.usefixtures("prefect_harness")]
+pytestmark = [pytest.mark.usefixtures("prefect_harness")]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
 
 
@@ -23,7 +24,7 @@ def original(tmp_path_factory, prefect_harness) -> tuple[Path, Path]:
     for name in ("04-dropout.md", "10-lr-scheduler.md"):
         shutil.copy(EXAMPLES / name, docs / name)
     db = tmp_path_factory.mktemp("index") / "db"
-    assert index_folder(str(docs), IndexSettings(db=str(db)), return_state=True).is_completed()
+    assert index_folder(str(docs), IndexSettings(model=FAKE, db=str(db)), return_state=True).is_completed()
     return docs, db
 
 
