@@ -11,10 +11,9 @@ from citeline.index.check import check_index
 from citeline.index.store import Store
 from citeline.schemas.settings import IndexSettings
 from fakes import FAKE
-from testkit import invoke
+from testkit import EXAMPLES, invoke
 
 pytestmark = [pytest.mark.usefixtures("prefect_harness")]
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
 
 
 @pytest.fixture(scope="module")
