@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from citeline.pipeline import embed_onnx, embed_st
-from citeline.pipeline.embedder import DuplicateModel, Embedder, EncodeStats, ModelNotFound, sorted_batches
+from citeline.pipeline.embedder import DuplicateModel, Embedder, ModelNotFound
 from citeline.schemas.settings import DEFAULT_MODEL
 
-__all__ = ["DuplicateModel", "Embedder", "EncodeStats", "ModelEntry", "ModelNotFound", "get_embedder",
-           "model_names", "register", "registered", "resolve_model", "sorted_batches"]
+__all__ = ["DuplicateModel", "Embedder", "ModelEntry", "ModelNotFound", "get_embedder", "model_names", "register",
+           "registered", "resolve_model", "unregister"]
 
 Loader = Callable[[str, int], Embedder]  # (precision, batch_size) -> a model that loads its weights lazily
 
