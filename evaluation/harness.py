@@ -168,7 +168,7 @@ class TokenCache:
     ``MaxSimReranker`` encodes the 25 candidates of every query on the fly; over one
     index the same chunks come back for many queries, and the same questions are asked
     of every strategy. Scores are the same function (:func:`query.maxsim.maxsim` of the
-    same :func:`query.maxsim.token_vectors`), only batched differently (by length, which
+    same ``Embedder.token_vectors``), only batched differently (by length, which
     also pads less), so they agree with the product's to float rounding.
     """
 
@@ -189,13 +189,11 @@ class TokenCache:
         return maxsim(self._queries[query], [self._docs[t] for t in texts]).tolist()
 
     def _fill(self, cache: dict, texts: Sequence[str], batch: int = 16) -> None:
-        from citeline.query.maxsim import token_vectors
-
         embedder = self.reranker.embedder
         missing = sorted({t for t in texts if t not in cache}, key=lambda t: (len(t), t))
         for i in range(0, len(missing), batch):
             part = missing[i : i + batch]
-            cache.update(zip(part, token_vectors(embedder, part)))
+            cache.update(zip(part, embedder.token_vectors(part)))
 
 
 def _cache_tokens(searcher: Searcher, queries: dict) -> None:

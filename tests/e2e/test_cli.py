@@ -4,18 +4,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from citeline.cli import cli
 from citeline.index.store import Store
+from testkit import invoke
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("prefect_harness")]
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
 
 
 @pytest.fixture(scope="module")

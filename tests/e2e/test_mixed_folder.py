@@ -1,16 +1,11 @@
 """One `citeline index` over a folder mixing every kind of document, good and bad."""
 import json
-import sys
-from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from citeline.cli import cli
+import make
 from citeline.index.store import Store
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
-import make  # noqa: E402
+from testkit import invoke
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("prefect_harness")]
 
@@ -31,10 +26,6 @@ BAD = {
     "empty.md": (lambda: b"", None),
     "blob.bin": (lambda: b"\x00\x01\x02\x03" * 64, "unsupported-type"),
 }
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
 
 
 @pytest.fixture(scope="module")

@@ -10,12 +10,13 @@ from citeline.pipeline.embed import get_embedder
 from citeline.pipeline.prepare import doc_id_for
 from citeline.query.search import Searcher
 from citeline.schemas.settings import IndexSettings
+from fakes import FAKE
 
-pytestmark = [pytest.mark.model, pytest.mark.usefixtures("prefect_harness")]
+pytestmark = [pytest.mark.usefixtures("prefect_harness")]
 
 
 def test_a_failed_write_leaves_the_old_version_searchable(docs: Path, tmp_path, monkeypatch):
-    settings = IndexSettings(db=str(tmp_path / "index"))
+    settings = IndexSettings(model=FAKE, db=str(tmp_path / "index"))
     assert index_folder(str(docs), settings, return_state=True).is_completed()
     store = Store(settings.db)
     victim, bystander = docs / "04-dropout.md", docs / "10-lr-scheduler.md"
