@@ -71,5 +71,5 @@ def reindex(settings: IndexSettings, wait_s: float = 0.0):
 
 
 def _restamped(record: dict, stamp: IndexStamp, rows: int) -> dict:
-    return {"doc_id": record["doc_id"], "chunk_count": rows, "embed_model": stamp.embed_model,
-            "embed_dim": stamp.embed_dim, "pipeline_version": stamp.pipeline_version, "strategy": stamp.strategy}
+    """The record's rows now come from the new table: its count and index stamp change, nothing else."""
+    return {"doc_id": record["doc_id"], "chunk_count": rows, **stamp.columns()}

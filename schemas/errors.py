@@ -48,6 +48,10 @@ class IndexMismatch(CitelineError):
     """The index was built with another embedding model, dimension or strategy."""
 
 
+class NoIndex(IndexMismatch):
+    """Nothing has been indexed at this location (a read-only command creates nothing there)."""
+
+
 class IndexBusy(CitelineError):
     """Another process holds the index's writer lock."""
 
