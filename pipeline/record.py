@@ -70,3 +70,8 @@ def indexed_record(prepared: Prepared, prior: Prior, stamp: IndexStamp, count: i
 def failed_record(file: SourceFile, prior: Prior, error: DocError, rows: int) -> dict:
     """A failed document; ``rows`` are its previous version's chunks, still searchable."""
     return document_record(file, prior, DocStatus.FAILED, rows, error=error)
+
+
+def restamped_record(doc_id: str, stamp: IndexStamp, rows: int) -> dict:
+    """A document whose rows a re-index rebuilt for ``stamp``: only its count and index stamp change."""
+    return {"doc_id": doc_id, "chunk_count": rows, **stamp.columns()}

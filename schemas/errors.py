@@ -49,7 +49,10 @@ class IndexMismatch(CitelineError):
 
 
 class NoIndex(IndexMismatch):
-    """Nothing has been indexed at this location (a read-only command creates nothing there)."""
+    """Nothing has been indexed at this location (a read-only command creates nothing there).
+
+    An IndexMismatch, as ``Store.require_stamp`` raised for this case before.
+    """
 
 
 class IndexBusy(CitelineError):
