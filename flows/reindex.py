@@ -7,6 +7,7 @@ from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from citeline.index.lock import writer_lock
+from citeline.pipeline.record import restamped_record
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.status import Failure
@@ -63,13 +64,9 @@ def reindex(settings: IndexSettings, wait_s: float = 0.0):
         if keeps_token_vectors(settings, old):
             store_token_vectors(settings, new)
         store.activate(new)
-        store.upsert_documents([_restamped(r, new, store.count_chunks(r["doc_id"])) for r in store.document_rows(
+        store.upsert_documents([restamped_record(r["doc_id"], new, store.count_chunks(r["doc_id"])) for r in store.document_rows(
             ["doc_id", "status"])])
         summary = ReindexSummary(old, new, len(records), store.count_chunks(), True)
     log.info("reindex.switched", old_table=chunks_table_name(old), new_table=chunks_table_name(new), rows=summary.rows)
     return Completed(message=summary.line(), data=summary)
 
-
-def _restamped(record: dict, stamp: IndexStamp, rows: int) -> dict:
-    return {"doc_id": record["doc_id"], "chunk_count": rows, "embed_model": stamp.embed_model,
-            "embed_dim": stamp.embed_dim, "pipeline_version": stamp.pipeline_version, "strategy": stamp.strategy}

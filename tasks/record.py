@@ -6,6 +6,7 @@ from prefect.cache_policies import NO_CACHE
 
 from citeline.pipeline.plan import Todo
 from citeline.pipeline.prepare import doc_id_for
+from citeline.pipeline.record import failed_record
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.status import DocError, Failure
@@ -24,27 +25,10 @@ def record_failures(failed: list[tuple[Todo, DocError]], settings: IndexSettings
     failures = []
     with write_lock():
         for todo, error in failed:
-            doc_id = doc_id_for(todo.file.source)
-            attempts = todo.prior.get("attempts", 0) + 1
-            store.upsert_document(_failed_record(todo, doc_id, error, attempts, store.count_chunks(doc_id)))
-            failures.append(Failure(todo.file.path, error.stage, error.reason(), attempts))
+            record = failed_record(todo.file, todo.prior, error, store.count_chunks(doc_id_for(todo.file.source)))
+            store.upsert_document(record)
+            failures.append(Failure(todo.file.path, error.stage, error.reason(), record["attempts"]))
     return failures
-
-
-def _failed_record(todo: Todo, doc_id: str, error: DocError, attempts: int, rows: int) -> dict:
-    return {
-        "doc_id": doc_id,
-        "source": todo.file.source,
-        "root": todo.file.root,
-        "path": todo.file.path,
-        "status": "failed",
-        "stage": error.stage,
-        "reason": error.reason(),
-        "attempts": attempts,
-        "chunk_count": rows,
-        "truncated": 0,
-        "created_at": todo.prior.get("created_at"),
-    }
 
 
 @task(name="forget-deleted", cache_policy=NO_CACHE, persist_result=False)
