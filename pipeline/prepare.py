@@ -8,12 +8,14 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from citeline import extractors
 
+from citeline.pipeline.beneath import Escapes, open_beneath
 from citeline.pipeline.chunk import CHUNKER_VERSION, chunk_document
 from citeline.pipeline.embed import Embedder
 from citeline.pipeline.isolate import extract_isolated
@@ -22,6 +24,7 @@ from citeline.pipeline.walk import SourceFile
 from citeline.schemas.document import Canonical, Chunk, segments_from_json
 from citeline.schemas.errors import DocumentError, TooLarge, Unreadable, Vanished
 from citeline.schemas.options import ExtractOptions
+from citeline.schemas.paths import os_path
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp, Stamp
 from citeline.schemas.status import Stage
@@ -63,30 +66,40 @@ def tag(exc: BaseException, stage: Stage) -> BaseException:
     return exc
 
 
-def read_source(path: str, max_bytes: int) -> bytes:
+def read_source(path: str, max_bytes: int, root: str | None = None) -> bytes:
     """The file's bytes, refusing files over ``max_bytes`` before loading them.
 
     The bytes returned are the bytes hashed and indexed, so a file caught mid-write
     (its size, mtime or inode moved while it was opened and read) is refused rather
-    than recorded under a hash of a half-old, half-new mixture.
+    than recorded under a hash of a half-old, half-new mixture. The file is opened
+    beneath ``root`` (default: its own folder) with no symlink on the way, so a file
+    swapped for a link after the listing cannot bring in a file from elsewhere.
 
     Raises:
         Vanished: the file disappeared, or changed while it was being read.
-        Unreadable: permissions or another OS error.
+        Unreadable: a symlink, permissions or another OS error.
         TooLarge: over the size limit.
     """
+    path = os_path(path)  # stored names are escaped (pipeline/walk.py)
+    root = os.path.dirname(path) if root is None else os_path(root)
     try:
-        before = os.stat(path)
+        before = os.lstat(path)
+        if stat.S_ISLNK(before.st_mode):
+            raise Unreadable(_SYMLINK)
         if not stat.S_ISREG(before.st_mode):
             raise Unreadable("not a regular file (a pipe, socket or device): reading it could block forever")
         if before.st_size > max_bytes:
             raise TooLarge(f"{before.st_size:,} bytes is over the {max_bytes:,}-byte limit (--max-bytes); "
                            "the file was not read")
+        # Auditors (and the race tests) see every source opened, openat2 included.
+        sys.audit("citeline.open", path)
         # Non-blocking, so a pipe swapped in after the stat cannot hang the run; no effect on files.
-        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+        with open(open_beneath(root, os.path.relpath(path, root)), "rb") as handle:
             opened = os.fstat(handle.fileno())
             data = handle.read(max_bytes + 1)
             after = os.fstat(handle.fileno())
+    except Escapes:
+        raise Unreadable(_SYMLINK) from None
     except FileNotFoundError:
         raise Vanished("the file disappeared before it could be read") from None
     except PermissionError as exc:
@@ -97,6 +110,10 @@ def read_source(path: str, max_bytes: int) -> bytes:
         raise Vanished(f"the file changed while it was being read ({before.st_size:,} bytes before opening, "
                        f"{len(data):,} read, {after.st_size:,} now); it is read again on the next attempt")
     return data
+
+
+_SYMLINK = ("a symbolic link (or a path through one) where the listing found a regular file: "
+            "sources are never read through links, which could lead outside the indexed folder")
 
 
 def changed(first: os.stat_result, second: os.stat_result) -> bool:
@@ -125,7 +142,7 @@ def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: I
     stage = Stage.READ
     marks = [time.perf_counter()]
     try:
-        data = read_source(file.source, settings.max_bytes)
+        data = read_source(file.source, settings.max_bytes, file.root)
         marks.append(time.perf_counter())
         stage = Stage.EXTRACT
         options = ExtractOptions(ocr_lang=settings.ocr_lang, time_limit_s=settings.timeout_s,
