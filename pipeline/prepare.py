@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from citeline import extractors
+from citeline.extractors.clean import Deadline
 
 from citeline.pipeline.beneath import Escapes, open_beneath
 from citeline.pipeline.chunk import CHUNKER_VERSION, chunk_document
@@ -30,6 +31,9 @@ from citeline.schemas.stamp import IndexStamp, Stamp
 from citeline.schemas.status import Stage
 
 SNIFF_BYTES = 8192
+# Chunks embedded between two looks at the time limit: four encoder batches of 16 (a second
+# or two on a busy CPU), and sorting by length within a group still pads little.
+EMBED_GROUP = 64
 
 
 def doc_id_for(source: str) -> str:
@@ -134,33 +138,48 @@ def extract_bytes(data: bytes, name: str, options: ExtractOptions) -> Canonical:
 
 
 def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: IndexSettings) -> Prepared:
-    """Read, extract, chunk and embed one file.
+    """Read, extract, chunk and embed one file, within ``settings.timeout_s`` in all.
+
+    The limit is checked between stages and between groups of ``EMBED_GROUP`` chunks,
+    and handed to the extractor as what is left of it (an isolated extractor is killed
+    past it): a document overruns by at most one step (one group, or the in-process
+    text extractor, linear in the file's size).
 
     Raises:
-        DocumentError: bad input, with ``.stage`` set; any other exception is tagged too.
+        DocumentError: bad input (Timeout past the limit), with ``.stage`` set; any
+            other exception is tagged too.
     """
     stage = Stage.READ
+    deadline = Deadline(settings.timeout_s)
     marks = [time.perf_counter()]
     try:
         data = read_source(file.source, settings.max_bytes, file.root)
         marks.append(time.perf_counter())
         stage = Stage.EXTRACT
-        options = ExtractOptions(ocr_lang=settings.ocr_lang, time_limit_s=settings.timeout_s,
+        options = ExtractOptions(ocr_lang=settings.ocr_lang, time_limit_s=_left(deadline),
                                  whisper_model=settings.whisper_model)
         canonical = extract_bytes(data, Path(file.path).name, options)
         prepared = Prepared(file, doc_id_for(file.source), hashlib.sha256(data).hexdigest(), len(data), canonical)
         marks.append(time.perf_counter())
+        deadline.check("the end of extraction")
         stage = Stage.CHUNK
         chunks = chunk_document(canonical.text, canonical.title, prepared.doc_id, stamp.strategy,
                                 settings.budget, settings.overlap)
         marks.append(time.perf_counter())
+        deadline.check("the end of chunking")
         stage = Stage.EMBED
-        prepared.rows = embed_rows(prepared, chunks, embedder, stamp)
+        prepared.rows = embed_rows(prepared, chunks, embedder, stamp, deadline)
         marks.append(time.perf_counter())
         prepared.seconds = dict(zip(("read", "extract", "chunk", "embed"), (b - a for a, b in zip(marks, marks[1:]))))
         return prepared
     except Exception as exc:
         raise tag(exc, stage)
+
+
+def _left(deadline: Deadline) -> float | None:
+    """What is left of the limit for the extractor (never 0, which would mean no limit)."""
+    left = deadline.left()
+    return None if left is None else max(left, 0.01)
 
 
 def rechunk(record: dict, embedder: Embedder, stamp: IndexStamp, settings: IndexSettings) -> Prepared:
@@ -177,14 +196,17 @@ def rechunk(record: dict, embedder: Embedder, stamp: IndexStamp, settings: Index
     return prepared
 
 
-def embed_rows(prepared: Prepared, chunks: list[Chunk], embedder: Embedder, stamp: IndexStamp) -> list[dict]:
+def embed_rows(prepared: Prepared, chunks: list[Chunk], embedder: Embedder, stamp: IndexStamp,
+               deadline: Deadline | None = None) -> list[dict]:
     """Chunk rows with vectors, word-piece counts and every stamp column."""
     texts = [c.text for c in chunks]
-    if hasattr(embedder, "embed_counted"):  # one tokenisation for both the count and the sort
-        vectors, tokens = embedder.embed_counted(texts)
-    else:
-        vectors = embedder.embed_documents(texts)
-        tokens = embedder.count_tokens(texts) if texts else []
+    vectors, tokens = [], []
+    for start in range(0, len(texts), EMBED_GROUP):
+        if deadline is not None:
+            deadline.check(f"embedding, {start} of {len(texts)} chunks done")
+        group_vectors, group_tokens = _embed(embedder, texts[start:start + EMBED_GROUP])
+        vectors.extend(group_vectors)
+        tokens.extend(group_tokens)
     stamped = Stamp(stamp, prepared.canonical.extractor, prepared.canonical.extractor_version).columns()
     return [
         {
@@ -206,6 +228,15 @@ def embed_rows(prepared: Prepared, chunks: list[Chunk], embedder: Embedder, stam
         }
         for c, vector, n in zip(chunks, vectors, tokens)
     ]
+
+
+def _embed(embedder: Embedder, texts: list[str]) -> tuple[list, list[int]]:
+    if hasattr(embedder, "embed_counted"):  # one tokenisation for both the count and the sort
+        vectors, tokens = embedder.embed_counted(texts)
+    else:
+        vectors = embedder.embed_documents(texts)
+        tokens = embedder.count_tokens(texts)
+    return list(vectors), list(tokens)
 
 
 def error_kind(exc: BaseException) -> str:
