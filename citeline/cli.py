@@ -45,7 +45,8 @@ def cli() -> None:
 @click.option("--max-bytes", type=click.IntRange(min=1), default=100 * 1024 * 1024, show_default=True,
               help="Larger files fail as too-large instead of being read.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=300.0, show_default=True,
-              help="Seconds one document may take.")
+              help="Seconds one document may take to be read, extracted, chunked and embedded "
+                   "(checked between steps; an isolated extractor is killed past it).")
 @click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
               help="Seconds to wait for another writer of the same index.")
 @click.option("--ocr-lang", default="eng", show_default=True,

@@ -84,7 +84,7 @@ def read_source(path: str, max_bytes: int, root: str | None = None) -> bytes:
         Unreadable: a symlink, permissions or another OS error.
         TooLarge: over the size limit.
     """
-    path = os_path(path)  # stored names are escaped (pipeline/walk.py)
+    path = os_path(path)  # stored names are escaped (schemas/paths.py)
     root = os.path.dirname(path) if root is None else os_path(root)
     try:
         before = os.lstat(path)
