@@ -192,8 +192,11 @@ def rm(path, db, wait_s):
     (the old name of a renamed folder), chunks and records, under the writer lock.
     """
     from citeline.flows.remove import remove_path
+    from citeline.index.store import Store
 
     with cli_errors():
+        if Store(db).stamp() is None:
+            raise click.ClickException(f"no index at {db}: run `citeline index PATH` first")
         removal = remove_path(path, db, wait_s)
     if not removal.paths:
         roots = ", ".join(removal.known_roots) or "none"
@@ -202,7 +205,7 @@ def rm(path, db, wait_s):
         click.echo(f"removed {source}")
     click.echo(f"removed {len(removal.paths)} documents under {removal.target}")
     if Path(path).expanduser().exists():
-        click.echo(f"note: {path} still exists: the next sync of a folder above it indexes it again")
+        click.echo(f"note: {path} still exists: a sync of it, or of a folder above it, indexes it again")
 
 
 @cli.command()
