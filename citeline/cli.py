@@ -48,7 +48,8 @@ def cli() -> None:
 @click.option("--max-bytes", type=click.IntRange(min=1), default=100 * 1024 * 1024, show_default=True,
               help="Larger files fail as too-large instead of being read.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=300.0, show_default=True,
-              help="Seconds one document may take.")
+              help="Seconds one document may take to be read, extracted, chunked and embedded "
+                   "(checked between steps; an isolated extractor is killed past it).")
 @click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
               help="Seconds to wait for another writer of the same index.")
 @click.option("--ocr-lang", default="eng", show_default=True,
@@ -187,6 +188,34 @@ def gc(db, yes):
 
 
 @cli.command()
+@click.argument("path", type=click.Path())
+@db_option
+@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
+              help="Seconds to wait for another writer of the same index.")
+def rm(path, db, wait_s):
+    """Forget the documents under PATH: a file or folder, typically one renamed or deleted.
+
+    A sync forgets files gone from the folder it syncs; this removes what no sync reaches
+    (the old name of a renamed folder), chunks and records, under the writer lock.
+    """
+    from citeline.flows.remove import remove_path
+    from citeline.index.store import Store
+
+    with cli_errors():
+        if Store(db).stamp() is None:
+            raise click.ClickException(f"no index at {db}: run `citeline index PATH` first")
+        removal = remove_path(path, db, wait_s)
+    if not removal.paths:
+        roots = ", ".join(removal.known_roots) or "none"
+        raise click.ClickException(f"no document is indexed under {removal.target} (synced roots: {roots})")
+    for source in removal.paths:
+        click.echo(f"removed {source}")
+    click.echo(f"removed {len(removal.paths)} documents under {removal.target}")
+    if Path(path).expanduser().exists():
+        click.echo(f"note: {path} still exists: a sync of it, or of a folder above it, indexes it again")
+
+
+@cli.command()
 @db_option
 @click.option("--failed", is_flag=True, help="Only failed documents.")
 @json_option
@@ -267,18 +296,23 @@ def search(query, db, model, k, as_json):
               help="With --repair: seconds to wait for another writer of the same index.")
 def check(db, as_json, repair, wait_s):
     """Verify the index; exit 1 listing every violation (left after --repair)."""
-    from citeline.index.check import check_index
+    from citeline.index.check import check_index, source_warnings
     from citeline.index.store import Store
 
     if repair:
         _check_and_repair(db, as_json, wait_s)
         return
     with cli_errors():
-        violations = check_index(Store.existing(db))
+        store = Store.existing(db)
+        violations = check_index(store)
+        warnings = source_warnings(store)
     if as_json:
-        click.echo(json.dumps({"ok": not violations, "violations": [asdict(v) for v in violations]}, indent=2))
+        click.echo(json.dumps({"ok": not violations, "violations": [asdict(v) for v in violations],
+                               "warnings": [asdict(w) for w in warnings]}, indent=2))
     else:
         _print_violations(violations)
+        for w in warnings:
+            click.echo(f"warning: {w.rule}: {w.subject}: {w.detail}")
     if violations:
         sys.exit(1)
 

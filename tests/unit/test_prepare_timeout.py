@@ -1,0 +1,43 @@
+"""``--timeout`` bounds a document's whole preparation, embedding included."""
+import time
+
+import numpy as np
+import pytest
+
+from citeline.pipeline.prepare import prepare
+from citeline.pipeline.walk import SourceFile
+from citeline.schemas.errors import Timeout
+from citeline.schemas.settings import IndexSettings
+from citeline.schemas.stamp import IndexStamp
+
+
+class SlowEmbedder:
+    """A deterministic encoder that costs ``seconds`` per text, like a real one on a busy CPU."""
+
+    dim, max_tokens = 8, 256
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.embedded = 0
+
+    def count_tokens(self, texts):
+        return [len(t.split()) for t in texts]
+
+    def embed_documents(self, texts):
+        time.sleep(self.seconds * len(texts))
+        self.embedded += len(texts)
+        vectors = np.ones((len(texts), self.dim), dtype=np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def test_embedding_past_the_time_limit_fails_the_document_as_timeout(tmp_path):
+    path = tmp_path / "long.md"
+    path.write_text("# Long\n\n" + "\n\n".join(f"Paragraph {i} says something about walruses." for i in range(2000)))
+    embedder = SlowEmbedder(seconds=0.005)
+    settings = IndexSettings(db=str(tmp_path / "index"), timeout_s=1.0, budget=128, overlap=0)
+    started = time.monotonic()
+    with pytest.raises(Timeout, match=r"1 s limit \(--timeout\).*embedding") as caught:
+        prepare(SourceFile(str(path), str(tmp_path), "long.md"), embedder, IndexStamp("slow", 8), settings)
+    assert time.monotonic() - started < 3.0  # all of it would take ~8 s
+    assert caught.value.stage == "embed" and caught.value.kind == "timeout"
+    assert 0 < embedder.embedded < 1000
