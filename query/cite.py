@@ -8,7 +8,7 @@ chunk that source ``n`` was built from, and the quote is the chunk's ``content``
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from citeline.schemas.locator import CharRange, Locator, Page, SheetRange, TimeSpan, locator_from_dict
 from citeline.schemas.retrieval import ChunkRow, Citation, Hit
@@ -59,18 +59,15 @@ def document_name(chunk: ChunkRow) -> str:
     return chunk.path or chunk.title or chunk.doc_id
 
 
-def parse_locators(raw: str | Sequence[Mapping] | None) -> list[Locator]:
-    """The ``locators`` column (a JSON list of locator dicts, or already a list) as locators.
+def parse_locators(raw: str) -> list[Locator]:
+    """The ``locators`` column (a JSON list of locator dicts; "" when null) as locators.
 
     >>> parse_locators('[{"kind": "page", "page": 3}]')
     [Page(page=3, page_label='', ocr_confidence=None, kind='page')]
-    >>> parse_locators(None), parse_locators("")
-    ([], [])
+    >>> parse_locators("")
+    []
     """
-    if not raw:
-        return []
-    items = json.loads(raw) if isinstance(raw, str) else raw
-    return [locator_from_dict(item) for item in items]
+    return [locator_from_dict(item) for item in json.loads(raw)] if raw else []
 
 
 def locator_label(title: str, section: str, locators: Sequence[Locator]) -> str:
