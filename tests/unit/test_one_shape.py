@@ -72,7 +72,8 @@ def test_the_report_and_the_calibration_count_with_the_same_sweep(tmp_path):
         '{"id": "q0", "doc": "a.md", "needle": "Needle one.", "course": "c", "ticket": "t", "char_start": 5}')
     (root / "out_of_domain.jsonl").write_text('{"id": "o1", "query": "x", "kind": "absurd"}')
     answered = [QueryResult(f"q0:{p}", p, True, 1, 0.3, (0.3, 0.6), (True, False), None) for p in ("course", "ticket")]
-    run = Run("E", "dense", answered, [QueryResult("o1", "absurd", False, None, None, (0.4, 0.7), (False, False), None)])
+    unanswerable = QueryResult("o1", "absurd", False, None, None, (0.4, 0.7), (False, False), None)
+    run = Run("E", "dense", answered, [unanswerable])
     config = EvalConfig(strategies=("E",), retrievers=("dense",))
     results = summarize(load_corpus(root), config, {"E": IndexCost("E", 1, 1, 0, 0, 256, [])}, [run], ("dense",), {})
     expected = thresholds.sweep(gate_queries(run), config.cosine_cuts, "cosine", config.window)
