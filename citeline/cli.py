@@ -13,6 +13,7 @@ from citeline.common import EXIT_DOCUMENTS_FAILED, cli_errors, error_text, model
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 from citeline.eval_cmd import eval_command
 from citeline.schemas.errors import CitelineError
+from citeline.schemas.settings import DEFAULT_STRATEGY, STRATEGIES
 from citeline.schemas.stamp import STAMP_COLUMNS, Stamp, is_current
 from citeline.schemas.status import DocStatus
 from citeline.schemas.text import visible, visible_lines
@@ -35,8 +36,8 @@ def cli() -> None:
 @click.argument("path", type=click.Path(exists=True, file_okay=True, dir_okay=True))
 @db_option
 @model_option
-@click.option("--strategy", default="E", show_default=True,
-              type=click.Choice(list("ABCDEF"), case_sensitive=False),
+@click.option("--strategy", default=DEFAULT_STRATEGY, show_default=True,
+              type=click.Choice(STRATEGIES, case_sensitive=False),
               help="Chunking: A blind, B blind+overlap, C boundaries, D +overlap, E +header, F +header+overlap.")
 @click.option("--budget", default=512, show_default=True, type=click.IntRange(min=32), help="Characters per chunk.")
 @click.option("--overlap", default=64, show_default=True, type=click.IntRange(min=0),
@@ -108,7 +109,8 @@ def _print_run(state) -> None:
 @db_option
 @model_option
 @click.option("--cron", default="*/15 * * * *", show_default=True, help="When to re-sync (cron syntax).")
-@click.option("--strategy", type=click.Choice(list("ABCDEF"), case_sensitive=False), default="E", show_default=True)
+@click.option("--strategy", type=click.Choice(STRATEGIES, case_sensitive=False), default=DEFAULT_STRATEGY,
+              show_default=True)
 @click.option("--name", default=None, help="Deployment name (default: sync-<folder name>).")
 def serve(path, db, model, cron, strategy, name):
     """Keep PATH indexed on a schedule; needs a Prefect server (PREFECT_API_URL)."""
@@ -147,7 +149,7 @@ def retry(path, db, model, wait_s):
 @db_option
 @click.option("--model", required=True, envvar=ENV_MODEL,
               help="The new embedding model: a packaged alias or a local sentence-transformers folder.")
-@click.option("--strategy", type=click.Choice(list("ABCDEF"), case_sensitive=False), default=None,
+@click.option("--strategy", type=click.Choice(STRATEGIES, case_sensitive=False), default=None,
               help="A new chunk strategy (default: keep the index's).")
 @click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
               help="Seconds to wait for another writer of the same index.")
@@ -275,8 +277,8 @@ def search(query, db, model, k, as_json):
 
     with cli_errors():
         Store.existing(db)  # before the model is looked up: a mistyped --db fails first, creating nothing
-        rows = Searcher.open(db, get_embedder(model_for(db, model))).dense(query, k)
-    citations = build_citations(rows)
+        hits = Searcher.open(db, get_embedder(model_for(db, model))).dense(query, k)
+    citations = build_citations(hits)
     if as_json:
         click.echo(json.dumps({"query": query, "results": [c.to_dict() for c in citations]}, indent=2))
         return

@@ -1,8 +1,8 @@
 """``--timeout`` bounds a document's whole preparation, embedding included."""
 import time
 
-import numpy as np
 import pytest
+from fakes import HashEmbedder
 
 from citeline.pipeline.prepare import prepare
 from citeline.pipeline.walk import SourceFile
@@ -11,23 +11,18 @@ from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
 
 
-class SlowEmbedder:
-    """A deterministic encoder that costs ``seconds`` per text, like a real one on a busy CPU."""
-
-    dim, max_tokens = 8, 256
+class SlowEmbedder(HashEmbedder):
+    """The shared fake, costing ``seconds`` per text like a real encoder on a busy CPU."""
 
     def __init__(self, seconds: float):
+        super().__init__()
         self.seconds = seconds
         self.embedded = 0
 
-    def count_tokens(self, texts):
-        return [len(t.split()) for t in texts]
-
-    def embed_documents(self, texts):
+    def embed_counted(self, texts):
         time.sleep(self.seconds * len(texts))
         self.embedded += len(texts)
-        vectors = np.ones((len(texts), self.dim), dtype=np.float32)
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        return super().embed_counted(texts)
 
 
 def test_embedding_past_the_time_limit_fails_the_document_as_timeout(tmp_path):
