@@ -1,3 +1,4 @@
+import pymupdf
 import pytest
 
 from citeline.extractors import pdf
@@ -163,9 +164,7 @@ def test_a_scan_with_a_text_stamp_is_still_ocrd(make, h):
 
 def _slides(titles: list[str]) -> bytes:
     """A deck exported as PDF: each page holds one line at the top, "Slide N: title"."""
-    import fitz
-
-    doc = fitz.open()
+    doc = pymupdf.open()
     for n, title in enumerate(titles, 1):
         page = doc.new_page(width=720, height=405)
         page.insert_text((36, 40), f"Slide {n}: {title}", fontsize=20)
