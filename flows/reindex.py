@@ -7,6 +7,7 @@ from prefect.futures import wait
 from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from citeline.index.faults import is_storage_error
 from citeline.index.lock import writer_lock
 from citeline.index.store import Store
 from citeline.schemas.settings import IndexSettings
@@ -69,7 +70,9 @@ def reindex(settings: IndexSettings, wait_s: float = 0.0):
             # The new table keeps token vectors if the live one had them: switch only when filled.
             if keeps_token_vectors(settings, old):
                 store_token_vectors(settings, new)
-        except OSError as exc:  # disk full: the staged table waits, complete, for the next run
+        except Exception as exc:  # disk full: the staged table waits, complete, for the next run
+            if not is_storage_error(exc):
+                raise
             summary = ReindexSummary(old, new, len(records), 0, False)
             return Failed(message=f"not switched, the live index is unchanged: {exc}; run the re-index again "
                                   "once there is space: it resumes", data=summary)
