@@ -12,6 +12,7 @@ import click
 
 from citeline.common import cli_errors, model_for
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
+from citeline.schemas.text import visible, visible_lines
 
 ENV_RERANKER = "CITELINE_RERANKER"  # same name as query.rerank.ENV_RERANKER (not imported: keeps --help fast)
 RETRIEVERS = ("dense", "bm25", "hybrid", "rerank")
@@ -67,7 +68,7 @@ def ask(query, db, model, as_json, k, retriever, rerank_flag, reranker, cosine_w
 
             answer = run_generate(answer, ChatClient.from_env(os.environ))
     if as_json:
-        click.echo(json.dumps(answer.to_dict(), indent=2, ensure_ascii=False))
+        click.echo(json.dumps(answer.to_dict(), indent=2))  # \uXXXX: no raw U+202E or C1 reaches a terminal
     else:
         _print(answer, generate)
 
@@ -95,23 +96,24 @@ def _print(answer, generated: bool) -> None:
     click.echo(f"SOURCES ({len(answer.citations)} under cosine distance {answer.threshold:g})")
     for c in answer.citations:
         rerank = "" if c.rerank_score is None else f"  rerank {c.rerank_score:.3f}"
-        click.echo(f"[{c.index}] {c.document}  {c.label}  {c.fragment}  distance {c.distance:.3f}{rerank}")
+        click.echo(f"[{c.index}] {visible(c.document)}  {visible(c.label)}  {visible(c.fragment)}  "
+                   f"distance {c.distance:.3f}{rerank}")
         click.echo(f"    {_short(c.quote)}")
     if not generated:
         click.echo("\nPROMPT")
-        click.echo(answer.prompt, nl=False)
+        click.echo("\n".join(visible_lines(answer.prompt)), nl=False)
         return
     click.echo("\nANSWER")
-    click.echo(answer.answer)
+    click.echo("\n".join(visible_lines(answer.answer)))
     check = answer.check
     if check.unknown:
         click.echo(f"\nREMOVED citations of sources that do not exist: {', '.join(f'[{n}]' for n in check.unknown)}")
     for sentence in check.uncited:
-        click.echo(f"UNCITED: {sentence}")
+        click.echo(f"UNCITED: {visible(sentence)}")
     if check.ok:
         click.echo("\nevery sentence cites a source that exists")
 
 
 def _short(quote: str) -> str:
-    flat = " ".join(quote.split())
+    flat = visible(" ".join(quote.split()))
     return flat if len(flat) <= QUOTE_WIDTH else flat[: QUOTE_WIDTH - 1] + "…"

@@ -13,6 +13,7 @@ from citeline.common import cli_errors, error_text, model_for
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 from citeline.eval_cmd import eval_command
 from citeline.schemas.errors import CitelineError
+from citeline.schemas.text import visible, visible_lines
 
 db_option = click.option("--db", envvar=ENV_DB, default=DEFAULTS["db"], show_default=True,
                          help="Index location: a local folder or any LanceDB URI.")
@@ -87,7 +88,7 @@ def _print_run(state) -> None:
         raise click.ClickException(f"the index run failed: {state.message}")
     click.echo(summary.line())
     for failure in summary.failures:
-        click.echo(f"  FAILED {failure.path} [{failure.stage}] {failure.reason}")
+        click.echo(f"  FAILED {visible(failure.path)} [{failure.stage}] {visible(failure.reason)}")
     if state.is_failed():
         raise click.ClickException(state.message)
 
@@ -219,12 +220,13 @@ def status(db, failed, as_json):
                    f"pipeline v{stamp.pipeline_version}; {report['rows']} chunk rows")
     for d in report["documents"]:
         rows = "-" if d["status"] == "failed" else "current" if d["current"] else "STALE"  # failed: no rows
-        line = f"{d['status']:<8} {rows:<7} {d['chunk_count']:>5} chunks  {d['path']}"
+        line = f"{d['status']:<8} {rows:<7} {d['chunk_count']:>5} chunks  {visible(d['path'])}"
         if d["status"] == "failed":
-            line += f"  [{d['stage']}] {d['reason']} (attempts: {d['attempts']})"
+            line += f"  [{d['stage']}] {visible(d['reason'] or '')} (attempts: {d['attempts']})"
         click.echo(line)
-        for note in (d["notes"] or "").splitlines():
-            click.echo(f"{'':17}note: {note}")
+        for note in visible_lines(d["notes"] or ""):
+            if note:
+                click.echo(f"{'':17}note: {note}")
 
 
 def _status_doc(d: dict, active) -> dict:
@@ -266,8 +268,9 @@ def search(query, db, model, k, as_json):
         click.echo(json.dumps({"query": query, "results": [c.to_dict() for c in citations]}, indent=2))
         return
     for c in citations:
-        click.echo(f"[{c.index}] {c.document}{c.fragment}  {c.label}  (cosine distance {c.distance:.3f})")
-        click.echo("    " + c.quote.replace("\n", "\n    "))
+        click.echo(f"[{c.index}] {visible(c.document)}{visible(c.fragment)}  {visible(c.label)}  "
+                   f"(cosine distance {c.distance:.3f})")
+        click.echo("    " + "\n    ".join(visible_lines(c.quote)))
 
 
 @cli.command()
@@ -324,7 +327,7 @@ def _check_and_repair(db: str, as_json: bool, wait_s: float) -> None:
             click.echo(f"found {len(report.found)} violations:")
             _print_violations(report.found, "  ")
         for r in report.repairs:
-            click.echo(f"repair: {r.line()}")
+            click.echo(f"repair: {visible(r.line())}")
         if report.found or report.repairs:
             click.echo("after repair:")
         _print_violations(report.remaining)
@@ -334,7 +337,7 @@ def _check_and_repair(db: str, as_json: bool, wait_s: float) -> None:
 
 def _print_violations(violations, indent: str = "") -> None:
     for v in violations:
-        click.echo(f"{indent}{v.rule}: {v.subject}: {v.detail}")
+        click.echo(f"{indent}{v.rule}: {visible(v.subject)}: {visible(v.detail)}")
     if not indent:
         click.echo("index OK" if not violations else f"{len(violations)} violations")
 
@@ -360,8 +363,9 @@ cli.add_command(eval_command)
 
 def main() -> None:
     """The console script: process settings first (they must precede Prefect's import), then the CLI."""
-    from citeline.tasks import env, log
+    from citeline.tasks import env, log, watchdog
 
     env.apply()
     log.configure()
+    watchdog.start()  # what this command starts (the temporary Prefect server) dies with it
     cli()

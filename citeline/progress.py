@@ -7,7 +7,10 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from citeline.schemas.text import visible
 
 
 class _ProgressHandler(logging.Handler):
@@ -24,7 +27,12 @@ class _ProgressHandler(logging.Handler):
         if event.get("event") == "run.planned":
             self.progress.update(self.task, total=event["total"], completed=0)
         elif event.get("event") == "document.finished":
-            self.progress.update(self.task, advance=1, description=event.get("path", "indexing")[-40:])
+            self.progress.update(self.task, advance=1, description=_shown(event.get("path", "indexing")))
+
+
+def _shown(path: str) -> str:
+    """The path's last 40 characters as rich markup: controls escaped, "[" not read as a style tag."""
+    return escape(visible(path)[-40:])
 
 
 @contextmanager

@@ -1,6 +1,7 @@
 """The index's fsck: every invariant citeline promises, checked against what is stored."""
 from __future__ import annotations
 
+import copy
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -9,6 +10,7 @@ import numpy as np
 
 from citeline.index.store import Store
 from citeline.schemas.stamp import IndexStamp
+from citeline.schemas.tables import DOCUMENTS
 
 STAMP_COLUMNS = ("embed_model", "embed_dim", "pipeline_version", "strategy")
 
@@ -22,7 +24,12 @@ class Violation:
 
 
 def check_index(store: Store) -> list[Violation]:
-    """Every violation found; an empty list means the index is consistent."""
+    """Every violation found; an empty list means the index is consistent.
+
+    Reads one version of every table, fixed as the check starts (``snapshot``): a writer
+    committing while the check runs cannot make it compare rows of two versions.
+    """
+    store = snapshot(store)
     stamp = store.stamp()
     documents = store.document_rows(["doc_id", "path", "status", "chunk_count", "canonical", "notes"])
     chunks = store.chunk_rows(["chunk_id", "doc_id", "start", "end", "content", "text", "vector", *STAMP_COLUMNS])
@@ -35,6 +42,45 @@ def check_index(store: Store) -> list[Violation]:
         *_unit_norm(chunks),
         *_full_text(store, stamp, chunks),
     ]
+
+
+def snapshot(store: Store) -> Store:
+    """A read-only view of ``store`` whose tables all stay at the version they have now.
+
+    A check reads the documents table, then the chunks table (seconds later on a big
+    index), then searches it; a writer committing in between used to show it chunk
+    counts of one version beside records of another, reported as violations that were
+    never there. LanceDB's ``checkout(version)`` pins each table; the meta, documents and
+    active chunks tables are pinned together, up front.
+    """
+    pinned = copy.copy(store)
+    pinned.db = _PinnedConnection(store.db)
+    for name in (pinned.active_table(), DOCUMENTS):  # active_table() pins the meta table first
+        if name in pinned.db.table_names():
+            pinned.db.open_table(name)
+    return pinned
+
+
+class _PinnedConnection:
+    """A LanceDB connection whose tables read at the version they had when first opened."""
+
+    def __init__(self, db):
+        self._db = db
+        self._names = list(db.table_names())
+        self._tables: dict = {}
+
+    def table_names(self) -> list[str]:
+        return self._names
+
+    def open_table(self, name: str):
+        if name not in self._tables:
+            table = self._db.open_table(name)
+            table.checkout(table.version)
+            self._tables[name] = table
+        return self._tables[name]
+
+    def __getattr__(self, name: str):
+        return getattr(self._db, name)  # anything else (a check never writes) as the connection does
 
 
 def _empty_indexed(documents: list[dict]) -> list[Violation]:

@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from citeline.index.sql import sql_in
+from citeline.index.filters import one_of
 from citeline.index.tokens import TokenVectors
 
 ANN_EF = 400  # HNSW candidates per search: recall@10 0.99 at 100k; the default (1.5 k) gave 0.67
@@ -98,7 +98,7 @@ class ChunkReader:
     def _where(self, chunk_ids: Sequence[str], columns: list[str]) -> list[dict]:
         if not chunk_ids:
             return []
-        return self.table.search().where(sql_in("chunk_id", chunk_ids)).select(columns).limit(None).to_list()
+        return self.table.search().where(one_of("chunk_id", chunk_ids)).select(columns).limit(None).to_list()
 
 
 def _renamed(row: dict, old: str, new: str) -> dict:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from citeline.index.check import Violation
-from citeline.index.sql import sql_in
+from citeline.index.filters import one_of
 from citeline.index.store import Store
 
 # Rules whose cure is to index the document again: its rows are wrong or missing.
@@ -80,7 +80,7 @@ def delete_duplicates(store: Store, chunk_ids: tuple[str, ...]) -> list[Repair]:
     """
     if not chunk_ids:
         return []
-    store.chunks(store.stamp()).delete(sql_in("chunk_id", chunk_ids))
+    store.chunks(store.stamp()).delete(one_of("chunk_id", chunk_ids))
     return [Repair("deleted-duplicates", c, "every copy removed before its document is indexed again")
             for c in chunk_ids]
 
@@ -88,7 +88,7 @@ def delete_duplicates(store: Store, chunk_ids: tuple[str, ...]) -> list[Repair]:
 def rebuild_full_text(store: Store) -> Repair:
     """Build the full-text index again over every row, then compact."""
     stamp = store.stamp()
-    store.chunks(stamp).create_fts_index("text", replace=True)
+    store.rebuild_full_text(stamp)
     store.finish_run(stamp)
     indexed, unindexed = store.fts_coverage()
     return Repair("rebuilt-full-text", "index", f"the full-text index now covers {indexed} rows "

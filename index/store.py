@@ -8,10 +8,11 @@ from typing import Iterable, Sequence
 
 import lancedb
 import pyarrow as pa
-from lancedb.index import BTree, HnswSq
+from lancedb.expr import Expr
+from lancedb.index import FTS, BTree, HnswSq
 
 from citeline.index.reader import ChunkReader, has_vector_index
-from citeline.index.sql import sql_in, sql_str
+from citeline.index.filters import equals, one_of
 from citeline.index.tokens import TokenVectors
 from citeline.schemas.errors import IndexMismatch
 from citeline.schemas.stamp import IndexStamp
@@ -25,6 +26,17 @@ from citeline.schemas.tables import (
 # 20k) and scans them exactly, as fast as HNSW here; above it the index spares every query
 # process from loading the table (docs/benchmarks.md, section 5).
 ANN_MIN_ROWS = 20_000
+
+# A row filter: an expression from index/filters.py, or SQL text that holds no value
+# taken from a document (``"status = 'failed'"``).
+Filter = Expr | str
+
+# BM25's tokenizer, spelled out rather than left to defaults so that a LanceDB upgrade
+# cannot change scores silently: these are the settings every index so far was built
+# with (the defaults of the deprecated ``create_fts_index``). No positions: citeline
+# runs no phrase queries, and they would make the index bigger.
+TEXT_INDEX = FTS(base_tokenizer="simple", language="English", max_token_length=40, lower_case=True,
+                 stem=True, remove_stop_words=True, ascii_folding=True, with_position=False)
 
 
 def now() -> datetime:
@@ -51,19 +63,35 @@ class Store:
 
     # ---- tables --------------------------------------------------------------------
 
-    def _has(self, name: str) -> bool:
-        return name in self.db.table_names()
+    def table_names(self) -> list[str]:
+        """Every table at this URI.
+
+        LanceDB lists tables a page at a time (``table_names()`` stopped after the first
+        ten, so an index with nine re-indexed chunks tables lost its ``meta`` table);
+        every page is read here.
+        """
+        names: list[str] = []
+        token = None
+        while True:
+            page = self.db.list_tables(page_token=token)
+            names.extend(page.tables)
+            token = page.page_token
+            if not token:
+                return names
+
+    def has_table(self, name: str) -> bool:
+        return name in self.table_names()
 
     def documents(self):
-        if not self._has(DOCUMENTS):
+        if not self.has_table(DOCUMENTS):
             return self.db.create_table(DOCUMENTS, schema=DOCUMENTS_SCHEMA, exist_ok=True)
         return self.db.open_table(DOCUMENTS)
 
     def active_table(self) -> str | None:
         """Name of the chunks table queries use, or None for a new index."""
-        if not self._has(META):
+        if not self.has_table(META):
             return None
-        rows = _scan(self.db.open_table(META), ["value"], "key = 'active'")
+        rows = _scan(self.db.open_table(META), ["value"], equals("key", "active"))
         return rows[0]["value"] if rows else None
 
     def activate(self, stamp: IndexStamp) -> None:
@@ -73,7 +101,7 @@ class Store:
         live, it is no re-index in progress.
         """
         name = chunks_table_name(stamp)
-        if not self._has(name):
+        if not self.has_table(name):
             raise IndexMismatch(f"no chunks table for {stamp} to activate")
         meta = self.db.create_table(META, schema=META_SCHEMA, exist_ok=True)
         row = pa.Table.from_pylist([{"key": "active", "value": name}], schema=META_SCHEMA)
@@ -119,7 +147,7 @@ class Store:
     def chunk_tables(self) -> list[tuple[str, IndexStamp, bool]]:
         """Every chunks table: (name, stamp, is it the active one)."""
         active = self.active_table()
-        names = sorted(n for n in self.db.table_names() if n.startswith(CHUNKS_PREFIX))
+        names = sorted(n for n in self.table_names() if n.startswith(CHUNKS_PREFIX))
         return [(n, self.table_stamp(n), n == active) for n in names]
 
     def drop_table(self, name: str) -> None:
@@ -127,7 +155,7 @@ class Store:
         if name == self.active_table():
             raise IndexMismatch(f"{name} is the active chunks table; it cannot be dropped")
         twin = TOKENS_PREFIX + name.removeprefix(CHUNKS_PREFIX)
-        if self._has(twin):
+        if self.has_table(twin):
             self.db.drop_table(twin)
         self.db.drop_table(name)
 
@@ -180,7 +208,7 @@ class Store:
         if not records:
             return
         stored = {r["doc_id"]: r for r in self.document_rows(
-            where=sql_in("doc_id", [r["doc_id"] for r in records]))}
+            where=one_of("doc_id", [r["doc_id"] for r in records]))}
         rows = [_document_row({**stored.get(r["doc_id"], {}), **r}) for r in records]
         table = pa.Table.from_pylist(rows, schema=DOCUMENTS_SCHEMA)
         (self.documents().merge_insert("doc_id")
@@ -189,10 +217,10 @@ class Store:
     def delete_document(self, doc_id: str, stamp: IndexStamp) -> None:
         """Remove a document's chunks, then its record."""
         if self.stamp() is not None:
-            self.chunks(stamp).delete(f"doc_id = {sql_str(doc_id)}")
-        self.documents().delete(f"doc_id = {sql_str(doc_id)}")
+            self.chunks(stamp).delete(equals("doc_id", doc_id))
+        self.documents().delete(equals("doc_id", doc_id))
 
-    def document_rows(self, columns: Sequence[str] | None = None, where: str | None = None) -> list[dict]:
+    def document_rows(self, columns: Sequence[str] | None = None, where: Filter | None = None) -> list[dict]:
         return _scan(self.documents(), columns, where)
 
     # ---- chunks ----------------------------------------------------------------------
@@ -205,13 +233,13 @@ class Store:
         writes into the table of ``stamp`` even while another table is active (re-index).
         """
         table = self.staging(stamp) if staged else self.chunks(stamp, create=True)
-        where = f"doc_id = {sql_str(doc_id)}"
+        where = equals("doc_id", doc_id)
         if rows.num_rows == 0:
             table.delete(where)
         else:
             (table.merge_insert("chunk_id").when_matched_update_all().when_not_matched_insert_all()
              .when_not_matched_by_source_delete(where).execute(rows))
-        return table.count_rows(where)
+        return _count(table, where)
 
     def rows_per_document(self, table: str | None = None) -> Counter:
         """Rows per document of the active chunks table (or ``table``), in one scan."""
@@ -230,10 +258,9 @@ class Store:
         name = table or self.active_table()
         if name is None:
             return 0
-        opened = self.db.open_table(name)
-        return opened.count_rows(f"doc_id = {sql_str(doc_id)}") if doc_id else opened.count_rows()
+        return _count(self.db.open_table(name), None if doc_id is None else equals("doc_id", doc_id))
 
-    def chunk_rows(self, columns: Sequence[str] | None = None, where: str | None = None,
+    def chunk_rows(self, columns: Sequence[str] | None = None, where: Filter | None = None,
                    table: str | None = None) -> list[dict]:
         name = table or self.active_table()
         if name is None:
@@ -265,13 +292,17 @@ class Store:
         if staged or self.stamp() is not None:
             table = self.staging(stamp) if staged else self.chunks(stamp)
             if not any(ix.index_type == "FTS" for ix in table.list_indices()):
-                table.create_fts_index("text", replace=True)
+                table.create_index("text", config=TEXT_INDEX, replace=True)
             if table.count_rows() >= self.ann_min_rows and not has_vector_index(table):
                 table.create_index("vector", config=HnswSq(distance_type="cosine"))
                 # Lookups by id (rerank texts, BM25-only vectors) stop being full scans.
                 table.create_index("chunk_id", config=BTree())
             table.optimize()  # also folds the rows added since into every index
         self.documents().optimize()
+
+    def rebuild_full_text(self, stamp: IndexStamp) -> None:
+        """Build the active table's full-text index again over every row."""
+        self.chunks(stamp).create_index("text", config=TEXT_INDEX, replace=True)
 
     def needs_finish(self) -> bool:
         """True when the full-text index lags the rows (a run died before finishing)."""
@@ -305,13 +336,20 @@ def check_stamp(found: IndexStamp, expected: IndexStamp, uri: str) -> None:
         raise err
 
 
-def _scan(table, columns: Sequence[str] | None, where: str | None) -> list[dict]:
+def _scan(table, columns: Sequence[str] | None, where: Filter | None) -> list[dict]:
     query = table.search()
     if where:
         query = query.where(where)
     if columns:
         query = query.select(list(columns))
     return query.limit(None).to_list()
+
+
+def _count(table, where: Expr | None) -> int:
+    """Rows of ``table`` matching ``where``: a scan, since ``count_rows`` takes only SQL text."""
+    if where is None:
+        return table.count_rows()
+    return table.search().where(where).select([]).limit(None).to_arrow().num_rows
 
 
 def _document_row(record: dict) -> dict:

@@ -15,7 +15,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import pyarrow as pa
 
-from citeline.index.sql import sql_in
+from citeline.index.filters import one_of
 from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.tables import TOKENS_SCHEMA, chunks_table_name, tokens_table_name
 
@@ -30,7 +30,7 @@ class TokenVectors:
         self._opened = None
 
     def exists(self) -> bool:
-        return self._opened is not None or self.name in self.store.db.table_names()
+        return self._opened is not None or self.store.has_table(self.name)
 
     def _table(self):
         if self._opened is None:
@@ -49,7 +49,7 @@ class TokenVectors:
         todo = sorted(set(ids) - self.stored_ids())
         out: list[tuple[str, str]] = []
         for start in range(0, len(todo), 500):
-            rows = chunks.search().where(sql_in("chunk_id", todo[start:start + 500])).select(
+            rows = chunks.search().where(one_of("chunk_id", todo[start:start + 500])).select(
                 ["chunk_id", "text"]).limit(None).to_list()
             out.extend((r["chunk_id"], r["text"]) for r in rows)
         return sorted(out)
@@ -62,7 +62,7 @@ class TokenVectors:
         live = set(chunks.search().select(["chunk_id"]).limit(None).to_arrow().column("chunk_id").to_pylist())
         gone = sorted(self.stored_ids() - live)
         for start in range(0, len(gone), 500):
-            self._table().delete(sql_in("chunk_id", gone[start:start + 500]))
+            self._table().delete(one_of("chunk_id", gone[start:start + 500]))
         return len(gone)
 
     def write(self, items: Iterable[tuple[str, np.ndarray]]) -> int:
@@ -82,7 +82,7 @@ class TokenVectors:
         """Stored vectors of the given chunks (float32, one row per word-piece), by chunk id."""
         if not chunk_ids or not self.exists():
             return {}
-        rows = self._table().search().where(sql_in("chunk_id", chunk_ids)).limit(None).to_list()
+        rows = self._table().search().where(one_of("chunk_id", chunk_ids)).limit(None).to_list()
         dim = self.stamp.embed_dim
         return {r["chunk_id"]: np.frombuffer(r["vectors"], dtype=np.float16).reshape(r["count"], dim)
                 .astype(np.float32) for r in rows}

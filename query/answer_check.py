@@ -1,18 +1,22 @@
 """Check a generated answer against the sources it was given (SPEC §5).
 
-Every ``[n]`` must name a source that exists: unknown numbers are removed from the
-answer and reported. Sentences without any citation are flagged, except those
+Every ``[n]`` must name a source the server numbered (the citations' own indexes, not
+a count): unknown numbers are removed from the answer and reported. An escaped
+``\\[n]`` is not a citation: the prompt writes bracketed numbers found in document
+text that way (query.prompt), so a model echoing a document's "[2]" cites nothing. Sentences without any citation are flagged, except those
 that say the sources do not contain the answer (the prompt asks for exactly that).
 Citation forms understood: ``[1]``, ``[1, 2]``, ``[1,2]`` and ``[1][2]``.
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 from citeline.schemas.retrieval import AnswerCheck
 
 _NUMBERS = r"\[\s*\d+(?:\s*,\s*\d+)*\s*\]"
-_GROUP = re.compile(r"(?P<pre>[ \t]*)(?P<group>" + _NUMBERS + ")")
+_GROUP = re.compile(r"(?P<pre>[ \t]*)(?<!\\)(?P<group>" + _NUMBERS + ")")  # not after a backslash
+_CITED = re.compile(r"(?<!\\)" + _NUMBERS)
 # A sentence ends at . ! or ? followed by whitespace or the end of the line; citations
 # written after the full stop ("Claim. [1]") still belong to the sentence before.
 _END = re.compile(r"[.!?]+(?:[ \t]*" + _NUMBERS + r")*(?=\s|$)")
@@ -31,32 +35,28 @@ _SOURCES = re.compile(
 )
 
 
-def check_answer(answer: str, n_sources: int) -> AnswerCheck:
+def check_answer(answer: str, sources: Collection[int]) -> AnswerCheck:
     """Remove citation numbers that name no source and flag uncited sentences.
 
     Args:
         answer: the generator's text.
-        n_sources: how many sources the prompt had; valid numbers are 1..n_sources.
+        sources: the numbers of the sources the server put in the prompt
+            (``[c.index for c in citations]``); no other number is valid.
 
     Returns:
         An ``AnswerCheck`` with the cleaned answer, the valid indexes cited, the
         unknown numbers removed and the sentences left without a citation.
 
-    Raises:
-        ValueError: if ``n_sources`` is negative.
-
-    >>> c = check_answer("Paris is big [1]. It has 2 rivers [7].", 2)
+    >>> c = check_answer("Paris is big [1]. It has 2 rivers [7].", (1, 2))
     >>> c.answer, c.cited, c.unknown, c.uncited
     ('Paris is big [1]. It has 2 rivers.', (1,), (7,), ('It has 2 rivers.',))
     """
-    if n_sources < 0:
-        raise ValueError(f"n_sources must be >= 0, got {n_sources}")
     cited: set[int] = set()
     unknown: list[int] = []
 
     def clean(match: re.Match) -> str:
         numbers = [int(n) for n in re.findall(r"\d+", match["group"])]
-        valid = [n for n in numbers if 1 <= n <= n_sources]
+        valid = [n for n in numbers if n in sources]
         unknown.extend(n for n in numbers if n not in valid and n not in unknown)
         cited.update(valid)
         if not valid:
@@ -101,7 +101,7 @@ def says_not_in_sources(sentence: str) -> bool:
 
 
 def _needs_citation(sentence: str) -> bool:
-    if re.search(_NUMBERS, sentence):
+    if _CITED.search(sentence):
         return False
     bare = sentence.strip()
     # Punctuation, Markdown headings and list lead-ins ("The steps are:") are not claims.

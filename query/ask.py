@@ -162,5 +162,5 @@ def generate(answer: Answer, client: ChatClient) -> Answer:
     """
     if answer.refused or answer.prompt is None:
         return answer
-    check = check_answer(client.complete(answer.prompt), len(answer.citations))
+    check = check_answer(client.complete(answer.prompt), [c.index for c in answer.citations])
     return replace(answer, answer=check.answer, check=check)

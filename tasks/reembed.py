@@ -4,7 +4,7 @@ from __future__ import annotations
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from citeline.index.sql import sql_str
+from citeline.index.filters import equals
 from citeline.index.store import chunk_table
 from citeline.pipeline.chunk import chunk_document
 from citeline.pipeline.prepare import chunk_id_for, rechunk
@@ -37,6 +37,6 @@ def _already_staged(record: dict, stamp: IndexStamp, settings: IndexSettings) ->
     chunks = chunk_document(record["canonical"], record["title"] or "", record["doc_id"], stamp.strategy,
                             settings.budget, settings.overlap)
     expected = {chunk_id_for(record["doc_id"], c, stamp) for c in chunks}
-    staged = store_for(settings.db).chunk_rows(["chunk_id"], f"doc_id = {sql_str(record['doc_id'])}",
+    staged = store_for(settings.db).chunk_rows(["chunk_id"], equals("doc_id", record["doc_id"]),
                                                table=chunks_table_name(stamp))
     return len(staged) == len(expected) and {r["chunk_id"] for r in staged} == expected

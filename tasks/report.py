@@ -1,6 +1,7 @@
 """What operators see in the Prefect UI after a run: a summary and the failed documents."""
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 
 from prefect import task
@@ -8,6 +9,12 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from citeline.schemas.status import RunSummary
+from citeline.schemas.text import visible
+
+# Markdown that text from a document could use to end a table cell (|), make a link ([]()),
+# open code or emphasis, or start a heading; each is written backslash-escaped.
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+!|~])")
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 
 
 @task(name="publish-report", cache_policy=NO_CACHE, persist_result=False)
@@ -27,7 +34,7 @@ def publish_report(summary: RunSummary, root: str) -> None:
 
 def _markdown(summary: RunSummary, root: str) -> str:
     lines = [
-        f"# Index run: `{root}`",
+        f"# Index run: {markdown_text(root)}",
         "",
         "| indexed | skipped | failed | deleted | chunks written | truncated | rows in index |",
         "|---:|---:|---:|---:|---:|---:|---:|",
@@ -39,5 +46,15 @@ def _markdown(summary: RunSummary, root: str) -> str:
                       "embedded truncated: their tails are not searchable by meaning."]
     if summary.failures:
         lines += ["", "## Failed documents", "", "| path | stage | reason |", "|---|---|---|"]
-        lines += [f"| {f.path} | {f.stage} | {f.reason} |" for f in summary.failures]
+        lines += [f"| {markdown_text(f.path)} | {f.stage} | {markdown_text(f.reason)} |" for f in summary.failures]
     return "\n".join(lines)
+
+
+def markdown_text(text: str) -> str:
+    """``text`` shown literally inside Markdown: one line, no HTML, no Markdown syntax.
+
+    >>> markdown_text("a|b <i>\\n[x](y)")
+    'a\\\\|b &lt;i&gt;\\\\\\\\n\\\\[x\\\\]\\\\(y\\\\)'
+    """
+    text = "".join(_HTML.get(ch, ch) for ch in visible(text))
+    return _MARKDOWN.sub(r"\\\1", text)

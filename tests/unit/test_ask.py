@@ -125,7 +125,7 @@ def test_ask_cites_the_rows_that_pass_and_builds_the_prompt():
     assert (first.fragment, first.label, first.document) == ("#char=100,134", "Notes > Part 1", "notes.md")
     assert first.quote == row(1, 0)["content"] and first.rerank_score == 0.6
     assert answer.prompt.startswith("Answer using ONLY the numbered sources below. Cite every claim as [n].\n")
-    assert "[2] notes.md - Notes > Part 3\nSentence number 3 of the document.\n" in answer.prompt
+    assert "[2] notes.md - Notes > Part 3\n> Sentence number 3 of the document.\n" in answer.prompt
     assert answer.prompt.endswith("QUESTION\nWhat is in part 3?\n")
 
 

@@ -120,7 +120,7 @@ def test_api_key_is_sent_as_a_bearer_token_and_kept_out_of_repr(server):
 def test_bad_answer_is_caught_by_the_answer_check(server):
     _, root = server
     answer = ChatClient(root + "/bad", "m").complete("prompt")
-    check = check_answer(answer, n_sources=2)
+    check = check_answer(answer, (1, 2))
     assert check.unknown == (7,)
     assert check.uncited == (
         "Paged attention splits the KV cache into blocks.",

@@ -1,0 +1,43 @@
+"""The index-summary Markdown artifact: paths and reasons from documents cannot break out."""
+from __future__ import annotations
+
+import re
+
+from citeline.schemas.status import Failure, RunSummary
+from citeline.tasks.report import _markdown
+
+HOSTILE = Failure(
+    path="a | b <img src=x onerror=alert(1)>.md",
+    stage="extract",
+    reason="corrupt: [click](http://evil.example) `code` *bold*\n| forged | row | here |\n<script>x</script>",
+)
+
+
+def _failure_rows(markdown: str) -> list[str]:
+    lines = markdown.split("\n")
+    start = lines.index("| path | stage | reason |") + 2
+    return lines[start:]
+
+
+def _cells(row: str) -> list[str]:
+    """GFM splits a row at every pipe not escaped by a backslash."""
+    return re.split(r"(?<!\\)\|", row.strip())[1:-1]
+
+
+def test_a_hostile_path_and_reason_stay_one_row_of_three_cells():
+    text = _markdown(RunSummary(failed=1, failures=(HOSTILE,)), "/docs")
+    rows = _failure_rows(text)
+    assert len(rows) == 1
+    assert len(_cells(rows[0])) == 3
+
+
+def test_no_html_or_markdown_link_survives():
+    text = _markdown(RunSummary(failed=1, failures=(HOSTILE,)), "/docs")
+    assert "<script" not in text and "<img" not in text
+    assert "&lt;script&gt;" in text
+    assert "[click](" not in text and "\\[click\\]\\(" in text
+
+
+def test_a_root_with_a_backtick_cannot_end_its_heading():
+    text = _markdown(RunSummary(), "/docs`<b>x</b>\n# forged")
+    assert text.split("\n")[0] == "# Index run: /docs\\`&lt;b&gt;x&lt;/b&gt;\\\\n\\# forged"
