@@ -106,7 +106,7 @@ class Store:
         meta = self.db.create_table(META, schema=META_SCHEMA, exist_ok=True)
         row = pa.Table.from_pylist([{"key": "active", "value": name}], schema=META_SCHEMA)
         (meta.merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
-         .when_not_matched_by_source_delete(f"key = 'staging' AND value = {sql_str(name)}").execute(row))
+         .when_not_matched_by_source_delete(equals("key", "staging") & equals("value", name)).execute(row))
 
     def mark_staging(self, stamp: IndexStamp) -> None:
         """Record that a re-index builds the table of ``stamp``, so ``gc`` keeps it until the
@@ -117,9 +117,9 @@ class Store:
 
     def staging_table(self) -> str | None:
         """The chunks table a live or interrupted re-index is building, if any."""
-        if not self._has(META):
+        if not self.has_table(META):
             return None
-        rows = _scan(self.db.open_table(META), ["value"], "key = 'staging'")
+        rows = _scan(self.db.open_table(META), ["value"], equals("key", "staging"))
         return rows[0]["value"] if rows else None
 
     def table_stamp(self, name: str) -> IndexStamp:
@@ -172,7 +172,7 @@ class Store:
             # The full-text index exists before the table goes live (empty, it costs
             # nothing; LanceDB also searches rows added since): a run killed before
             # finish_run leaves BM25 working, only lagging (issue 18.7).
-            self.staging(expected).create_fts_index("text", replace=True)
+            self.staging(expected).create_index("text", config=TEXT_INDEX, replace=True)
             self.activate(expected)
             return self.db.open_table(chunks_table_name(expected))
         check_stamp(found, expected, self.uri)
@@ -251,7 +251,7 @@ class Store:
     def delete_chunks_of(self, table: str, doc_ids: Iterable[str]) -> None:
         """Delete every row of these documents from ``table``, in one commit."""
         if doc_ids := list(doc_ids):
-            self.db.open_table(table).delete(sql_in("doc_id", doc_ids))
+            self.db.open_table(table).delete(one_of("doc_id", doc_ids))
 
     def count_chunks(self, doc_id: str | None = None, table: str | None = None) -> int:
         """Rows of the active chunks table (or ``table``), of one document if given."""

@@ -76,7 +76,7 @@ def staged_documents(db: Path) -> tuple[str | None, set[str]]:
     """The table a re-index is building and the documents it holds so far."""
     store = Store(str(db))
     table = store.staging_table()
-    if table is None or table == store.active_table() or table not in store.db.table_names():
+    if table is None or table == store.active_table() or not store.has_table(table):
         return table, set()
     return table, set(store.rows_per_document(table))
 

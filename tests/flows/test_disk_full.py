@@ -26,7 +26,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
 WRITES = {
     "chunk-commit": (Store, "replace_chunks"),
     "record-upsert": (Store, "upsert_documents"),
-    "fts-build": (LanceTable, "create_fts_index"),
+    "fts-build": (LanceTable, "create_index"),
     "optimize": (LanceTable, "optimize"),
     "token-vectors": (TokenVectors, "write"),
     "delete": (Store, "delete_document"),
