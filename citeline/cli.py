@@ -185,7 +185,7 @@ def gc(db, yes, wait_s):
                    f"{store.count_chunks(table=name)} rows"
             if name == building:
                 click.echo(f"keeping {what}: a re-index to it has not switched yet "
-                           f"(`citeline reindex --model {stamp.embed_model}` finishes it)")
+                           "(run the same `citeline reindex` again to finish it)")
                 continue
             click.echo(f"{'dropping' if yes else 'would drop'} {what}")
             if yes:
