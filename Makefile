@@ -1,11 +1,12 @@
 # Two commands do everything on a fresh machine: `make run` and `make test`.
+# `make check` is the fast tier: unit and flow tests on the fake embedder, plus doctests.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT_PACKAGES := tesseract-ocr tesseract-ocr-eng
 
-.PHONY: setup run test bench clean
+.PHONY: setup run test check bench clean
 
 setup: $(INSTALLED)
 
@@ -29,6 +30,11 @@ run: setup
 
 test: setup
 	$(VENV)/bin/pytest
+
+# Everything not marked model (real weights) or slow (Whisper, subprocess runs); doctests
+# included, as in `make test` (pyproject's addopts).
+check: setup
+	$(VENV)/bin/pytest -m "not model and not slow" --hypothesis-profile=fast
 
 bench: setup
 	$(PY) bench/index_overhead.py

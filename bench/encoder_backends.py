@@ -36,7 +36,8 @@ from citeline.evaluation.dataset import load_corpus  # noqa: E402
 from citeline.evaluation.metrics import first_relevant_rank, hits_at, recall_at  # noqa: E402
 from citeline.evaluation.stats import paired  # noqa: E402
 from citeline.pipeline.chunk import chunk_document  # noqa: E402
-from citeline.pipeline.embed import Embedder, OnnxEmbedder, cpu_has_bf16  # noqa: E402
+from citeline.pipeline.embed import resolve_model  # noqa: E402
+from citeline.pipeline.embed_st import cpu_has_bf16  # noqa: E402
 from citeline.pipeline.prepare import doc_id_for, extract_bytes  # noqa: E402
 from citeline.pipeline.walk import list_files  # noqa: E402
 from citeline.schemas.options import ExtractOptions  # noqa: E402
@@ -95,9 +96,9 @@ def main() -> None:
     print(f"machine       {os.cpu_count()} cpus; native bf16: {'yes' if native else 'NO (bf16 is emulated here)'}")
 
     backends = {
-        "fp32": Embedder(precision="fp32", batch_size=settings.batch_size),
-        "bf16": Embedder(precision="bf16", batch_size=settings.batch_size),
-        "int8": OnnxEmbedder("minilm-int8", batch_size=settings.batch_size),
+        "fp32": resolve_model(settings.model).load("fp32", settings.batch_size),
+        "bf16": resolve_model(settings.model).load("bf16", settings.batch_size),
+        "int8": resolve_model("minilm-int8").load("int8", settings.batch_size),
     }
     for embedder in backends.values():
         embedder.embed_documents(["warm-up", "a second, longer warm-up text"])
@@ -135,7 +136,7 @@ def main() -> None:
         runs: dict[int, list[float]] = {b: [] for b in args.sweep}
         for order in (sorted(args.sweep), sorted(args.sweep, reverse=True)):
             for size in order:
-                embedder = Embedder(precision=default, batch_size=size)
+                embedder = resolve_model(settings.model).load(default, size)
                 embedder.__dict__["model"] = backends[default].model  # same weights, no reload
                 runs[size].append(timed(embedder.embed_documents, sample)[0])
         ref = sum(runs[settings.batch_size]) / 2 if settings.batch_size in runs else None

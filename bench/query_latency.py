@@ -43,7 +43,7 @@ from citeline.evaluation.stats import paired  # noqa: E402
 from citeline.index.store import Store  # noqa: E402
 from citeline.index.tokens import TokenVectors  # noqa: E402
 from citeline.pipeline.embed import get_embedder  # noqa: E402
-from citeline.query.maxsim import maxsim, mix, token_vectors  # noqa: E402
+from citeline.query.maxsim import maxsim, mix  # noqa: E402
 from citeline.query.rerank import DEFAULT_DEPTH, MaxSimReranker  # noqa: E402
 from citeline.query.search import RESULT_COLUMNS, Searcher  # noqa: E402
 from citeline.query.thresholds import Retrieved, cosine_cut, over, sweep, under  # noqa: E402
@@ -162,9 +162,9 @@ class TokenCache:
         embedder = self.searcher.embedder
         for start in range(0, len(missing), 16):
             batch = missing[start:start + 16]
-            for cid, vecs in zip(batch, token_vectors(embedder, [texts[c] for c in batch])):
+            for cid, vecs in zip(batch, embedder.token_vectors([texts[c] for c in batch])):
                 self.vectors[cid] = vecs
-        q = token_vectors(embedder, [query])[0]
+        q = embedder.token_vectors([query])[0]
         return maxsim(q, [self.vectors[r["chunk_id"]] for r in pool])
 
 

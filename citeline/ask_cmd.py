@@ -74,6 +74,7 @@ def ask(query, db, model, as_json, k, retriever, rerank_flag, reranker, cosine_w
 
 
 def _searcher(db: str, model: str | None, reranker: str | None, cosine_weight: float | None):
+    from citeline.index.store import Store
     from citeline.pipeline.embed import ModelNotFound, get_embedder
     from citeline.query.rerank import get_reranker
     from citeline.query.search import Searcher
@@ -84,6 +85,7 @@ def _searcher(db: str, model: str | None, reranker: str | None, cosine_weight: f
         raise click.UsageError(str(exc)) from None
     # A reranker that is not configured fails here, before any model is loaded.
     chosen = None if reranker is None else get_reranker(reranker, embedder, cosine_weight)
+    Store.existing(db)  # after the argument checks (exit 2); a mistyped --db fails here, creating nothing
     searcher = Searcher.open(db, embedder)
     searcher.reranker = chosen
     return searcher

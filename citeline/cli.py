@@ -9,10 +9,12 @@ from pathlib import Path
 import click
 
 from citeline.ask_cmd import ask
-from citeline.common import cli_errors, error_text, model_for
+from citeline.common import EXIT_DOCUMENTS_FAILED, cli_errors, error_text, model_for
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 from citeline.eval_cmd import eval_command
 from citeline.schemas.errors import CitelineError
+from citeline.schemas.stamp import STAMP_COLUMNS, Stamp, is_current
+from citeline.schemas.status import DocStatus
 from citeline.schemas.text import visible, visible_lines
 
 db_option = click.option("--db", envvar=ENV_DB, default=DEFAULTS["db"], show_default=True,
@@ -80,10 +82,15 @@ def index(path, db, model, strategy, budget, overlap, precision, max_failed, max
 
 
 def _print_run(state) -> None:
-    """Print a run's summary and failures; exit 1 when the run itself failed."""
+    """Print a run's summary and failures, then exit as README's "Exit codes" says.
+
+    A bug's exception is raised again, so its traceback is printed and the exit is 1.
+    """
     summary = state.result(raise_on_failure=False)
     if isinstance(summary, CitelineError):
         raise click.ClickException(error_text(summary))
+    if isinstance(summary, BaseException):
+        raise summary
     if not hasattr(summary, "line"):
         raise click.ClickException(f"the index run failed: {state.message}")
     click.echo(summary.line())
@@ -91,6 +98,8 @@ def _print_run(state) -> None:
         click.echo(f"  FAILED {visible(failure.path)} [{failure.stage}] {visible(failure.reason)}")
     if state.is_failed():
         raise click.ClickException(state.message)
+    if summary.failures:
+        sys.exit(EXIT_DOCUMENTS_FAILED)
 
 
 @cli.command()
@@ -127,9 +136,7 @@ def retry(path, db, model, wait_s):
     from citeline.index.store import Store
 
     with cli_errors():
-        stamp = Store(db).stamp()
-        if stamp is None:
-            raise click.ClickException(f"no index at {db}: run `citeline index PATH` first")
+        stamp = Store.existing(db).require_stamp()
         settings = IndexSettings(db=db, model=model_for(db, model), strategy=stamp.strategy)
         state = retry_failed(settings, path, wait_s=wait_s, return_state=True)
     _print_run(state)
@@ -154,9 +161,7 @@ def reindex(db, model, strategy, wait_s):
     from citeline.schemas.settings import IndexSettings
 
     with cli_errors():
-        stamp = Store(db).stamp()
-        if stamp is None:
-            raise click.ClickException(f"no index at {db}: run `citeline index PATH` first")
+        stamp = Store.existing(db).require_stamp()
         settings = IndexSettings(db=db, model=model, strategy=(strategy or stamp.strategy).upper())
         state = reindex_flow(settings, wait_s=wait_s, return_state=True)
     _print_run(state)
@@ -176,23 +181,24 @@ def gc(db, yes, wait_s):
     from citeline.index.lock import writer_lock
     from citeline.index.store import Store
 
-    with cli_errors(), writer_lock(db, wait_s):
-        store = Store(db)
-        building = store.staging_table()
-        idle = [(name, stamp) for name, stamp, active in store.chunk_tables() if not active]
-        for name, stamp in idle:
-            what = f"{name}: {stamp.embed_model} ({stamp.embed_dim}-d), strategy {stamp.strategy}, " \
-                   f"{store.count_chunks(table=name)} rows"
-            if name == building:
-                click.echo(f"keeping {what}: a re-index to it has not switched yet "
-                           "(run the same `citeline reindex` again to finish it)")
-                continue
-            click.echo(f"{'dropping' if yes else 'would drop'} {what}")
-            if yes:
-                store.drop_table(name)
-        if not [name for name, _ in idle if name != building]:
-            click.echo("nothing to drop: only the active chunks table exists" if not idle
-                       else "nothing else to drop")
+    with cli_errors():
+        store = Store.existing(db)
+        with writer_lock(db, wait_s):
+            building = store.staging_table()
+            idle = [(name, stamp) for name, stamp, active in store.chunk_tables() if not active]
+            for name, stamp in idle:
+                what = f"{name}: {stamp.embed_model} ({stamp.embed_dim}-d), strategy {stamp.strategy}, " \
+                       f"{store.count_chunks(table=name)} rows"
+                if name == building:
+                    click.echo(f"keeping {what}: a re-index to it has not switched yet "
+                               "(run the same `citeline reindex` again to finish it)")
+                    continue
+                click.echo(f"{'dropping' if yes else 'would drop'} {what}")
+                if yes:
+                    store.drop_table(name)
+            if not [name for name, _ in idle if name != building]:
+                click.echo("nothing to drop: only the active chunks table exists" if not idle
+                           else "nothing else to drop")
 
 
 @cli.command()
@@ -203,10 +209,10 @@ def status(db, failed, as_json):
     """Documents in the index: status, failure reason, chunk count, stamps."""
     from citeline.index.store import Store
 
-    store = Store(db)
-    where = "status = 'failed'" if failed else None
-    columns = ["path", "status", "stage", "reason", "chunk_count", "truncated", "attempts", "notes",
-               "embed_model", "embed_dim", "pipeline_version", "strategy", "extractor", "extractor_version"]
+    with cli_errors():
+        store = Store.existing(db)
+    where = f"status = '{DocStatus.FAILED}'" if failed else None
+    columns = ["path", "status", "stage", "reason", "chunk_count", "truncated", "attempts", "notes", *STAMP_COLUMNS]
     docs = sorted(store.document_rows(columns, where), key=lambda d: d["path"])
     active = store.stamp()
     report = {"documents": [_status_doc(d, active) for d in docs], "rows": store.count_chunks(),
@@ -219,9 +225,9 @@ def status(db, failed, as_json):
         click.echo(f"index {db}: {stamp.embed_model} ({stamp.embed_dim}-d), strategy {stamp.strategy}, "
                    f"pipeline v{stamp.pipeline_version}; {report['rows']} chunk rows")
     for d in report["documents"]:
-        rows = "-" if d["status"] == "failed" else "current" if d["current"] else "STALE"  # failed: no rows
+        rows = "-" if d["status"] == DocStatus.FAILED else "current" if d["current"] else "STALE"  # failed: no rows
         line = f"{d['status']:<8} {rows:<7} {d['chunk_count']:>5} chunks  {visible(d['path'])}"
-        if d["status"] == "failed":
+        if d["status"] == DocStatus.FAILED:
             line += f"  [{d['stage']}] {visible(d['reason'] or '')} (attempts: {d['attempts']})"
         click.echo(line)
         for note in visible_lines(d["notes"] or ""):
@@ -230,23 +236,14 @@ def status(db, failed, as_json):
 
 
 def _status_doc(d: dict, active) -> dict:
-    stamps = {k: d[k] for k in ("embed_model", "embed_dim", "pipeline_version", "strategy",
-                                "extractor", "extractor_version")}
-    keep = ("path", "status", "stage", "reason", "chunk_count", "truncated", "attempts", "notes")
-    return {**{k: d[k] for k in keep}, "stamps": stamps, "current": _is_current(stamps, active)}
-
-
-def _is_current(stamps: dict, active) -> bool:
-    """Rows made by today's extractor, pipeline and the active model and strategy."""
     from citeline import extractors
 
+    stamps = {k: d[k] for k in STAMP_COLUMNS}
+    keep = ("path", "status", "stage", "reason", "chunk_count", "truncated", "attempts", "notes")
+    # Current: rows of today's version of the extractor that made them, and of the active stamp.
     module = extractors.registered().get(stamps["extractor"])
-    return bool(
-        active is not None and module is not None
-        and stamps["extractor_version"] == module.VERSION
-        and (stamps["embed_model"], stamps["embed_dim"], stamps["pipeline_version"], stamps["strategy"])
-        == (active.embed_model, active.embed_dim, active.pipeline_version, active.strategy)
-    )
+    current = module is not None and is_current(stamps, Stamp(active, module.NAME, module.VERSION))
+    return {**{k: d[k] for k in keep}, "stamps": stamps, "current": current}
 
 
 @cli.command()
@@ -257,11 +254,13 @@ def _is_current(stamps: dict, active) -> bool:
 @json_option
 def search(query, db, model, k, as_json):
     """Dense search: the chunks nearest to QUERY, with exact locators."""
+    from citeline.index.store import Store
     from citeline.pipeline.embed import get_embedder
     from citeline.query.cite import build_citations
     from citeline.query.search import Searcher
 
     with cli_errors():
+        Store.existing(db)  # before the model is looked up: a mistyped --db fails first, creating nothing
         rows = Searcher.open(db, get_embedder(model_for(db, model))).dense(query, k)
     citations = build_citations(rows)
     if as_json:
@@ -290,7 +289,7 @@ def check(db, as_json, repair, wait_s):
         _check_and_repair(db, as_json, wait_s)
         return
     with cli_errors():
-        violations = check_index(Store(db))
+        violations = check_index(Store.existing(db))
     if as_json:
         click.echo(json.dumps({"ok": not violations, "violations": [asdict(v) for v in violations]}, indent=2))
     else:
@@ -305,9 +304,7 @@ def _check_and_repair(db: str, as_json: bool, wait_s: float) -> None:
     from citeline.schemas.settings import IndexSettings
 
     with cli_errors():
-        stamp = Store(db).stamp()
-        if stamp is None:
-            raise click.ClickException(f"no index at {db}: run `citeline index PATH` first")
+        stamp = Store.existing(db).require_stamp()
         settings = IndexSettings(db=db, model=model_for(db, None), strategy=stamp.strategy)
         state = repair_index(settings, wait_s=wait_s, return_state=True)
         report = state.result(raise_on_failure=False)

@@ -28,11 +28,12 @@ from citeline.evaluation.metrics import DEPTH, collapse_ws, destroyed
 from citeline.evaluation.report import summarize
 from citeline.index.store import Store, chunk_table
 from citeline.pipeline.embed import get_embedder
-from citeline.pipeline.prepare import Prepared, prepare
+from citeline.pipeline.prepare import prepare
+from citeline.pipeline.record import Prior, indexed_record
 from citeline.pipeline.walk import list_files
 from citeline.query.refuse import MAX_CHUNKS
 from citeline.query.search import Searcher
-from citeline.schemas.errors import CitelineError
+from citeline.schemas.errors import CitelineError, DocumentError
 from citeline.schemas.retrieval import BM25, DENSE, HYBRID, RERANK
 from citeline.schemas.settings import DEFAULT_MODEL, IndexSettings
 from citeline.schemas.stamp import PIPELINE_VERSION, IndexStamp
@@ -168,7 +169,7 @@ class TokenCache:
     ``MaxSimReranker`` encodes the 25 candidates of every query on the fly; over one
     index the same chunks come back for many queries, and the same questions are asked
     of every strategy. Scores are the same function (:func:`query.maxsim.maxsim` of the
-    same :func:`query.maxsim.token_vectors`), only batched differently (by length, which
+    same ``Embedder.token_vectors``), only batched differently (by length, which
     also pads less), so they agree with the product's to float rounding.
     """
 
@@ -189,13 +190,11 @@ class TokenCache:
         return maxsim(self._queries[query], [self._docs[t] for t in texts]).tolist()
 
     def _fill(self, cache: dict, texts: Sequence[str], batch: int = 16) -> None:
-        from citeline.query.maxsim import token_vectors
-
         embedder = self.reranker.embedder
         missing = sorted({t for t in texts if t not in cache}, key=lambda t: (len(t), t))
         for i in range(0, len(missing), batch):
             part = missing[i : i + batch]
-            cache.update(zip(part, token_vectors(embedder, part)))
+            cache.update(zip(part, embedder.token_vectors(part)))
 
 
 def _cache_tokens(searcher: Searcher, queries: dict) -> None:
@@ -329,11 +328,11 @@ def index_strategy(corpus: Corpus, strategy: str, uri: str, embedder, config: Ev
     for file in files:
         try:
             prepared = prepare(file, embedder, stamp, settings)
-        except Exception as exc:
+        except (DocumentError, OSError) as exc:  # bad input; a bug propagates with its traceback
             stage = getattr(exc, "stage", "prepare")
             raise EvalError(f"{file.path} failed at {stage}: {exc}") from exc
         count = store.replace_chunks(stamp, prepared.doc_id, chunk_table(prepared.rows, stamp))
-        store.upsert_document(_record(prepared, stamp, count))
+        store.upsert_document(indexed_record(prepared, Prior(), stamp, count))
         header_tokens += _header_tokens(prepared.rows, embedder)
         on_document(file.path)
     store.finish_run(stamp)
@@ -358,19 +357,6 @@ def _header_tokens(rows: list[dict], embedder) -> int:
     if not headed:
         return 0
     return sum(r["tokens"] for r in headed) - sum(embedder.count_tokens([r["content"] for r in headed]))
-
-
-def _record(prepared: Prepared, stamp: IndexStamp, count: int) -> dict:
-    canonical = prepared.canonical
-    return {
-        "doc_id": prepared.doc_id, "source": prepared.file.source, "root": prepared.file.root,
-        "path": prepared.file.path, "sha256": prepared.sha256, "size": prepared.size,
-        "status": "indexed", "attempts": 1, "chunk_count": count, "truncated": prepared.truncated,
-        "title": canonical.title, "canonical": canonical.text, "segments": canonical.segments_json(),
-        "embed_model": stamp.embed_model, "embed_dim": stamp.embed_dim,
-        "pipeline_version": stamp.pipeline_version, "strategy": stamp.strategy,
-        "extractor": canonical.extractor, "extractor_version": canonical.extractor_version,
-    }
 
 
 def search_all(searcher: Searcher, corpus: Corpus, retriever: str, config: EvalConfig,

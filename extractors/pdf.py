@@ -117,7 +117,7 @@ def _open(data: bytes, options: ExtractOptions) -> pymupdf.Document:
         raise Corrupt(f"corrupt PDF, MuPDF cannot open it: {exc}") from None
     try:
         _check(doc, data, options)
-    except Exception:
+    except Exception:  # safe: re-raised at once; only closes the document it opened
         doc.close()
         raise
     return doc

@@ -13,9 +13,10 @@ from citeline.index.faults import is_storage_error
 from citeline.index.lock import writer_lock
 from citeline.pipeline.plan import SyncPlan, Todo, plan_sync
 from citeline.pipeline.walk import list_files
+from citeline.schemas.errors import DocumentError
 from citeline.schemas.settings import IndexSettings
-from citeline.schemas.stamp import IndexStamp
-from citeline.schemas.status import DocError, Outcome, RunSummary
+from citeline.schemas.stamp import STAMP_COLUMNS, IndexStamp
+from citeline.schemas.status import DocError, DocStatus, Outcome, RunSummary
 from citeline.tasks.document import prepare_document, write_document
 from citeline.tasks.log import get_logger
 from citeline.tasks.record import as_failures, forget_deleted, record_failures
@@ -23,8 +24,7 @@ from citeline.tasks.report import publish_report
 from citeline.tasks.store import stamp_for, store_for
 from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
 
-RECORD_COLUMNS = ["doc_id", "root", "source", "path", "status", "sha256", "attempts", "created_at",
-                  "extractor", "extractor_version", "pipeline_version", "embed_model", "strategy"]
+RECORD_COLUMNS = ["doc_id", "root", "source", "path", "status", "sha256", "attempts", "created_at", *STAMP_COLUMNS]
 
 
 @flow(name="index-folder", flow_run_name="index {root}",
@@ -115,18 +115,25 @@ def run_documents(todo: list[Todo], stamp: IndexStamp, settings: IndexSettings
         else:
             failed.append((item, as_doc_error(result, state)))
         get_logger().info("document.finished", path=item.file.path,
-                          status="indexed" if state.is_completed() else "failed")
+                          status=DocStatus.INDEXED if state.is_completed() else DocStatus.FAILED)
     return outcomes, failed
 
 
 def as_doc_error(result, state) -> DocError:
-    """A DocError from a task's failed state: its own, a timeout, or a raised exception."""
+    """A DocError from a task's failed state: its own, a timeout, or a raised DocumentError.
+
+    Raises:
+        the task's exception when it is not about the document (a bug: the run stops).
+    """
     if isinstance(result, DocError):
         return result
     if isinstance(result, TimeoutError) or state.name == "TimedOut":
         return DocError("extract", "timeout", state.message or "the per-document time limit ran out")
-    kind = getattr(result, "kind", None) or f"internal-error ({type(result).__name__})"
-    return DocError(getattr(result, "stage", "extract"), kind, str(result) or state.message or "")
+    if isinstance(result, DocumentError):  # a transient one that its retries did not cure
+        return DocError(getattr(result, "stage", "extract"), result.kind, str(result))
+    if isinstance(result, BaseException):
+        raise result
+    raise RuntimeError(f"a document task failed without a reason: {state.message}")
 
 
 def stopped_state(summary: RunSummary, exc: Exception):

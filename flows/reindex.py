@@ -10,6 +10,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from citeline.index.faults import is_storage_error
 from citeline.index.lock import writer_lock
 from citeline.index.store import Store
+from citeline.pipeline.record import restamped_record
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.status import Failure
@@ -83,7 +84,7 @@ def reindex(settings: IndexSettings, wait_s: float = 0.0):
                                   + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""),
                           data=summary)
         store.activate(new)
-        store.upsert_documents([_restamped(r, new, store.count_chunks(r["doc_id"])) for r in store.document_rows(
+        store.upsert_documents([restamped_record(r["doc_id"], new, store.count_chunks(r["doc_id"])) for r in store.document_rows(
             ["doc_id", "status"])])
         summary = ReindexSummary(old, new, len(records), store.count_chunks(), True)
     log.info("reindex.switched", old_table=chunks_table_name(old), new_table=staged, rows=summary.rows)
@@ -119,8 +120,3 @@ def unpublishable(staged: Counter, expected: dict[str, tuple[str, int]]) -> list
         *(f"{path}: {staged[d]} rows staged, {rows} expected"
           for d, (path, rows) in sorted(expected.items(), key=lambda e: e[1][0]) if staged[d] != rows),
     ]
-
-
-def _restamped(record: dict, stamp: IndexStamp, rows: int) -> dict:
-    return {"doc_id": record["doc_id"], "chunk_count": rows, "embed_model": stamp.embed_model,
-            "embed_dim": stamp.embed_dim, "pipeline_version": stamp.pipeline_version, "strategy": stamp.strategy}

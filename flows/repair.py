@@ -13,7 +13,6 @@ from citeline.index.repair import (
     Repair, delete_duplicates, delete_orphans, plan_repair, rebuild_full_text, remove_temp_files,
 )
 from citeline.pipeline.plan import Todo
-from citeline.pipeline.walk import SourceFile
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
 from citeline.tasks.log import get_logger
@@ -68,7 +67,7 @@ def reindex(targets: dict[str, list[Violation]], records: dict[str, dict], stamp
     """Index the affected documents again from their files, exactly as a sync would."""
     if not targets:
         return []
-    todo = [as_todo(records[doc_id]) for doc_id in sorted(targets, key=lambda d: records[d]["source"])]
+    todo = [Todo.of_record(records[doc_id]) for doc_id in sorted(targets, key=lambda d: records[d]["source"])]
     why = {records[d]["path"]: "; ".join(f"{v.rule}: {v.detail}" for v in vs) for d, vs in targets.items()}
     outcomes, failed = run_documents(todo, stamp, settings)
     failures = record_failures(failed, settings) if failed else []
@@ -77,7 +76,3 @@ def reindex(targets: dict[str, list[Violation]], records: dict[str, dict], stamp
         *(Repair("reindex-failed", f.path, f"[{f.stage}] {f.reason} (was {why[f.path]})") for f in failures),
     ]
 
-
-def as_todo(record: dict) -> Todo:
-    prior = {"attempts": record["attempts"], "created_at": record["created_at"]}
-    return Todo(SourceFile(record["source"], record["root"], record["path"]), prior)

@@ -8,9 +8,8 @@ from citeline.flows.ingest import final_state, run_documents, stopped_state
 from citeline.index.faults import is_storage_error
 from citeline.index.lock import writer_lock
 from citeline.pipeline.plan import Todo
-from citeline.pipeline.walk import SourceFile
 from citeline.schemas.settings import IndexSettings
-from citeline.schemas.status import RunSummary
+from citeline.schemas.status import DocStatus, RunSummary
 from citeline.tasks.record import as_failures, record_failures
 from citeline.tasks.report import publish_report
 from citeline.tasks.store import stamp_for, store_for
@@ -29,7 +28,7 @@ def retry_failed(settings: IndexSettings = IndexSettings(), path: str | None = N
         store = store_for(settings.db)
         stamp = stamp_for(settings)
         store.chunks(stamp, create=True)
-        todo = failed_todo(store.document_rows(where="status = 'failed'"), path)
+        todo = failed_todo(store.document_rows(where=f"status = '{DocStatus.FAILED}'"), path)
         outcomes, failed = run_documents(todo, stamp, settings)
         failures, stopped = as_failures(failed), None
         try:
@@ -57,6 +56,5 @@ def failed_todo(records: list[dict], path: str | None) -> list[Todo]:
     for r in sorted(records, key=lambda r: r["source"]):
         source = Path(r["source"])
         if scope is None or source == scope or source.is_relative_to(scope):
-            prior = {"attempts": r["attempts"], "created_at": r["created_at"]}
-            todo.append(Todo(SourceFile(r["source"], r["root"], r["path"]), prior))
+            todo.append(Todo.of_record(r))
     return todo

@@ -9,10 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from citeline.index.store import Store
-from citeline.schemas.stamp import IndexStamp
+from citeline.schemas.stamp import INDEX_STAMP_COLUMNS, IndexStamp, is_current
+from citeline.schemas.status import DocStatus
 from citeline.schemas.tables import DOCUMENTS
-
-STAMP_COLUMNS = ("embed_model", "embed_dim", "pipeline_version", "strategy")
 
 
 @dataclass(frozen=True)
@@ -32,7 +31,7 @@ def check_index(store: Store) -> list[Violation]:
     store = snapshot(store)
     stamp = store.stamp()
     documents = store.document_rows(["doc_id", "path", "status", "chunk_count", "canonical", "notes"])
-    chunks = store.chunk_rows(["chunk_id", "doc_id", "start", "end", "content", "text", "vector", *STAMP_COLUMNS])
+    chunks = store.chunk_rows(["chunk_id", "doc_id", "start", "end", "content", "text", "vector", *INDEX_STAMP_COLUMNS])
     return [
         *_counts(documents, chunks),
         *_empty_indexed(documents),
@@ -54,7 +53,7 @@ def snapshot(store: Store) -> Store:
     active chunks tables are pinned together, up front.
     """
     pinned = copy.copy(store)
-    pinned.db = _PinnedConnection(store.db)
+    pinned.db = _PinnedConnection(store.db, store.table_names())
     for name in (pinned.active_table(), DOCUMENTS):  # active_table() pins the meta table first
         if name in pinned.db.table_names():
             pinned.db.open_table(name)
@@ -64,9 +63,9 @@ def snapshot(store: Store) -> Store:
 class _PinnedConnection:
     """A LanceDB connection whose tables read at the version they had when first opened."""
 
-    def __init__(self, db):
+    def __init__(self, db, names: list[str]):
         self._db = db
-        self._names = list(db.table_names())
+        self._names = names  # LanceDB's table_names() is deprecated and pages: Store lists them all
         self._tables: dict = {}
 
     def table_names(self) -> list[str]:
@@ -87,7 +86,7 @@ def _empty_indexed(documents: list[dict]) -> list[Violation]:
     """An indexed document without rows must say why (a silent recording, an empty sheet)."""
     return [
         Violation("empty", d["path"], "indexed with zero chunks and no note saying why", d["doc_id"])
-        for d in documents if d["status"] == "indexed" and d["chunk_count"] == 0 and not d["notes"]
+        for d in documents if d["status"] == DocStatus.INDEXED and d["chunk_count"] == 0 and not d["notes"]
     ]
 
 
@@ -159,11 +158,11 @@ def _slices(documents: list[dict], chunks: list[dict]) -> list[Violation]:
 def _stamps(stamp: IndexStamp | None, chunks: list[dict]) -> list[Violation]:
     if stamp is None:
         return []
-    expected = {col: getattr(stamp, col) for col in STAMP_COLUMNS}
+    expected = stamp.columns()
     return [
-        Violation("stamp", c["chunk_id"], f"row stamp {row} differs from the table's {expected}", c["doc_id"])
-        for c in chunks
-        if (row := {col: c[col] for col in STAMP_COLUMNS}) != expected
+        Violation("stamp", c["chunk_id"], f"row stamp {({col: c[col] for col in INDEX_STAMP_COLUMNS})} differs "
+                  f"from the table's {expected}", c["doc_id"])
+        for c in chunks if not is_current(c, stamp)
     ]
 
 

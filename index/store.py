@@ -14,8 +14,8 @@ from lancedb.index import FTS, BTree, HnswSq
 from citeline.index.reader import ChunkReader, has_vector_index
 from citeline.index.filters import equals, one_of
 from citeline.index.tokens import TokenVectors
-from citeline.schemas.errors import IndexMismatch
-from citeline.schemas.stamp import IndexStamp
+from citeline.schemas.errors import IndexMismatch, NoIndex
+from citeline.schemas.stamp import IndexStamp, stamp_differences
 from citeline.schemas.tables import (
     CHUNKS_PREFIX, DOCUMENTS, DOCUMENTS_SCHEMA, META, META_SCHEMA, STAMP_KEY, TOKENS_PREFIX, chunks_schema,
     chunks_table_name,
@@ -60,6 +60,17 @@ class Store:
         self.uri = uri
         self.db = lancedb.connect(uri)
         self.ann_min_rows = ann_min_rows
+
+    @classmethod
+    def existing(cls, uri: str) -> "Store":
+        """The index at ``uri`` for a command that must not create one.
+
+        Raises:
+            NoIndex: nothing has been indexed there (and nothing was created).
+        """
+        if not index_exists(uri):
+            raise NoIndex(no_index_message(uri))
+        return cls(uri)
 
     # ---- tables --------------------------------------------------------------------
 
@@ -137,11 +148,11 @@ class Store:
         """The active stamp; an index that does not exist yet is an error here.
 
         Raises:
-            IndexMismatch: nothing has been indexed at this URI.
+            NoIndex: nothing has been indexed at this URI.
         """
         found = self.stamp()
         if found is None:
-            raise IndexMismatch(f"no index at {self.uri}: run `citeline index PATH` first")
+            raise NoIndex(no_index_message(self.uri))
         return found
 
     def chunk_tables(self) -> list[tuple[str, IndexStamp, bool]]:
@@ -322,13 +333,26 @@ class Store:
         return 0, table.count_rows()
 
 
+def no_index_message(uri: str) -> str:
+    return f"no index at {uri}: run `citeline index PATH` first"
+
+
+def index_exists(uri: str) -> bool:
+    """Whether ``uri`` holds a citeline index, found out without creating anything.
+
+    ``lancedb.connect`` makes a missing local folder, so a read-only command given a
+    mistyped path would leave one behind: a local path is looked at on disk first.
+    """
+    if "://" not in uri or uri.startswith("file://"):
+        if not (Path(uri.removeprefix("file://")).expanduser() / f"{META}.lance").is_dir():
+            return False
+    return Store(uri).active_table() is not None
+
+
 def check_stamp(found: IndexStamp, expected: IndexStamp, uri: str) -> None:
     """Raise IndexMismatch when two stamps would mix incomparable rows."""
-    diffs = [
-        f"{field}: index has {getattr(found, field)!r}, asked for {getattr(expected, field)!r}"
-        for field in ("embed_model", "embed_dim", "pipeline_version", "strategy")
-        if getattr(found, field) != getattr(expected, field)
-    ]
+    diffs = [f"{field}: index has {has!r}, asked for {wanted!r}"
+             for field, (has, wanted) in stamp_differences(found.columns(), expected).items()]
     if diffs:
         err = IndexMismatch(f"the index at {uri} was built differently — " + "; ".join(diffs))
         err.add_note("Help: use the model and strategy the index was built with; move the index to another "

@@ -7,14 +7,22 @@ from dataclasses import dataclass, field
 from citeline import extractors
 
 from citeline.pipeline.prepare import SNIFF_BYTES, doc_id_for
+from citeline.pipeline.record import Prior
 from citeline.pipeline.walk import SourceFile
-from citeline.schemas.stamp import IndexStamp
+from citeline.schemas.errors import UnsupportedType
+from citeline.schemas.stamp import IndexStamp, Stamp, is_current
+from citeline.schemas.status import DocStatus
 
 
 @dataclass(frozen=True)
 class Todo:
     file: SourceFile
-    prior: dict  # the stored record's attempts / created_at, empty for a new document
+    prior: Prior = Prior()
+
+    @classmethod
+    def of_record(cls, record: dict) -> "Todo":
+        """A stored document as work: index its file again (retry, repair)."""
+        return cls(SourceFile(record["source"], record["root"], record["path"]), Prior.of(record))
 
 
 @dataclass
@@ -38,24 +46,18 @@ def file_digest(path: str) -> tuple[str, bytes] | None:
     return digest.hexdigest(), head
 
 
-def is_current(record: dict, file: SourceFile, stamp: IndexStamp) -> bool:
+def is_unchanged(record: dict, file: SourceFile, stamp: IndexStamp) -> bool:
     """True when the stored rows came from these bytes with today's code and model."""
-    if record.get("status") != "indexed":
+    if record.get("status") != DocStatus.INDEXED:
         return False
     found = file_digest(file.source)
     if found is None or found[0] != record.get("sha256"):
         return False
     try:
         module = extractors.for_bytes(found[1], file.path)
-    except Exception:
+    except UnsupportedType:  # no extractor claims it now: index it again, to record why it fails
         return False
-    return (
-        record.get("extractor") == module.NAME
-        and record.get("extractor_version") == module.VERSION
-        and record.get("pipeline_version") == stamp.pipeline_version
-        and record.get("embed_model") == stamp.embed_model
-        and record.get("strategy") == stamp.strategy
-    )
+    return is_current(record, Stamp(stamp, module.NAME, module.VERSION))
 
 
 def plan_sync(files: list[SourceFile], records: list[dict], stamp: IndexStamp, prune_root: str | None) -> SyncPlan:
@@ -75,11 +77,10 @@ def plan_sync(files: list[SourceFile], records: list[dict], stamp: IndexStamp, p
         doc_id = doc_id_for(file.source)
         seen.add(doc_id)
         record = by_id.get(doc_id)
-        if record is not None and is_current(record, file, stamp):
+        if record is not None and is_unchanged(record, file, stamp):
             plan.skip.append(file)
         else:
-            prior = {"attempts": record["attempts"], "created_at": record["created_at"]} if record else {}
-            plan.todo.append(Todo(file, prior))
+            plan.todo.append(Todo(file, Prior.of(record)))
     if prune_root is not None:
         plan.gone = [r for r in records if r["root"] == prune_root and r["doc_id"] not in seen]
     return plan

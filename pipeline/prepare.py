@@ -120,7 +120,8 @@ def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: I
     """Read, extract, chunk and embed one file.
 
     Raises:
-        DocumentError: bad input, with ``.stage`` set; any other exception is tagged too.
+        DocumentError: bad input, with ``.stage`` set; any other exception is tagged too
+            (an OSError is bad input as well, anything else a bug).
     """
     stage = Stage.READ
     marks = [time.perf_counter()]
@@ -142,7 +143,7 @@ def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: I
         marks.append(time.perf_counter())
         prepared.seconds = dict(zip(("read", "extract", "chunk", "embed"), (b - a for a, b in zip(marks, marks[1:]))))
         return prepared
-    except Exception as exc:
+    except Exception as exc:  # safe: re-raised at once, only tagged with the stage it reached
         raise tag(exc, stage)
 
 
@@ -191,8 +192,20 @@ def embed_rows(prepared: Prepared, chunks: list[Chunk], embedder: Embedder, stam
     ]
 
 
-def error_kind(exc: BaseException) -> str:
-    """The reason's kind: a DocumentError's own, else the exception type (a likely bug)."""
+def is_bad_input(exc: BaseException) -> bool:
+    """Whether ``exc`` says the document is bad, not citeline: then it fails alone.
+
+    A DocumentError always does; an OSError only while the file is read or parsed (a
+    vanished path, an I/O error, Pillow's unreadable image). Every other exception, and
+    an OSError of chunking or embedding, is a bug or a broken installation.
+    """
+    if isinstance(exc, DocumentError):
+        return True
+    return isinstance(exc, OSError) and getattr(exc, "stage", None) in (Stage.READ.value, Stage.EXTRACT.value)
+
+
+def error_kind(exc: DocumentError | OSError) -> str:
+    """The reason's kind: a DocumentError's own, else the OS error's type (``os-error (OSError)``)."""
     if isinstance(exc, DocumentError):
         return exc.kind
-    return f"internal-error ({type(exc).__name__})"
+    return f"os-error ({type(exc).__name__})"

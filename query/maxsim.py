@@ -1,8 +1,8 @@
 """Late interaction (ColBERT-style MaxSim) over a bi-encoder's token vectors.
 
-Pure scoring over arrays lives here; ``token_vectors`` runs the embedder's
-transformer (torch, imported lazily) to get one unit vector per word-piece, with
-[CLS], [SEP] and padding dropped. ``query/rerank.py`` wraps both as a reranker.
+Pure scoring over arrays lives here; the token vectors come from the embedder
+(``Embedder.token_vectors`` in pipeline/embedder.py: one unit vector per word-piece,
+[CLS], [SEP] and padding dropped). ``query/rerank.py`` wraps both as a reranker.
 
 MaxSim (Khattab & Zaharia, 2020, eq. 3, normalised by query length)::
 
@@ -74,55 +74,3 @@ def mix(scores: Sequence[float], cosines: Sequence[float], weight: float) -> np.
     if len(scores) != len(cosines):
         raise ValueError(f"one cosine per score needed: {len(scores)} vs {len(cosines)}")
     return weight * zscore(scores) + (1.0 - weight) * zscore(cosines)
-
-
-def token_vectors(embedder, texts: Sequence[str], batch_size: int = 8) -> list[np.ndarray]:
-    """Unit word-piece vectors per text from the embedder's own encoder.
-
-    These are the vectors the model mean-pools into its sentence embedding, taken
-    before pooling; [CLS], [SEP] and padding are dropped, and texts are truncated
-    to the model's window as when the chunks were embedded. Texts are encoded in
-    batches of similar length, so little time goes to padding.
-
-    Args:
-        embedder: an ``Embedder`` (sentence-transformers; bf16 autocast when its
-            precision says so) or any encoder with its own ``token_vectors(texts)``
-            (the ONNX export).
-        texts: the texts.
-        batch_size: texts per forward pass.
-
-    Returns:
-        One ``(tokens, dim)`` float32 array per text, in the order given.
-    """
-    if hasattr(embedder, "token_vectors"):
-        encode = embedder.token_vectors
-    else:
-        bf16 = getattr(embedder, "precision", "fp32") == "bf16"
-        encode = lambda batch: _encode_tokens(embedder.model, batch, bf16)  # noqa: E731
-    out: list[np.ndarray | None] = [None] * len(texts)
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    for start in range(0, len(order), batch_size):
-        batch = order[start:start + batch_size]
-        for i, vectors in zip(batch, encode([texts[i] for i in batch])):
-            out[i] = vectors
-    return out  # type: ignore[return-value]
-
-
-def _encode_tokens(model, texts: list[str], bf16: bool) -> list[np.ndarray]:
-    from contextlib import nullcontext
-
-    import torch
-
-    tokenizer = model.tokenizer
-    special = [t for t in (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id) if t is not None]
-    # sentence-transformers 6 renamed tokenize() to preprocess(); 3.x-5.x only have tokenize().
-    preprocess = getattr(model, "preprocess", None) or model.tokenize
-    features = preprocess(texts)
-    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else nullcontext()
-    with torch.inference_mode(), autocast:
-        output = model[0](dict(features))
-    vectors = torch.nn.functional.normalize(output["token_embeddings"].float(), dim=-1)
-    keep = features["attention_mask"].bool()
-    for token_id in special:
-        keep &= features["input_ids"] != token_id
-    return [v[m].numpy() for v, m in zip(vectors, keep)]

@@ -27,7 +27,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from citeline.query.maxsim import maxsim, mix, token_vectors
+from citeline.query.maxsim import maxsim, mix
 from citeline.schemas.errors import CitelineError
 from citeline.schemas.retrieval import RERANK
 
@@ -104,7 +104,7 @@ class MaxSimReranker:
     on them; the others are encoded on the fly from their text.
 
     Args:
-        embedder: the index's ``Embedder`` (its loaded model supplies the token vectors).
+        embedder: the index's ``Embedder`` (its ``token_vectors`` are what is scored).
         cosine_weight: weight of the z-scored cosine in the ordering mix; 0 orders by
             MaxSim alone.
     """
@@ -124,8 +124,8 @@ class MaxSimReranker:
         docs = [r.get("token_vectors") for r in rows]
         todo = [i for i, vectors in enumerate(docs) if vectors is None]
         with self._lock:
-            q = token_vectors(self.embedder, [query])[0]
-            fresh = token_vectors(self.embedder, [row_text(rows[i]) for i in todo]) if todo else []
+            q = self.embedder.token_vectors([query])[0]
+            fresh = self.embedder.token_vectors([row_text(rows[i]) for i in todo]) if todo else []
         for i, vectors in zip(todo, fresh):
             docs[i] = vectors
         return maxsim(q, docs).tolist()

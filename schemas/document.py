@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 from citeline.schemas.locator import Locator, locator_from_dict
 
@@ -83,12 +83,3 @@ class Chunk:
                 f"[{self.start}, {self.end}) spans {self.end - self.start}"
             )
 
-
-@dataclass(frozen=True)
-class EmbeddedChunk:
-    """A chunk with its vector and the word-piece count the encoder saw."""
-
-    chunk: Chunk
-    vector: tuple[float, ...] | list[float] = field(repr=False)
-    tokens: int
-    truncated: bool

@@ -48,6 +48,13 @@ class IndexMismatch(CitelineError):
     """The index was built with another embedding model, dimension or strategy."""
 
 
+class NoIndex(IndexMismatch):
+    """Nothing has been indexed at this location (a read-only command creates nothing there).
+
+    An IndexMismatch, as ``Store.require_stamp`` raised for this case before.
+    """
+
+
 class IndexBusy(CitelineError):
     """Another process holds the index's writer lock."""
 

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import Enum, StrEnum
 
 
-class DocStatus(str, Enum):
-    PENDING = "pending"
+class DocStatus(StrEnum):
+    """A document record's ``status`` column (a StrEnum: it formats as its value in SQL)."""
+
     INDEXED = "indexed"
     FAILED = "failed"
 
@@ -36,10 +37,9 @@ class Outcome:
     """What happened to one document in one run."""
 
     path: str
-    status: str  # "indexed" | "failed" | "skipped" | "deleted"
+    status: DocStatus
     chunks: int = 0
     truncated: int = 0
-    error: DocError | None = None
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ import hashlib
 
 import pyarrow as pa
 
-from citeline.schemas.stamp import IndexStamp
+from citeline.schemas.stamp import STAMP_COLUMNS, IndexStamp
 
 DOCUMENTS = "documents"
 META = "meta"  # key/value rows; "active" names the chunks table queries use
@@ -40,12 +40,7 @@ TOKENS_SCHEMA = pa.schema([
 _TS = pa.timestamp("us", tz="UTC")
 
 STAMP_FIELDS = [
-    pa.field("embed_model", pa.string(), nullable=False),
-    pa.field("embed_dim", pa.int32(), nullable=False),
-    pa.field("pipeline_version", pa.string(), nullable=False),
-    pa.field("strategy", pa.string(), nullable=False),
-    pa.field("extractor", pa.string(), nullable=False),
-    pa.field("extractor_version", pa.string(), nullable=False),
+    pa.field(name, pa.int32() if name == "embed_dim" else pa.string(), nullable=False) for name in STAMP_COLUMNS
 ]
 
 DOCUMENTS_SCHEMA = pa.schema(

@@ -15,11 +15,12 @@ from prefect.states import Failed
 
 from citeline.index.store import chunk_table
 from citeline.pipeline.plan import Todo
-from citeline.pipeline.prepare import Prepared, error_kind, prepare
+from citeline.pipeline.record import Prior, indexed_record
+from citeline.pipeline.prepare import Prepared, error_kind, is_bad_input, prepare
 from citeline.schemas.errors import DocumentError
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
-from citeline.schemas.status import DocError, Outcome
+from citeline.schemas.status import DocError, DocStatus, Outcome
 from citeline.tasks.log import get_logger
 from citeline.tasks.store import embedder_for, store_for, write_lock
 
@@ -35,13 +36,17 @@ def is_transient(task, task_run, state) -> bool:
 def prepare_document(todo: Todo, stamp: IndexStamp, settings: IndexSettings):
     """Read, extract, chunk and embed one file.
 
+    Only bad input becomes a failed document (``is_bad_input``); anything else is a bug
+    in citeline and is raised, so the run stops with its traceback.
+
     Returns:
         Prepared, or a Failed state carrying a DocError whose message is the reason.
     """
+    embedder = embedder_for(settings)
     try:
-        return prepare(todo.file, embedder_for(settings), stamp, settings)
-    except Exception as exc:
-        if isinstance(exc, DocumentError) and exc.transient:
+        return prepare(todo.file, embedder, stamp, settings)
+    except (DocumentError, OSError) as exc:
+        if not is_bad_input(exc) or (isinstance(exc, DocumentError) and exc.transient):
             raise
         error = DocError(getattr(exc, "stage", "extract"), error_kind(exc), str(exc))
         get_logger(path=todo.file.path).warning("document.failed", stage=error.stage, kind=error.kind,
@@ -50,8 +55,11 @@ def prepare_document(todo: Todo, stamp: IndexStamp, settings: IndexSettings):
 
 
 @task(task_run_name="write {prepared.file.path}", cache_policy=NO_CACHE, persist_result=False)
-def write_document(prepared: Prepared, prior: dict, stamp: IndexStamp, settings: IndexSettings):
+def write_document(prepared: Prepared, prior: Prior, stamp: IndexStamp, settings: IndexSettings):
     """Replace the document's chunks, count them in the store, then record the document.
+
+    A write that the storage refuses (an OSError: disk full, I/O error) fails this
+    document alone; any other exception is a bug and stops the run.
 
     Returns:
         Outcome, or a Failed state (the old chunks are untouched: the replace is one commit).
@@ -64,40 +72,12 @@ def write_document(prepared: Prepared, prior: dict, stamp: IndexStamp, settings:
             count = store.replace_chunks(stamp, prepared.doc_id, chunk_table(prepared.rows, stamp))
             store.upsert_document(indexed_record(prepared, prior, stamp, count))
             written = time.perf_counter() - started
-    except Exception as exc:
+    except OSError as exc:
         error = DocError("write", error_kind(exc), str(exc))
         log.error("document.failed", stage="write", kind=error.kind, reason=error.message)
         return Failed(message=f"write: {error.reason()}", data=error)
     seconds = {**prepared.seconds, "write": written}
     log.info("document.indexed", chunks=count, truncated=prepared.truncated,
              seconds={stage: round(s, 4) for stage, s in seconds.items()})
-    return Outcome(prepared.file.path, "indexed", chunks=count, truncated=prepared.truncated)
+    return Outcome(prepared.file.path, DocStatus.INDEXED, chunks=count, truncated=prepared.truncated)
 
-
-def indexed_record(prepared: Prepared, prior: dict, stamp: IndexStamp, count: int) -> dict:
-    canonical = prepared.canonical
-    return {
-        "doc_id": prepared.doc_id,
-        "source": prepared.file.source,
-        "root": prepared.file.root,
-        "path": prepared.file.path,
-        "sha256": prepared.sha256,
-        "size": prepared.size,
-        "status": "indexed",
-        "stage": None,
-        "reason": None,
-        "attempts": prior.get("attempts", 0) + 1,
-        "chunk_count": count,
-        "truncated": prepared.truncated,
-        "title": canonical.title,
-        "canonical": canonical.text,
-        "segments": canonical.segments_json(),
-        "notes": "\n".join(canonical.notes) or None,
-        "embed_model": stamp.embed_model,
-        "embed_dim": stamp.embed_dim,
-        "pipeline_version": stamp.pipeline_version,
-        "strategy": stamp.strategy,
-        "extractor": canonical.extractor,
-        "extractor_version": canonical.extractor_version,
-        "created_at": prior.get("created_at"),
-    }

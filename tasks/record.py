@@ -6,6 +6,7 @@ from prefect.cache_policies import NO_CACHE
 
 from citeline.pipeline.plan import Todo
 from citeline.pipeline.prepare import doc_id_for
+from citeline.pipeline.record import failed_record
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.status import DocError, Failure
@@ -30,10 +31,8 @@ def record_failures(failed: list[tuple[Todo, DocError]], settings: IndexSettings
     failures = as_failures(failed)
     with write_lock():
         rows = store.rows_per_document()
-        records = []
-        for (todo, error), failure in zip(failed, failures):
-            doc_id = doc_id_for(todo.file.source)
-            records.append(_failed_record(todo, doc_id, error, failure.attempts, rows[doc_id]))
+        records = [failed_record(todo.file, todo.prior, error, rows[doc_id_for(todo.file.source)])
+                   for todo, error in failed]
         for start in range(0, len(records), RECORD_BATCH):
             store.upsert_documents(records[start:start + RECORD_BATCH])
     return failures
@@ -41,24 +40,7 @@ def record_failures(failed: list[tuple[Todo, DocError]], settings: IndexSettings
 
 def as_failures(failed: list[tuple[Todo, DocError]]) -> list[Failure]:
     """The failures as operators see them, whether or not they could be recorded."""
-    return [Failure(todo.file.path, error.stage, error.reason(), todo.prior.get("attempts", 0) + 1)
-            for todo, error in failed]
-
-
-def _failed_record(todo: Todo, doc_id: str, error: DocError, attempts: int, rows: int) -> dict:
-    return {
-        "doc_id": doc_id,
-        "source": todo.file.source,
-        "root": todo.file.root,
-        "path": todo.file.path,
-        "status": "failed",
-        "stage": error.stage,
-        "reason": error.reason(),
-        "attempts": attempts,
-        "chunk_count": rows,
-        "truncated": 0,
-        "created_at": todo.prior.get("created_at"),
-    }
+    return [Failure(todo.file.path, error.stage, error.reason(), todo.prior.attempts + 1) for todo, error in failed]
 
 
 @task(name="forget-deleted", cache_policy=NO_CACHE, persist_result=False)

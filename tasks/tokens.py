@@ -8,7 +8,7 @@ from prefect.cache_policies import NO_CACHE
 
 from citeline.index.store import Store
 from citeline.index.tokens import TokenVectors
-from citeline.query.maxsim import token_vectors
+from citeline.pipeline.embed import Embedder
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
 from citeline.tasks.log import get_logger
@@ -17,11 +17,11 @@ from citeline.tasks.store import embedder_for, store_for
 BATCH = 64  # chunks encoded, then committed, at a time: a kill loses at most one batch of work
 
 
-def fill_token_vectors(store: Store, stamp: IndexStamp, load: Callable[[], object]) -> tuple[int, int]:
+def fill_token_vectors(store: Store, stamp: IndexStamp, load: Callable[[], Embedder]) -> tuple[int, int]:
     """Encode and store the vectors of every chunk that lacks them; forget those of gone chunks.
 
     Args:
-        load: returns the loaded ``Embedder``; called only when there is something to
+        load: returns the index's ``Embedder``; called only when there is something to
             encode, so a no-op re-sync never pays for loading the model.
 
     Returns:
@@ -33,7 +33,7 @@ def fill_token_vectors(store: Store, stamp: IndexStamp, load: Callable[[], objec
     embedder = load() if todo else None
     for start in range(0, len(todo), BATCH):
         batch = todo[start:start + BATCH]
-        tokens.write(zip([cid for cid, _ in batch], token_vectors(embedder, [text for _, text in batch])))
+        tokens.write(zip([cid for cid, _ in batch], embedder.token_vectors([text for _, text in batch])))
     if todo or pruned:
         tokens.optimize()
     return len(todo), pruned

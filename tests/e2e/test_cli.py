@@ -1,21 +1,18 @@
 """The CLI as a user drives it: real flow, real index, real model."""
 import json
 import shutil
+import traceback
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from citeline.cli import cli
 from citeline.index.store import Store
+from testkit import invoke
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("prefect_harness")]
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +24,7 @@ def db(tmp_path_factory, prefect_harness):
     (folder / "notes.md").write_bytes(b"caf\xe9 au lait \xff\xfe")
     db = tmp_path_factory.mktemp("index") / "db"
     result = invoke("index", folder, "--db", db, "--no-progress")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output  # the run finished; one document failed
     assert "FAILED notes.md [extract] undecodable" in result.output
     return db
 
@@ -79,6 +76,46 @@ def test_search_with_another_model_is_refused(db, tmp_path):
     shutil.copytree(get_model_path(), copy)  # same weights, same dimension, another name
     result = invoke("search", "dropout", "--db", db, "--model", copy)
     assert result.exit_code == 1 and "not comparable" in result.output
+
+
+def test_index_of_good_documents_exits_0(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    shutil.copy(EXAMPLES / "04-dropout.md", folder)
+    result = invoke("index", folder, "--db", tmp_path / "db", "--no-progress")
+    assert result.exit_code == 0, result.output
+    assert "indexed 1, failed 0" in result.output
+
+
+def test_retry_exits_3_while_documents_still_fail(db):
+    result = invoke("retry", "--db", db)
+    assert result.exit_code == 3, result.output
+    assert "indexed 0, failed 1" in result.output and "FAILED notes.md [extract] undecodable" in result.output
+
+
+def test_a_bug_in_one_document_stops_the_run_with_its_traceback(tmp_path, monkeypatch):
+    from citeline.pipeline import prepare
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for doc in EXAMPLES.glob("*.md"):
+        shutil.copy(doc, folder / doc.name)
+    real_chunk = prepare.chunk_document
+
+    def chunker_with_a_bug(text, title, *args):
+        if "LSTM" in title:
+            raise TypeError("injected bug in the chunker")
+        return real_chunk(text, title, *args)
+
+    monkeypatch.setattr(prepare, "chunk_document", chunker_with_a_bug)
+    db = tmp_path / "db"
+    result = invoke("index", folder, "--db", db, "--no-progress")
+
+    assert result.exit_code == 1 and isinstance(result.exception, TypeError), result.output
+    trace = "".join(traceback.format_exception(*result.exc_info))
+    assert "injected bug in the chunker" in trace and "in chunker_with_a_bug" in trace
+    failed = Store(str(db)).document_rows(["path", "reason"], "status = 'failed'")
+    assert failed == []  # a bug is not recorded as a bad document
 
 
 def test_search_without_index_fails_clearly(tmp_path):

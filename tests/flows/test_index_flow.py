@@ -1,4 +1,4 @@
-"""The index flow end to end: real Prefect, real LanceDB, the real embedding model."""
+"""The index flow end to end: real Prefect, real LanceDB, the fake embedder (tests/fixtures/fakes.py)."""
 import json
 from pathlib import Path
 
@@ -12,12 +12,13 @@ from citeline.index.store import Store
 from citeline.schemas.errors import IndexBusy, IndexMismatch
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
+from fakes import FAKE, FAKE_DIM
 
-pytestmark = [pytest.mark.model, pytest.mark.usefixtures("prefect_harness")]
+pytestmark = [pytest.mark.usefixtures("prefect_harness")]
 
 
 def settings(tmp_path: Path, **kw) -> IndexSettings:
-    return IndexSettings(db=str(tmp_path / "index"), **kw)
+    return IndexSettings(db=str(tmp_path / "index"), model=FAKE, **kw)
 
 
 def run(root: Path, s: IndexSettings, **kw):
@@ -63,12 +64,12 @@ def test_every_row_is_stamped(docs, tmp_path):
     run(docs, s)
     store = Store(s.db)
     stamp = store.stamp()
-    assert stamp == IndexStamp("sentence-transformers/all-MiniLM-L6-v2", 384, stamp.pipeline_version, "C")
+    assert stamp == IndexStamp(FAKE, FAKE_DIM, stamp.pipeline_version, "C")
     rows = store.chunk_rows(["embed_model", "embed_dim", "strategy", "pipeline_version", "extractor",
                              "extractor_version", "tokens", "truncated"])
     assert rows and all(
         (r["embed_model"], r["embed_dim"], r["strategy"], r["extractor"]) ==
-        ("sentence-transformers/all-MiniLM-L6-v2", 384, "C", "text") for r in rows
+        (FAKE, FAKE_DIM, "C", "text") for r in rows
     )
     assert all(r["tokens"] > 2 for r in rows)
 
@@ -170,8 +171,6 @@ def test_a_hanging_extractor_fails_alone_at_the_time_limit(docs, tmp_path, monke
 
     from citeline.pipeline import isolate
 
-    fixtures = str(Path(__file__).resolve().parents[1] / "fixtures")
-    monkeypatch.syspath_prepend(fixtures)
     monkeypatch.setattr(isolate, "GRACE_S", 0.5)
     import hostile_extractors
 
@@ -194,7 +193,7 @@ def test_check_catches_a_stale_full_text_index_and_a_bad_vector(docs, tmp_path):
     store = Store(s.db)
     table = lancedb.connect(s.db).open_table(store.active_table())
     victim = sorted(r["chunk_id"] for r in table.search().limit(None).select(["chunk_id"]).to_list())[0]
-    table.update(where=f"chunk_id = '{victim}'", values={"vector": [0.5] * 384})
+    table.update(where=f"chunk_id = '{victim}'", values={"vector": [0.5] * FAKE_DIM})
     rules = {(v.rule, v.subject) for v in check_index(store)}
     assert ("norm", victim) in rules
     table.drop_index("text_idx")

@@ -5,20 +5,15 @@ from pathlib import Path
 
 import lancedb
 import pytest
-from click.testing import CliRunner
 
-from citeline.cli import cli
 from citeline.flows.ingest import index_folder
 from citeline.index.check import check_index
 from citeline.index.store import Store
 from citeline.schemas.settings import IndexSettings
+from fakes import FAKE
+from testkit import EXAMPLES, invoke
 
-pytestmark = [pytest.mark.model, pytest.mark.usefixtures("prefect_harness")]
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
+pytestmark = [pytest.mark.usefixtures("prefect_harness")]
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +23,7 @@ def original(tmp_path_factory, prefect_harness) -> tuple[Path, Path]:
     for name in ("04-dropout.md", "10-lr-scheduler.md"):
         shutil.copy(EXAMPLES / name, docs / name)
     db = tmp_path_factory.mktemp("index") / "db"
-    assert index_folder(str(docs), IndexSettings(db=str(db)), return_state=True).is_completed()
+    assert index_folder(str(docs), IndexSettings(model=FAKE, db=str(db)), return_state=True).is_completed()
     return docs, db
 
 

@@ -9,12 +9,13 @@ from citeline.flows.reindex import reindex
 from citeline.index.check import check_index
 from citeline.index.store import Store
 from citeline.schemas.settings import IndexSettings
+from fakes import FAKE
 
-pytestmark = [pytest.mark.model, pytest.mark.usefixtures("prefect_harness")]
+pytestmark = [pytest.mark.usefixtures("prefect_harness")]
 
 
 def test_strategy_change_never_extracts_again(docs, tmp_path, monkeypatch):
-    settings = IndexSettings(db=str(tmp_path / "index"))
+    settings = IndexSettings(model=FAKE, db=str(tmp_path / "index"))
     index_folder(str(docs), settings)
     store = Store(settings.db)
     canonical = {r["doc_id"]: r["canonical"] for r in store.document_rows(["doc_id", "canonical"])}
@@ -25,7 +26,7 @@ def test_strategy_change_never_extracts_again(docs, tmp_path, monkeypatch):
     monkeypatch.setattr(pipeline.prepare, "extract_bytes", no_extraction)
     for path in docs.iterdir():  # the source files are not even needed any more
         path.unlink()
-    summary = reindex(IndexSettings(db=settings.db, strategy="C"))
+    summary = reindex(IndexSettings(model=FAKE, db=settings.db, strategy="C"))
 
     assert summary.switched and store.stamp().strategy == "C"
     rows = store.chunk_rows(["doc_id", "text", "content"])

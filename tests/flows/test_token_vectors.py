@@ -1,4 +1,5 @@
-"""Stored word-piece vectors: filled by the index flow, kept in step by later runs, used by MaxSim."""
+"""Stored word-piece vectors: filled by the index flow, kept in step by later runs, used by MaxSim
+(on the fake embedder: what is checked is that stored and fresh vectors agree, not retrieval)."""
 import numpy as np
 import pytest
 
@@ -10,8 +11,9 @@ from citeline.pipeline.embed import get_embedder
 from citeline.query.rerank import MaxSimReranker
 from citeline.query.search import Searcher
 from citeline.schemas.settings import IndexSettings
+from fakes import FAKE, FAKE_DIM
 
-pytestmark = pytest.mark.model
+pytestmark = pytest.mark.usefixtures("prefect_harness")
 QUESTION = "Why does dropout only apply during training?"
 
 
@@ -20,27 +22,27 @@ def chunk_ids(store: Store) -> set[str]:
 
 
 def test_index_stores_token_vectors_and_later_runs_keep_them_in_step(docs, tmp_path):
-    settings = IndexSettings(db=str(tmp_path / "db"), token_vectors=True)
+    settings = IndexSettings(model=FAKE, db=str(tmp_path / "db"), token_vectors=True)
     index_folder(str(docs), settings)
     store = Store(settings.db)
     tokens = TokenVectors(store, store.stamp())
     assert tokens.stored_ids() == chunk_ids(store)
     chunks, size = tokens.size()
-    assert chunks == store.count_chunks() and size > chunks * 384 * 2  # more than one fp16 vector each
+    assert chunks == store.count_chunks() and size > chunks * FAKE_DIM * 2  # more than one fp16 vector each
 
     # A plain re-sync (no --token-vectors) after an edit and a deletion still keeps them current.
     victim = sorted(p for p in docs.iterdir() if p.suffix == ".md")[0]
     victim.unlink()
     edited = sorted(p for p in docs.iterdir() if p.suffix == ".md")[0]
     edited.write_text(edited.read_text() + "\n\nA new closing paragraph about gradient clipping thresholds.\n")
-    index_folder(str(docs), IndexSettings(db=settings.db))
+    index_folder(str(docs), IndexSettings(model=FAKE, db=settings.db))
     assert TokenVectors(store, store.stamp()).stored_ids() == chunk_ids(store)
 
 
 def test_maxsim_on_stored_vectors_matches_on_the_fly_scoring(docs, tmp_path):
     db = str(tmp_path / "db")
-    index_folder(str(docs), IndexSettings(db=db, token_vectors=True))
-    embedder = get_embedder()
+    index_folder(str(docs), IndexSettings(model=FAKE, db=db, token_vectors=True))
+    embedder = get_embedder(FAKE)
     stored = Searcher.open(db, embedder)
     assert stored.reader.tokens is not None
     fresh = Searcher.open(db, embedder)
@@ -53,23 +55,23 @@ def test_maxsim_on_stored_vectors_matches_on_the_fly_scoring(docs, tmp_path):
 
 def test_chunks_without_stored_vectors_are_scored_on_the_fly(docs, tmp_path):
     db = str(tmp_path / "db")
-    index_folder(str(docs), IndexSettings(db=db, token_vectors=True))
-    searcher = Searcher.open(db, get_embedder())
+    index_folder(str(docs), IndexSettings(model=FAKE, db=db, token_vectors=True))
+    searcher = Searcher.open(db, get_embedder(FAKE))
     pool = searcher.hybrid(QUESTION, 5)
     ids = [r["chunk_id"] for r in pool]
     texts, stored = searcher.reader.texts(ids), searcher.reader.tokens.read(ids[:2])
     plain = [{**r, "text": texts[r["chunk_id"]]} for r in pool]
     mixed = [{**r, "token_vectors": stored[r["chunk_id"]]} if r["chunk_id"] in stored else r for r in plain]
-    reranker = MaxSimReranker(get_embedder())
+    reranker = MaxSimReranker(get_embedder(FAKE))
     assert len(stored) == 2 and np.allclose(reranker.score(QUESTION, mixed), reranker.score(QUESTION, plain), atol=2e-3)
 
 
 def test_gc_drops_the_token_table_with_its_chunks_table(docs, tmp_path):
     db = str(tmp_path / "db")
-    index_folder(str(docs), IndexSettings(db=db, token_vectors=True))
+    index_folder(str(docs), IndexSettings(model=FAKE, db=db, token_vectors=True))
     store = Store(db)
     old = store.stamp()
-    reindex(IndexSettings(db=db, strategy="C"))
+    reindex(IndexSettings(model=FAKE, db=db, strategy="C"))
     assert TokenVectors(store, store.stamp()).stored_ids() == chunk_ids(store)  # carried over to the new table
     name = [n for n, s, active in store.chunk_tables() if s == old][0]
     store.drop_table(name)
@@ -82,9 +84,9 @@ def test_retry_fills_the_vectors_of_documents_it_indexes(docs, tmp_path):
     broken = docs / "late.md"
     broken.write_bytes(b"# Late\n\nCaf\xe9 latin-1 bytes fail as undecodable.\n")
     db = str(tmp_path / "db")
-    index_folder(str(docs), IndexSettings(db=db, token_vectors=True), return_state=True)
+    index_folder(str(docs), IndexSettings(model=FAKE, db=db, token_vectors=True), return_state=True)
     broken.write_text("# Late\n\nMomentum accumulates an exponentially decaying average of past gradients.\n")
-    retry_failed(IndexSettings(db=db))
+    retry_failed(IndexSettings(model=FAKE, db=db))
     store = Store(db)
     assert {d["status"] for d in store.document_rows(["status"])} == {"indexed"}
     assert TokenVectors(store, store.stamp()).stored_ids() == chunk_ids(store)

@@ -10,12 +10,13 @@ from citeline.pipeline.embed import get_embedder
 from citeline.pipeline.prepare import doc_id_for
 from citeline.query.search import Searcher
 from citeline.schemas.settings import IndexSettings
+from fakes import FAKE
 
-pytestmark = [pytest.mark.model, pytest.mark.usefixtures("prefect_harness")]
+pytestmark = [pytest.mark.usefixtures("prefect_harness")]
 
 
 def test_a_failed_write_leaves_the_old_version_searchable(docs: Path, tmp_path, monkeypatch):
-    settings = IndexSettings(db=str(tmp_path / "index"))
+    settings = IndexSettings(model=FAKE, db=str(tmp_path / "index"))
     assert index_folder(str(docs), settings, return_state=True).is_completed()
     store = Store(settings.db)
     victim, bystander = docs / "04-dropout.md", docs / "10-lr-scheduler.md"
@@ -40,7 +41,7 @@ def test_a_failed_write_leaves_the_old_version_searchable(docs: Path, tmp_path, 
     assert summary.failures[0].path == "04-dropout.md" and summary.failures[0].stage == "write"
     record = store.document_rows(where=f"doc_id = '{victim_id}'")[0]
     assert (record["status"], record["stage"]) == ("failed", "write")
-    assert record["reason"] == "internal-error (OSError): [Errno 28] No space left on device (injected fault)"
+    assert record["reason"] == "os-error (OSError): [Errno 28] No space left on device (injected fault)"
     assert record["chunk_count"] == len(old_rows) == store.count_chunks(victim_id)
     assert {r["chunk_id"] for r in store.chunk_rows(["chunk_id"], f"doc_id = '{victim_id}'")} == set(old_rows)
     searcher = Searcher.open(settings.db, get_embedder(settings.model))

@@ -1,14 +1,9 @@
 """The extractor bugs the hostile folder exposed, pinned where they live (no model needed)."""
-import sys
-from pathlib import Path
-
+import make
 import pytest
 
 from citeline.extractors import pdf, text
 from citeline.schemas.errors import Corrupt, Empty
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
-import make  # noqa: E402
 
 
 def test_a_zero_byte_text_file_is_empty_like_every_other_type():

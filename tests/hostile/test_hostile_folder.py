@@ -7,7 +7,6 @@ plan was made and before the files are read), run 2 to see what the next sync do
 """
 import hashlib
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -19,8 +18,7 @@ from citeline.index.check import check_index
 from citeline.index.store import Store
 from citeline.schemas.settings import IndexSettings
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
-import make  # noqa: E402
+import make
 
 pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 

@@ -1,7 +1,8 @@
 """Encoding in word-piece-sorted batches: same vectors, every text once, less padding."""
 import pytest
 
-from citeline.pipeline.embed import get_embedder, sorted_batches
+from citeline.pipeline.embed import get_embedder
+from citeline.pipeline.embedder import sorted_batches
 
 
 def test_sorted_batches_cover_every_index_once_longest_first():

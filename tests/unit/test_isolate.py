@@ -1,7 +1,5 @@
 """Extractors in a killable worker: hangs and crashes cost one document, and the next one works."""
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -9,8 +7,7 @@ from citeline.pipeline import isolate
 from citeline.schemas.errors import Corrupt, Timeout
 from citeline.schemas.options import ExtractOptions
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
-MODULE = "hostile_extractors"
+MODULE = "hostile_extractors"  # in tests/fixtures, on the path (pytest's pythonpath) of spawned workers too
 
 
 @pytest.fixture(autouse=True)

@@ -7,6 +7,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = ("schemas", "extractors", "pipeline", "index", "query", "evaluation", "tasks", "flows", "citeline")
 # What each layer may import from citeline: the layers below it and itself (STYLE.md section 1).
@@ -55,6 +57,7 @@ def test_imports_point_one_way():
                 wrong.append(f"{path.relative_to(ROOT)}:{line}: {folder} imports {name}")
     assert not wrong, "\n".join(wrong)
 
+@pytest.mark.slow  # builds a wheel in an isolated environment: the whole suite runs it, `make check` not
 def test_wheel_installs_one_top_level_package(tmp_path):
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
                            "-q", "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True)

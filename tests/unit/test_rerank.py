@@ -135,10 +135,8 @@ def minilm():
 
 @pytest.mark.model
 def test_token_vectors_drop_special_tokens_and_are_unit_length(minilm):
-    from citeline.query.maxsim import token_vectors
-
     texts = ["Dropout zeroes activations.", "A much longer sentence about learning rate schedules."]
-    vectors = token_vectors(minilm, texts)
+    vectors = minilm.token_vectors(texts)
     pieces = minilm.model.tokenizer(texts, add_special_tokens=False)["input_ids"]
     assert [len(v) for v in vectors] == [len(p) for p in pieces]  # no [CLS], [SEP] or padding
     assert np.allclose(np.linalg.norm(vectors[1], axis=1), 1.0, atol=1e-5)
@@ -162,11 +160,10 @@ def test_maxsim_puts_the_passage_that_answers_first(minilm):
 def test_maxsim_runs_on_the_int8_onnx_encoder_too(minilm):
     """An index re-embedded with minilm-int8 reranks with that encoder's own word-pieces."""
     from citeline.pipeline.embed import get_embedder
-    from citeline.query.maxsim import token_vectors
 
     int8 = get_embedder("minilm-int8")
     texts = ["Dropout zeroes activations.", "A much longer sentence about learning rate schedules."]
-    onnx, torch_vectors = token_vectors(int8, texts), token_vectors(minilm, texts)
+    onnx, torch_vectors = int8.token_vectors(texts), minilm.token_vectors(texts)
     assert [len(v) for v in onnx] == [len(v) for v in torch_vectors]  # same word-pieces, specials dropped
     assert np.allclose(np.linalg.norm(onnx[1], axis=1), 1.0, atol=1e-5)
     assert np.mean(np.sum(onnx[1] * torch_vectors[1], axis=1)) > 0.95  # int8 is close to fp32

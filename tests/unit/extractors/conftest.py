@@ -1,34 +1,12 @@
-"""Shared fixtures for the extractor tests: generated files (tests/fixtures/make.py),
-extraction results computed once per session (OCR and Whisper cost about a second
-each), and the invariant every canonical text must keep."""
+"""Helpers for the extractor tests: where a phrase lies in a canonical text, and the
+invariant every canonical text must keep (generated files come from testkit's ``make``)."""
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
 from citeline.schemas.document import Canonical
-
-_MAKE_PATH = Path(__file__).resolve().parents[2] / "fixtures" / "make.py"
-
-
-def _load_make():
-    if "citeline_fixtures_make" in sys.modules:
-        return sys.modules["citeline_fixtures_make"]
-    spec = importlib.util.spec_from_file_location("citeline_fixtures_make", _MAKE_PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="session")
-def make():
-    return _load_make()
-
 
 def find(canonical: Canonical, phrase: str) -> tuple[int, int]:
     """Where ``phrase`` occurs in the canonical text, any run of whitespace matching any
