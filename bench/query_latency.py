@@ -28,6 +28,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -44,9 +45,10 @@ from citeline.index.store import Store  # noqa: E402
 from citeline.index.tokens import TokenVectors  # noqa: E402
 from citeline.pipeline.embed import get_embedder  # noqa: E402
 from citeline.query.maxsim import maxsim, mix  # noqa: E402
-from citeline.query.rerank import DEFAULT_DEPTH, MaxSimReranker  # noqa: E402
+from citeline.query.rerank import DEFAULT_DEPTH, MaxSimReranker, Passage  # noqa: E402
 from citeline.query.search import RESULT_COLUMNS, Searcher  # noqa: E402
-from citeline.query.thresholds import Retrieved, cosine_cut, over, sweep, under  # noqa: E402
+from citeline.query.thresholds import GateQuery, cosine_cut, sweep  # noqa: E402
+from citeline.schemas.retrieval import COSINE, RERANK, Hit  # noqa: E402
 from citeline.tasks.tokens import fill_token_vectors  # noqa: E402
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "dev"
@@ -104,10 +106,9 @@ def latency(searcher: Searcher, queries: list[str], rerank_sample: int | None) -
         add("hybrid (Searcher.hybrid, incl. embedding)", ms(searcher.hybrid, q, K)[1])
         if rerank_sample is None or i < rerank_sample:
             pool = searcher.hybrid(q, DEFAULT_DEPTH)
-            texts = searcher.reader.texts([r["chunk_id"] for r in pool])
-            for row in pool:
-                row["text"] = texts[row["chunk_id"]]
-            add(f"MaxSim scoring of the top {DEFAULT_DEPTH}, on the fly", ms(reranker.score, q, pool)[1])
+            texts = searcher.reader.texts([h.chunk_id for h in pool])
+            passages = [Passage(texts[h.chunk_id]) for h in pool]
+            add(f"MaxSim scoring of the top {DEFAULT_DEPTH}, on the fly", ms(reranker.score, q, passages)[1])
             stored, searcher.reader.tokens = searcher.reader.tokens, None
             searcher._last_query = None
             add(f"rerank end to end (hybrid top {DEFAULT_DEPTH} + MaxSim on the fly)", ms(searcher.rerank, q, K)[1])
@@ -156,8 +157,8 @@ class TokenCache:
         self.searcher = searcher
         self.vectors: dict[str, np.ndarray] = {}
 
-    def scores(self, query: str, pool: list[dict]) -> np.ndarray:
-        missing = [r["chunk_id"] for r in pool if r["chunk_id"] not in self.vectors]
+    def scores(self, query: str, pool: list[Hit]) -> np.ndarray:
+        missing = [h.chunk_id for h in pool if h.chunk_id not in self.vectors]
         texts = self.searcher.reader.texts(missing)
         embedder = self.searcher.embedder
         for start in range(0, len(missing), 16):
@@ -165,22 +166,22 @@ class TokenCache:
             for cid, vecs in zip(batch, embedder.token_vectors([texts[c] for c in batch])):
                 self.vectors[cid] = vecs
         q = embedder.token_vectors([query])[0]
-        return maxsim(q, [self.vectors[r["chunk_id"]] for r in pool])
+        return maxsim(q, [self.vectors[h.chunk_id] for h in pool])
 
 
-def candidates(searcher: Searcher, cache: TokenCache, query: str) -> dict[str, list[dict]]:
-    """Every ranking of one query, each a list of rows (top 25)."""
+def candidates(searcher: Searcher, cache: TokenCache, query: str) -> dict[str, list[Hit]]:
+    """Every ranking of one query, each a list of hits (top 25)."""
     lists = {"dense": searcher.dense(query, DEFAULT_DEPTH), "bm25": searcher.bm25(query, DEFAULT_DEPTH),
              "hybrid": searcher.hybrid(query, DEFAULT_DEPTH)}
     for source in ("dense", "hybrid"):
         pool = lists[source]
         raw = cache.scores(query, pool)
-        cosines = [1 - r["distance"] for r in pool]
+        cosines = [1 - h.distance for h in pool]
         for w in WEIGHTS:
             order_by = raw if w == 0 else mix(raw, cosines, 1 - w)
             order = np.argsort(-order_by, kind="stable")
             name = f"maxsim {source}25" if w == 0 else f"mix{w:g} {source}25"
-            lists[name] = [{**pool[i], "rerank_score": float(raw[i])} for i in order]
+            lists[name] = [replace(pool[i], rerank_score=float(raw[i])) for i in order]
     return lists
 
 
@@ -189,7 +190,7 @@ def quality(searcher: Searcher, in_domain: list[tuple[str, str]], ood: list[str]
     runs = [candidates(searcher, cache, q) for q, _ in in_domain]
     ood_runs = [candidates(searcher, cache, q) for q in ood]
     names = list(runs[0])
-    ranks = {n: [first_relevant_rank([r["content"] for r in run[n]], needle) for run, (_, needle) in zip(runs, in_domain)]
+    ranks = {n: [first_relevant_rank([h.chunk.content for h in run[n]], needle) for run, (_, needle) in zip(runs, in_domain)]
              for n in names}
     print(f"\nQUALITY  {len(in_domain)} in-domain queries; sign tests on R@1 hits and on reciprocal ranks")
     print(f"  {'retriever':<18} {'R@1':>6} {'R@4':>6} {'R@20':>6} {'MRR':>6}   {'R@1 vs dense':>22} "
@@ -207,34 +208,40 @@ def quality(searcher: Searcher, in_domain: list[tuple[str, str]], ood: list[str]
         unanswerable = [_gated(run[n]) for run in ood_runs]
         print(f"\nGATE  cosine cut on the top {GATE_K} of {n} (bluffs: out-of-domain with a chunk passing; "
               f"lost: answers in the top {GATE_K} that the cut removes)")
-        for point in sweep(retrieved, unanswerable, COSINE_CUTS, under):
+        for point in sweep(retrieved + unanswerable, COSINE_CUTS, COSINE, GATE_K):
             print("  " + point.line())
         if n.startswith(("maxsim", "mix")):
-            retrieved = [_gated(run[n], needle, "rerank_score") for run, (_, needle) in zip(runs, in_domain)]
-            unanswerable = [_gated(run[n], key="rerank_score") for run in ood_runs]
+            retrieved = [_gated(run[n], needle, _rerank_score) for run, (_, needle) in zip(runs, in_domain)]
+            unanswerable = [_gated(run[n], value=_rerank_score) for run in ood_runs]
             print(f"GATE  MaxSim score cut on the top {GATE_K} of {n}")
-            for point in sweep(retrieved, unanswerable, MAXSIM_CUTS, over):
+            for point in sweep(retrieved + unanswerable, MAXSIM_CUTS, RERANK, GATE_K):
                 print("  " + point.line())
     cut = cosine_cut(searcher.stamp.embed_model)
     n = "maxsim hybrid25"
-    both = lambda v, m: v[0] < cut and v[1] > m  # noqa: E731
-    retrieved = [_gated(run[n], needle, ("distance", "rerank_score")) for run, (_, needle) in zip(runs, in_domain)]
-    unanswerable = [_gated(run[n], key=("distance", "rerank_score")) for run in ood_runs]
+
+    def under_cut(hit: Hit) -> float:  # both gates at once: a hit over the cosine cut never passes
+        return hit.rerank_score if hit.distance < cut else -np.inf
+
+    retrieved = [_gated(run[n], needle, under_cut) for run, (_, needle) in zip(runs, in_domain)]
+    unanswerable = [_gated(run[n], value=under_cut) for run in ood_runs]
     print(f"\nGATE  cosine cut {cut} AND a MaxSim score cut, on the top {GATE_K} of {n}")
-    for point in sweep(retrieved, unanswerable, [0.50, 0.55, 0.58, 0.60], both):
+    for point in sweep(retrieved + unanswerable, [0.50, 0.55, 0.58, 0.60], RERANK, GATE_K):
         print("  " + point.line().replace("cut", f"cosine < {cut} and MaxSim >", 1))
-    best_in = [min(r["distance"] for r in run["dense"][:GATE_K]) for run in runs]
-    best_out = [min(r["distance"] for r in run["dense"][:GATE_K]) for run in ood_runs]
+    best_in = [min(h.distance for h in run["dense"][:GATE_K]) for run in runs]
+    best_out = [min(h.distance for h in run["dense"][:GATE_K]) for run in ood_runs]
     print(f"\nnearest chunk in the dense top {GATE_K}: farthest for an in-domain query {max(best_in):.3f}, "
           f"closest for an out-of-domain query {min(best_out):.3f}")
 
 
-def _gated(rows: list[dict], needle: str | None = None, key: str | tuple[str, ...] = "distance") -> Retrieved:
-    top = rows[:GATE_K]
-    relevant = tuple(needle is not None and contains_needle(r["content"], needle) for r in top)
-    if isinstance(key, tuple):
-        return Retrieved(tuple(tuple(float(r[k]) for k in key) for r in top), relevant)
-    return Retrieved(tuple(float(r[key]) for r in top), relevant)
+def _gated(hits: list[Hit], needle: str | None = None, value=lambda hit: hit.distance) -> GateQuery:
+    """The gate's view of one query's top hits; in-domain when it has a needle."""
+    top = hits[:GATE_K]
+    relevant = tuple(needle is not None and contains_needle(h.chunk.content, needle) for h in top)
+    return GateQuery(tuple(float(value(h)) for h in top), relevant, needle is not None)
+
+
+def _rerank_score(hit: Hit) -> float:
+    return hit.rerank_score
 
 
 def main() -> None:

@@ -12,10 +12,9 @@ import click
 
 from citeline.common import cli_errors, model_for
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
+from citeline.schemas.retrieval import DEFAULT_RETRIEVER, ENV_RERANKER, RERANK, RETRIEVERS
 from citeline.schemas.text import visible, visible_lines
 
-ENV_RERANKER = "CITELINE_RERANKER"  # same name as query.rerank.ENV_RERANKER (not imported: keeps --help fast)
-RETRIEVERS = ("dense", "bm25", "hybrid", "rerank")
 QUOTE_WIDTH = 100  # characters of the quote shown in the sources table
 
 
@@ -28,7 +27,7 @@ QUOTE_WIDTH = 100  # characters of the quote shown in the sources table
 @click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
 @click.option("-k", default=4, show_default=True, type=click.IntRange(1, 20),
               help="At most this many sources pass the gate.")
-@click.option("--retriever", default="rerank", show_default=True, type=click.Choice(RETRIEVERS),
+@click.option("--retriever", default=DEFAULT_RETRIEVER, show_default=True, type=click.Choice(RETRIEVERS),
               help="rerank = MaxSim over the hybrid top 25 (best R@1/MRR on dev; see docs/query.md).")
 @click.option("--rerank", "rerank_flag", is_flag=True,
               help="Rerank the top 25 of --retriever (implied by --retriever rerank).")
@@ -50,7 +49,7 @@ def ask(query, db, model, as_json, k, retriever, rerank_flag, reranker, cosine_w
     Without --generate, prints the sources and the prompt a model would get. When no
     source passes the gate it prints NO ANSWER and exits 0: refusing is an answer.
     """
-    reranking = rerank_flag or retriever == "rerank"
+    reranking = rerank_flag or retriever == RERANK
     if not query.strip():
         raise click.UsageError("QUERY is empty")
     if min_rerank_score is not None and not reranking:

@@ -13,6 +13,7 @@ from citeline.common import EXIT_DOCUMENTS_FAILED, cli_errors, error_text, model
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 from citeline.eval_cmd import eval_command
 from citeline.schemas.errors import CitelineError
+from citeline.schemas.settings import DEFAULT_STRATEGY, STRATEGIES
 from citeline.schemas.stamp import STAMP_COLUMNS, Stamp, is_current
 from citeline.schemas.status import DocStatus
 from citeline.schemas.text import visible, visible_lines
@@ -35,8 +36,8 @@ def cli() -> None:
 @click.argument("path", type=click.Path(exists=True, file_okay=True, dir_okay=True))
 @db_option
 @model_option
-@click.option("--strategy", default="E", show_default=True,
-              type=click.Choice(list("ABCDEF"), case_sensitive=False),
+@click.option("--strategy", default=DEFAULT_STRATEGY, show_default=True,
+              type=click.Choice(STRATEGIES, case_sensitive=False),
               help="Chunking: A blind, B blind+overlap, C boundaries, D +overlap, E +header, F +header+overlap.")
 @click.option("--budget", default=512, show_default=True, type=click.IntRange(min=32), help="Characters per chunk.")
 @click.option("--overlap", default=64, show_default=True, type=click.IntRange(min=0),
@@ -48,7 +49,8 @@ def cli() -> None:
 @click.option("--max-bytes", type=click.IntRange(min=1), default=100 * 1024 * 1024, show_default=True,
               help="Larger files fail as too-large instead of being read.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=300.0, show_default=True,
-              help="Seconds one document may take.")
+              help="Seconds one document may take to be read, extracted, chunked and embedded "
+                   "(checked between steps; an isolated extractor is killed past it).")
 @click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
               help="Seconds to wait for another writer of the same index.")
 @click.option("--ocr-lang", default="eng", show_default=True,
@@ -107,7 +109,8 @@ def _print_run(state) -> None:
 @db_option
 @model_option
 @click.option("--cron", default="*/15 * * * *", show_default=True, help="When to re-sync (cron syntax).")
-@click.option("--strategy", type=click.Choice(list("ABCDEF"), case_sensitive=False), default="E", show_default=True)
+@click.option("--strategy", type=click.Choice(STRATEGIES, case_sensitive=False), default=DEFAULT_STRATEGY,
+              show_default=True)
 @click.option("--name", default=None, help="Deployment name (default: sync-<folder name>).")
 def serve(path, db, model, cron, strategy, name):
     """Keep PATH indexed on a schedule; needs a Prefect server (PREFECT_API_URL)."""
@@ -146,7 +149,7 @@ def retry(path, db, model, wait_s):
 @db_option
 @click.option("--model", required=True, envvar=ENV_MODEL,
               help="The new embedding model: a packaged alias or a local sentence-transformers folder.")
-@click.option("--strategy", type=click.Choice(list("ABCDEF"), case_sensitive=False), default=None,
+@click.option("--strategy", type=click.Choice(STRATEGIES, case_sensitive=False), default=None,
               help="A new chunk strategy (default: keep the index's).")
 @click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
               help="Seconds to wait for another writer of the same index.")
@@ -199,6 +202,34 @@ def gc(db, yes, wait_s):
             if not [name for name, _ in idle if name != building]:
                 click.echo("nothing to drop: only the active chunks table exists" if not idle
                            else "nothing else to drop")
+
+
+@cli.command()
+@click.argument("path", type=click.Path())
+@db_option
+@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
+              help="Seconds to wait for another writer of the same index.")
+def rm(path, db, wait_s):
+    """Forget the documents under PATH: a file or folder, typically one renamed or deleted.
+
+    A sync forgets files gone from the folder it syncs; this removes what no sync reaches
+    (the old name of a renamed folder), chunks and records, under the writer lock.
+    """
+    from citeline.flows.remove import remove_path
+    from citeline.index.store import Store
+
+    with cli_errors():
+        if Store(db).stamp() is None:
+            raise click.ClickException(f"no index at {db}: run `citeline index PATH` first")
+        removal = remove_path(path, db, wait_s)
+    if not removal.paths:
+        roots = ", ".join(removal.known_roots) or "none"
+        raise click.ClickException(f"no document is indexed under {removal.target} (synced roots: {roots})")
+    for source in removal.paths:
+        click.echo(f"removed {source}")
+    click.echo(f"removed {len(removal.paths)} documents under {removal.target}")
+    if Path(path).expanduser().exists():
+        click.echo(f"note: {path} still exists: a sync of it, or of a folder above it, indexes it again")
 
 
 @cli.command()
@@ -261,8 +292,8 @@ def search(query, db, model, k, as_json):
 
     with cli_errors():
         Store.existing(db)  # before the model is looked up: a mistyped --db fails first, creating nothing
-        rows = Searcher.open(db, get_embedder(model_for(db, model))).dense(query, k)
-    citations = build_citations(rows)
+        hits = Searcher.open(db, get_embedder(model_for(db, model))).dense(query, k)
+    citations = build_citations(hits)
     if as_json:
         click.echo(json.dumps({"query": query, "results": [c.to_dict() for c in citations]}, indent=2))
         return
@@ -282,18 +313,23 @@ def search(query, db, model, k, as_json):
               help="With --repair: seconds to wait for another writer of the same index.")
 def check(db, as_json, repair, wait_s):
     """Verify the index; exit 1 listing every violation (left after --repair)."""
-    from citeline.index.check import check_index
+    from citeline.index.check import check_index, source_warnings
     from citeline.index.store import Store
 
     if repair:
         _check_and_repair(db, as_json, wait_s)
         return
     with cli_errors():
-        violations = check_index(Store.existing(db))
+        store = Store.existing(db)
+        violations = check_index(store)
+        warnings = source_warnings(store)
     if as_json:
-        click.echo(json.dumps({"ok": not violations, "violations": [asdict(v) for v in violations]}, indent=2))
+        click.echo(json.dumps({"ok": not violations, "violations": [asdict(v) for v in violations],
+                               "warnings": [asdict(w) for w in warnings]}, indent=2))
     else:
         _print_violations(violations)
+        for w in warnings:
+            click.echo(f"warning: {w.rule}: {w.subject}: {w.detail}")
     if violations:
         sys.exit(1)
 

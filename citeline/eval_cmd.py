@@ -8,17 +8,15 @@ from typing import Iterator
 import click
 
 from citeline.config import ENV_MODEL
-from citeline.schemas.settings import DEFAULT_MODEL
-
-STRATEGIES = "A,B,C,D,E,F"
-RETRIEVERS = ("dense", "bm25", "hybrid", "rerank")
+from citeline.schemas.retrieval import RETRIEVERS
+from citeline.schemas.settings import DEFAULT_MODEL, STRATEGIES
 
 
 def _letters(ctx, param, value: str) -> tuple[str, ...]:
     items = _split(value, param)
-    bad = [s for s in items if s.upper() not in STRATEGIES.split(",")]
+    bad = [s for s in items if s.upper() not in STRATEGIES]
     if bad:
-        raise click.BadParameter(f"unknown strategies {bad}; choose from {STRATEGIES}", ctx, param)
+        raise click.BadParameter(f"unknown strategies {bad}; choose from {','.join(STRATEGIES)}", ctx, param)
     return tuple(dict.fromkeys(s.upper() for s in items))
 
 
@@ -54,10 +52,10 @@ def _split(value: str, param) -> list[str]:
 @click.argument("corpus_dir", type=click.Path(exists=True, file_okay=False, dir_okay=True))
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Folder for report.md, results.json and the plots.")
-@click.option("--strategies", default=STRATEGIES, show_default=True, callback=_letters,
+@click.option("--strategies", default=",".join(STRATEGIES), show_default=True, callback=_letters,
               help="Chunking strategies to index, comma-separated.")
 @click.option("--retrievers", default=None, callback=_retrievers,
-              help="Retrievers, comma-separated from dense,bm25,hybrid,rerank "
+              help=f"Retrievers, comma-separated from {','.join(RETRIEVERS)} "
                    "[default: all that work here; rerank is skipped with a note when unavailable].")
 @click.option("--k", "ks", default="1,4,8,20", show_default=True, callback=_ks,
               help="Recall cut-offs, comma-separated (at most the depth, 20).")

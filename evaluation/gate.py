@@ -10,112 +10,21 @@ only those that pass the cut; when none pass it refuses. For every cut of a grid
 - **refused in domain**: in-domain queries where nothing passes at all (these include
   lost ones and ones whose answer was not retrieved anyway).
 
-A cosine cut passes a chunk when ``distance < cut`` (lower is stricter); a rerank cut
-passes it when ``score > cut`` (higher is stricter): the same strict comparisons as
-:mod:`query.refuse`, which this module calls.
+The counting is :func:`query.thresholds.sweep`, the same one the calibration uses;
+this module adds what the report says about a frontier: the grids of cuts, the
+recommended cut and whether one cut separates the two sides.
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
 
-from citeline.query.refuse import MAX_CHUNKS, gate, gate_score
-from citeline.schemas.retrieval import Refusal
+from citeline.query.refuse import MAX_CHUNKS
+from citeline.query.thresholds import GatePoint, GateQuery, check_kind
+from citeline.schemas.retrieval import COSINE
 
-COSINE = "cosine"
-RERANK = "rerank"
-KINDS = (COSINE, RERANK)
 RULE = ("the cut with the fewest bluffs + lost answers (one bluff weighs as much as one lost "
         "answer); ties go to the stricter cut")
-
-
-@dataclass(frozen=True)
-class GateQuery:
-    """What the gate sees of one query: its top chunks, best first.
-
-    Attributes:
-        values: the gated value of each top chunk (cosine distance or rerank score),
-            NaN where the row carried none (a NaN never passes).
-        relevant: per chunk, whether its content contains the needle; all False for an
-            out-of-domain query.
-        in_domain: False for out-of-domain queries.
-    """
-
-    values: tuple[float, ...]
-    relevant: tuple[bool, ...]
-    in_domain: bool
-
-    def __post_init__(self) -> None:
-        if len(self.values) != len(self.relevant):
-            raise ValueError(f"{len(self.values)} values but {len(self.relevant)} relevance flags")
-
-
-@dataclass(frozen=True)
-class GatePoint:
-    """The gate's outcome at one cut."""
-
-    kind: str
-    cut: float
-    bluffs: int
-    ood: int
-    lost: int
-    answerable: int  # in-domain queries with the answer in the top window, no gate
-    refused_in_domain: int
-    in_domain: int
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def passing(query: GateQuery, cut: float, kind: str = COSINE, window: int = MAX_CHUNKS) -> list[int]:
-    """Positions (0-based) of the chunks the gate keeps for one query at ``cut``.
-
-    Args:
-        query: the query's top chunks.
-        cut: the threshold.
-        kind: "cosine" (distance < cut passes) or "rerank" (score > cut passes).
-        window: how many top chunks the gate looks at and keeps at most.
-
-    Returns:
-        The kept positions, best first; empty when the gate refuses.
-
-    >>> passing(GateQuery((0.3, 0.6, 0.4), (False, True, False), True), 0.5)
-    [0, 2]
-    """
-    _check_kind(kind)
-    pairs = list(enumerate(query.values[:window]))
-    kept = gate(pairs, cut, window) if kind == COSINE else gate_score(pairs, cut, window)
-    return [] if isinstance(kept, Refusal) else [position for position, _ in kept]
-
-
-def gate_point(queries: Sequence[GateQuery], cut: float, kind: str = COSINE, window: int = MAX_CHUNKS) -> GatePoint:
-    """Count bluffs, lost answers and in-domain refusals at one cut.
-
-    >>> qs = [GateQuery((0.2,), (True,), True), GateQuery((0.5,), (True,), True),
-    ...       GateQuery((0.4,), (False,), False)]
-    >>> p = gate_point(qs, 0.45)
-    >>> (p.bluffs, p.lost, p.answerable, p.refused_in_domain)
-    (1, 1, 2, 1)
-    """
-    bluffs = lost = answerable = refused = 0
-    for q in queries:
-        kept = passing(q, cut, kind, window)
-        if not q.in_domain:
-            bluffs += bool(kept)
-            continue
-        refused += not kept
-        if any(q.relevant[:window]):
-            answerable += 1
-            lost += not any(q.relevant[i] for i in kept)
-    ood = sum(not q.in_domain for q in queries)
-    return GatePoint(kind, cut, bluffs, ood, lost, answerable, refused, len(queries) - ood)
-
-
-def frontier(queries: Sequence[GateQuery], cuts: Iterable[float], kind: str = COSINE,
-             window: int = MAX_CHUNKS) -> list[GatePoint]:
-    """:func:`gate_point` at every cut, in the order given."""
-    return [gate_point(queries, cut, kind, window) for cut in cuts]
 
 
 def cosine_grid(lo: float = 0.30, hi: float = 0.80, step: float = 0.025) -> list[float]:
@@ -166,7 +75,7 @@ def worst_answer(queries: Sequence[GateQuery], kind: str = COSINE, window: int =
     For cosine: max over answerable queries of the smallest distance of a relevant chunk
     in the window. A cut must be beyond this to keep every answer.
     """
-    _check_kind(kind)
+    check_kind(kind)
     pick, worst = (min, max) if kind == COSINE else (max, min)
     found = [
         _finite(pick, [v for v, r in zip(q.values[:window], q.relevant[:window]) if r])
@@ -180,7 +89,7 @@ def best_ood(queries: Sequence[GateQuery], kind: str = COSINE, window: int = MAX
 
     A cut must stay short of this to refuse every out-of-domain query.
     """
-    _check_kind(kind)
+    check_kind(kind)
     pick = min if kind == COSINE else max
     found = [_finite(pick, list(q.values[:window])) for q in queries if not q.in_domain]
     return _finite(pick, [v for v in found if v is not None])
@@ -196,8 +105,3 @@ def separable(worst_in: float | None, best_out: float | None, kind: str = COSINE
 def _finite(pick, values: list[float]) -> float | None:
     values = [v for v in values if not math.isnan(v)]
     return pick(values) if values else None
-
-
-def _check_kind(kind: str) -> None:
-    if kind not in KINDS:
-        raise ValueError(f"unknown gate kind {kind!r}; choose one of {list(KINDS)}")

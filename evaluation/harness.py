@@ -31,15 +31,15 @@ from citeline.pipeline.embed import get_embedder
 from citeline.pipeline.prepare import prepare
 from citeline.pipeline.record import Prior, indexed_record
 from citeline.pipeline.walk import list_files
+from citeline.query.maxsim import maxsim
 from citeline.query.refuse import MAX_CHUNKS
-from citeline.query.search import Searcher
+from citeline.query.rerank import DEFAULT_DEPTH, MaxSimReranker, Passage
+from citeline.query.search import RERANK_CANDIDATES, Searcher
 from citeline.schemas.errors import CitelineError, DocumentError
-from citeline.schemas.retrieval import BM25, DENSE, HYBRID, RERANK
-from citeline.schemas.settings import DEFAULT_MODEL, IndexSettings
+from citeline.schemas.retrieval import RERANK, RETRIEVERS, Hit
+from citeline.schemas.settings import DEFAULT_MODEL, STRATEGIES, IndexSettings
 from citeline.schemas.stamp import PIPELINE_VERSION, IndexStamp
 
-STRATEGIES = ("A", "B", "C", "D", "E", "F")
-RETRIEVERS = (DENSE, BM25, HYBRID, RERANK)
 KS = (1, 4, 8, 20)
 
 
@@ -180,11 +180,8 @@ class TokenCache:
         self._docs: dict[str, object] = {}
         self._queries = {} if queries is None else queries  # shared across strategies
 
-    def score(self, query: str, rows: Sequence[dict]) -> list[float]:
-        from citeline.query.maxsim import maxsim
-        from citeline.query.rerank import row_text
-
-        texts = [row_text(r) for r in rows]
+    def score(self, query: str, passages: Sequence[Passage]) -> list[float]:
+        texts = [p.text for p in passages]
         self._fill(self._docs, texts)
         self._fill(self._queries, [query])
         return maxsim(self._queries[query], [self._docs[t] for t in texts]).tolist()
@@ -199,12 +196,7 @@ class TokenCache:
 
 def _cache_tokens(searcher: Searcher, queries: dict) -> None:
     """Give the searcher a token-caching copy of its default MaxSim reranker, if it has one."""
-    try:
-        from citeline.query.rerank import MaxSimReranker
-
-        default = searcher.default_reranker()
-    except (ImportError, AttributeError):
-        return  # a query side without the MaxSim reranker: nothing to speed up
+    default = searcher.default_reranker()
     if type(default) is MaxSimReranker:
         searcher.reranker = TokenCache(default, queries)
 
@@ -293,13 +285,9 @@ class Harness:
 
 
 def _describe_reranker(searcher: Searcher) -> str | None:
-    """E.g. "maxsim+cosine0.5 over the hybrid top 25", from what the query side exposes."""
-    from citeline.query import rerank, search
-
-    name = getattr(getattr(searcher, "reranker", None), "name", None)
-    over = getattr(search, "RERANK_CANDIDATES", None)
-    depth = getattr(rerank, "DEFAULT_DEPTH", None)
-    return f"{name} over the {over} top {depth}" if name and over and depth else name
+    """E.g. "maxsim+cosine0.5 over the hybrid top 25"."""
+    name = getattr(searcher.reranker, "name", None)
+    return f"{name} over the {RERANK_CANDIDATES} top {DEFAULT_DEPTH}" if name else name
 
 
 def unavailable(searcher: Searcher, retriever: str, probe: str) -> str | None:
@@ -368,26 +356,26 @@ def search_all(searcher: Searcher, corpus: Corpus, retriever: str, config: EvalC
         tick()
     ood = []
     for o in corpus.out_of_domain:
-        rows = searcher.search(o.query, retriever, config.depth)
-        ood.append(judge(Query(o.id, "", o.kind, o.query, ""), rows, config, in_domain=False))
+        hits = searcher.search(o.query, retriever, config.depth)
+        ood.append(judge(Query(o.id, "", o.kind, o.query, ""), hits, config, in_domain=False))
         tick()
     return queries, ood
 
 
-def judge(query: Query, rows: Sequence[dict], config: EvalConfig, in_domain: bool = True) -> QueryResult:
-    """Where the answer ranks in ``rows`` and what the gate window holds.
+def judge(query: Query, hits: Sequence[Hit], config: EvalConfig, in_domain: bool = True) -> QueryResult:
+    """Where the answer ranks in ``hits`` and what the gate window holds.
 
-    A row is relevant when its ``content`` contains the whole needle, whitespace-collapsed.
+    A hit is relevant when its chunk's ``content`` contains the whole needle, whitespace-collapsed.
     """
     target = collapse_ws(query.needle) if in_domain else None
-    relevant = [bool(target) and target in collapse_ws(r["content"]) for r in rows[: config.depth]]
+    relevant = [bool(target) and target in collapse_ws(h.chunk.content) for h in hits[: config.depth]]
     rank = next((i for i, hit in enumerate(relevant, 1) if hit), None)
-    window = rows[: config.window]
-    scores = tuple(_number(r.get("rerank_score")) for r in window)
+    window = hits[: config.window]
+    scores = tuple(_number(h.rerank_score) for h in window)
     return QueryResult(
         id=query.id, phrasing=query.phrasing, in_domain=in_domain, rank=rank,
-        distance=_number(rows[rank - 1].get("distance")) if rank else None,
-        top_distances=tuple(_number(r.get("distance")) for r in window),
+        distance=_number(hits[rank - 1].distance) if rank else None,
+        top_distances=tuple(_number(h.distance) for h in window),
         top_relevant=tuple(relevant[: config.window]),
         top_scores=scores if window and all(not math.isnan(s) for s in scores) else None,
     )

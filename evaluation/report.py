@@ -17,11 +17,13 @@ from citeline.evaluation import gate as gates
 from citeline.evaluation.dataset import PHRASINGS, Corpus
 from citeline.evaluation.metrics import hits_at, mrr, recall_at, reciprocal_rank
 from citeline.evaluation.stats import paired, wilson
-from citeline.schemas.retrieval import BM25, DENSE, HYBRID, RERANK
+from citeline.query.thresholds import GateQuery, sweep
+from citeline.schemas.retrieval import BM25, COSINE, DENSE, HYBRID, RERANK
+from citeline.schemas.settings import DEFAULT_STRATEGY
 
 SCHEMA_VERSION = 1
 ALPHA = 0.05  # a comparison "separates" two systems when the sign test's p is below this
-PRIMARY_STRATEGY = "E"  # the default strategy of the index command
+PRIMARY_STRATEGY = DEFAULT_STRATEGY  # the index command's
 STRATEGY_PAIRS = (("B", "A"), ("D", "C"), ("E", "A"), ("E", "C"), ("F", "E"))
 STRATEGY_METRICS = ("R@8", "R@20")
 RETRIEVER_PAIRS = (
@@ -233,11 +235,11 @@ def _p(p: float) -> str:
 # ---- the refusal gate ------------------------------------------------------------------
 
 
-def gate_queries(run, values: str = "top_distances") -> list[gates.GateQuery]:
+def gate_queries(run, values: str = "top_distances") -> list[GateQuery]:
     """The gate's view of a run's queries, in-domain then out-of-domain."""
     attr = "top_scores" if values == "top_scores" else "top_distances"
     return [
-        gates.GateQuery(tuple(getattr(q, attr)), tuple(q.top_relevant), q.in_domain)
+        GateQuery(tuple(getattr(q, attr)), tuple(q.top_relevant), q.in_domain)
         for q in [*run.queries, *run.ood]
     ]
 
@@ -249,12 +251,12 @@ def _gates(runs: Sequence, config) -> tuple[list[dict], list[dict]]:
         cosine = gate_queries(run)
         # BM25 rows carry no distance: a cosine gate over them would refuse everything.
         if any(not math.isnan(v) for q in cosine for v in q.values):
-            kinds.append((gates.COSINE, cosine, list(config.cosine_cuts)))
+            kinds.append((COSINE, cosine, list(config.cosine_cuts)))
         if all(q.top_scores is not None for q in [*run.queries, *run.ood]):
             scored = gate_queries(run, "top_scores")
-            kinds.append((gates.RERANK, scored, gates.score_grid(v for q in scored for v in q.values)))
+            kinds.append((RERANK, scored, gates.score_grid(v for q in scored for v in q.values)))
         for kind, queries, cuts in kinds:
-            frontier = gates.frontier(queries, cuts, kind, config.window)
+            frontier = sweep(queries, cuts, kind, config.window)
             points += [{"strategy": run.strategy, "retriever": run.retriever, **p.to_dict()} for p in frontier]
             summary.append(_gate_summary(run, kind, queries, frontier, config.window))
     return points, summary
@@ -276,7 +278,7 @@ def _gate_summary(run, kind: str, queries, frontier, window: int) -> dict:
 
 def _recommended(summary: list[dict], strategies: Sequence[str], retrievers: Sequence[str]) -> dict | None:
     """The cosine cut for the default strategy (E) under dense, else the first run present."""
-    cosine = [s for s in summary if s["kind"] == gates.COSINE]
+    cosine = [s for s in summary if s["kind"] == COSINE]
     if not cosine:
         return None
     strategy = PRIMARY_STRATEGY if PRIMARY_STRATEGY in strategies else strategies[0]

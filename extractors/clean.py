@@ -77,7 +77,8 @@ def clean(text: str, vocabulary: Collection[str] | None = None) -> str:
 
 
 class Deadline:
-    """A per-document time limit, checked between pages, sheets and transcript segments.
+    """A per-document time limit, checked between pages, sheets and transcript segments
+    (and by pipeline.prepare between stages and between embedding groups).
 
     >>> Deadline(60).check("page 1")
     """
@@ -95,4 +96,5 @@ class Deadline:
             Timeout: the limit has passed (``where`` says how far extraction got).
         """
         if self.at is not None and time.monotonic() > self.at:
-            raise Timeout(f"extraction took longer than {self.seconds:g} s (stopped at {where})")
+            raise Timeout(f"the document took longer than its {self.seconds:.3g} s limit (--timeout); "
+                          f"stopped at {where}")

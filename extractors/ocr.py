@@ -343,7 +343,7 @@ def _tesseract(image: Image.Image, lang: str, deadline: Deadline | None) -> dict
         try:
             proc = subprocess.run(cmd, capture_output=True, env=env, timeout=max(1.0, left) if left is not None else None)
         except subprocess.TimeoutExpired:
-            raise Timeout(f"OCR ran past the time limit of {deadline.seconds:g} s") from None
+            raise Timeout(f"OCR ran past the time limit of {deadline.seconds:.3g} s") from None
         except FileNotFoundError:
             raise UnsupportedType("OCR needs Tesseract: apt-get install tesseract-ocr tesseract-ocr-eng") from None
     if proc.returncode != 0:

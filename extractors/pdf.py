@@ -29,7 +29,8 @@ from citeline.extractors.ocr import Block, Line, PageText, blocks_text, ocr_imag
 NAME = "pdf"
 # 2: a page whose content stream MuPDF cannot decode is reported (a note, or "corrupt"
 # when no page is readable) instead of silently coming back empty.
-VERSION = "2"
+# 3: a page whose every line matches a running header keeps them (slides were left empty).
+VERSION = "3"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".pdf",)
@@ -271,7 +272,9 @@ def _norm(text: str) -> str:
 def remove_running_lines(pages: list[_Page], window: int = 4) -> int:
     """Drop lines repeated in the top or bottom zone of nearby pages (±``window``:
     alternating odd/even headers still match), tolerant of page numbers and small
-    differences (similarity ≥ 0.8). Returns how many lines were removed."""
+    differences (similarity ≥ 0.8). A page whose every line would go keeps them all:
+    slides ("Slide 3: …" at the top, nothing else) would otherwise lose all their text.
+    Returns how many lines were removed."""
     zones = [_zone_lines(p) for p in pages]
     drop: set[tuple[int, int]] = set()
     for p, lines in enumerate(zones):
@@ -289,12 +292,18 @@ def remove_running_lines(pages: list[_Page], window: int = 4) -> int:
                     break
     removed = 0
     for p, page in enumerate(pages):
+        if _all_lines(page, p) <= drop:  # a slide's only line: the page's text, not its header
+            continue
         for b, block in enumerate(page.text.blocks):
             kept = [line for k, line in enumerate(block.lines) if (p, (b, k)) not in drop]
             removed += len(block.lines) - len(kept)
             block.lines = kept
         page.text.blocks = [block for block in page.text.blocks if block.lines]
     return removed
+
+
+def _all_lines(page: _Page, p: int) -> set[tuple[int, tuple[int, int]]]:
+    return {(p, (b, k)) for b, block in enumerate(page.text.blocks) for k in range(len(block.lines))}
 
 
 def _zone_lines(page: _Page) -> dict[tuple[int, int], tuple[str, float]]:

@@ -11,9 +11,9 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from citeline.evaluation.dataset import load_corpus
-from citeline.evaluation.harness import STRATEGIES, EvalConfig, Harness, IndexCost, Run, load_embedder, workspace
+from citeline.evaluation.harness import EvalConfig, Harness, IndexCost, Run, load_embedder, workspace
 from citeline.evaluation.report import write
-from citeline.schemas.settings import DEFAULT_MODEL
+from citeline.schemas.settings import DEFAULT_MODEL, STRATEGIES
 from citeline.tasks.log import get_logger
 
 ARTIFACT_KEY = "evaluation-report"

@@ -14,6 +14,7 @@ from citeline.index.lock import writer_lock
 from citeline.pipeline.plan import SyncPlan, Todo, plan_sync
 from citeline.pipeline.walk import list_files
 from citeline.schemas.errors import DocumentError
+from citeline.schemas.paths import escape
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import STAMP_COLUMNS, IndexStamp
 from citeline.schemas.status import DocError, DocStatus, Outcome, RunSummary
@@ -49,6 +50,8 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
             log.warning("run.cleaned", leftover_files=removed)
         marks = [time.perf_counter()]
         plan = plan_folder(root, store, stamp)
+        if synced_root(root) not in store.roots():
+            store.add_root(synced_root(root))
         marks.append(time.perf_counter())
         log.info("run.planned", total=len(plan.todo), skipped=len(plan.skip), gone=len(plan.gone))
         outcomes, failed = run_documents(plan.todo, stamp, settings)
@@ -81,9 +84,13 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
 def plan_folder(root: str, store, stamp) -> SyncPlan:
     """What this run must do; a single file is indexed without forgetting its neighbours."""
     files = list_files(root)
-    folder = Path(root).expanduser().resolve()
-    prune = str(folder) if folder.is_dir() else None
+    prune = synced_root(root) if Path(root).expanduser().is_dir() else None
     return plan_sync(files, store.document_rows(RECORD_COLUMNS), stamp, prune)
+
+
+def synced_root(root: str) -> str:
+    """``root`` as the index stores it: resolved, escaped (schemas/paths.py)."""
+    return escape(str(Path(root).expanduser().resolve()))
 
 
 def run_documents(todo: list[Todo], stamp: IndexStamp, settings: IndexSettings

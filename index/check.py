@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from citeline.index.store import Store
+from citeline.schemas.paths import is_under, os_path
 from citeline.schemas.stamp import INDEX_STAMP_COLUMNS, IndexStamp, is_current
 from citeline.schemas.status import DocStatus
 from citeline.schemas.tables import DOCUMENTS
@@ -65,7 +67,7 @@ class _PinnedConnection:
 
     def __init__(self, db, names: list[str]):
         self._db = db
-        self._names = names  # LanceDB's table_names() is deprecated and pages: Store lists them all
+        self._names = names
         self._tables: dict = {}
 
     def table_names(self) -> list[str]:
@@ -171,3 +173,21 @@ def _duplicates(chunks: list[dict]) -> list[Violation]:
     owner = {c["chunk_id"]: c["doc_id"] for c in chunks}
     return [Violation("duplicate", cid, f"{n} rows share this chunk id", owner[cid])
             for cid, n in counts.items() if n > 1]
+
+
+def source_warnings(store: Store) -> list[Violation]:
+    """Documents still served whose file is gone: warnings, not violations.
+
+    The index itself is consistent, and an unmounted disk looks the same as a deleted
+    folder, so nothing is removed here: a sync of the folder forgets its missing files,
+    and ``citeline rm PATH`` forgets a folder no sync reaches (one renamed or deleted).
+    A gone root is reported once, not once per document under it.
+    """
+    gone_roots = [r for r in store.roots() if not os.path.lexists(os_path(r))]
+    found = [Violation("root-gone", r, "this synced folder or file no longer exists, its documents are still "
+                       "served: `citeline rm` it if it was renamed or deleted") for r in gone_roots]
+    for d in store.document_rows(["doc_id", "source"]):
+        if not any(is_under(d["source"], r) for r in gone_roots) and not os.path.lexists(os_path(d["source"])):
+            found.append(Violation("source-gone", d["source"], "the file no longer exists, its chunks are still "
+                                   "served: sync its folder or `citeline rm` it", d["doc_id"]))
+    return found

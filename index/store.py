@@ -17,7 +17,7 @@ from citeline.index.tokens import TokenVectors
 from citeline.schemas.errors import IndexMismatch, NoIndex
 from citeline.schemas.stamp import IndexStamp, stamp_differences
 from citeline.schemas.tables import (
-    CHUNKS_PREFIX, DOCUMENTS, DOCUMENTS_SCHEMA, META, META_SCHEMA, STAMP_KEY, TOKENS_PREFIX, chunks_schema,
+    CHUNKS_PREFIX, DOCUMENTS, DOCUMENTS_SCHEMA, META, META_SCHEMA, ROOT_KEY, STAMP_KEY, TOKENS_PREFIX, chunks_schema,
     chunks_table_name,
 )
 
@@ -231,8 +231,35 @@ class Store:
             self.chunks(stamp).delete(equals("doc_id", doc_id))
         self.documents().delete(equals("doc_id", doc_id))
 
+    def delete_documents(self, doc_ids: Sequence[str], stamp: IndexStamp | None, batch: int = 500) -> None:
+        """Remove many documents' chunks, then their records, a few commits per ``batch`` ids."""
+        for start in range(0, len(doc_ids), batch):
+            where = one_of("doc_id", doc_ids[start:start + batch])
+            if stamp is not None:
+                self.chunks(stamp).delete(where)
+            self.documents().delete(where)
+
     def document_rows(self, columns: Sequence[str] | None = None, where: Filter | None = None) -> list[dict]:
         return _scan(self.documents(), columns, where)
+
+    # ---- roots -----------------------------------------------------------------------
+
+    def roots(self) -> list[str]:
+        """The folders and files ``citeline index`` was given (resolved), sorted."""
+        if not self.has_table(META):
+            return []
+        rows = _scan(self.db.open_table(META), ["key", "value"], None)  # a handful of rows
+        return sorted(r["value"] for r in rows if r["key"].startswith(ROOT_KEY))
+
+    def add_root(self, root: str) -> None:
+        """Remember a synced folder or file (``check`` warns when it is gone)."""
+        meta = self.db.create_table(META, schema=META_SCHEMA, exist_ok=True)
+        row = pa.Table.from_pylist([{"key": ROOT_KEY + root, "value": root}], schema=META_SCHEMA)
+        meta.merge_insert("key").when_matched_update_all().when_not_matched_insert_all().execute(row)
+
+    def remove_roots(self, roots: Sequence[str]) -> None:
+        if roots and self.has_table(META):
+            self.db.open_table(META).delete(one_of("key", [ROOT_KEY + r for r in roots]))
 
     # ---- chunks ----------------------------------------------------------------------
 

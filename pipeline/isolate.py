@@ -62,7 +62,7 @@ def extract_isolated(module_name: str, data: bytes, name: str, options: ExtractO
         return future.result(timeout=None if limit is None else limit + GRACE_S)
     except FutureTimeout:
         _discard_pool()
-        raise Timeout(f"extraction ran past the {limit:g} s limit and was stopped") from None
+        raise Timeout(f"extraction ran past the {limit:.3g} s limit and was stopped") from None
     except BrokenProcessPool:
         _discard_pool()
         raise Corrupt("the extractor's process died on this file (the parser crashed)") from None

@@ -10,6 +10,7 @@ from citeline.pipeline.prepare import SNIFF_BYTES, doc_id_for
 from citeline.pipeline.record import Prior
 from citeline.pipeline.walk import SourceFile
 from citeline.schemas.errors import UnsupportedType
+from citeline.schemas.paths import is_under, os_path
 from citeline.schemas.stamp import IndexStamp, Stamp, is_current
 from citeline.schemas.status import DocStatus
 
@@ -50,7 +51,7 @@ def is_unchanged(record: dict, file: SourceFile, stamp: IndexStamp) -> bool:
     """True when the stored rows came from these bytes with today's code and model."""
     if record.get("status") != DocStatus.INDEXED:
         return False
-    found = file_digest(file.source)
+    found = file_digest(os_path(file.source))
     if found is None or found[0] != record.get("sha256"):
         return False
     try:
@@ -61,7 +62,7 @@ def is_unchanged(record: dict, file: SourceFile, stamp: IndexStamp) -> bool:
 
 
 def plan_sync(files: list[SourceFile], records: list[dict], stamp: IndexStamp, prune_root: str | None) -> SyncPlan:
-    """Sort files into todo and skip; records under ``prune_root`` with no file become gone.
+    """Sort files into todo and skip; records whose source lies under ``prune_root`` with no file become gone.
 
     Args:
         files: what is on disk now.
@@ -82,5 +83,7 @@ def plan_sync(files: list[SourceFile], records: list[dict], stamp: IndexStamp, p
         else:
             plan.todo.append(Todo(file, Prior.of(record)))
     if prune_root is not None:
-        plan.gone = [r for r in records if r["root"] == prune_root and r["doc_id"] not in seen]
+        # By path, not by the root a record was written with: a file first indexed alone
+        # or through a subfolder is forgotten by a sync of any folder above it.
+        plan.gone = [r for r in records if is_under(r["source"], prune_root) and r["doc_id"] not in seen]
     return plan

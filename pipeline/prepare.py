@@ -8,12 +8,15 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from citeline import extractors
+from citeline.extractors.clean import Deadline
 
+from citeline.pipeline.beneath import Escapes, open_beneath
 from citeline.pipeline.chunk import CHUNKER_VERSION, chunk_document
 from citeline.pipeline.embed import Embedder
 from citeline.pipeline.isolate import extract_isolated
@@ -22,11 +25,15 @@ from citeline.pipeline.walk import SourceFile
 from citeline.schemas.document import Canonical, Chunk, segments_from_json
 from citeline.schemas.errors import DocumentError, TooLarge, Unreadable, Vanished
 from citeline.schemas.options import ExtractOptions
+from citeline.schemas.paths import os_path
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp, Stamp
 from citeline.schemas.status import Stage
 
 SNIFF_BYTES = 8192
+# Chunks embedded between two looks at the time limit: four encoder batches of 16 (a second
+# or two on a busy CPU), and sorting by length within a group still pads little.
+EMBED_GROUP = 64
 
 
 def doc_id_for(source: str) -> str:
@@ -63,30 +70,40 @@ def tag(exc: BaseException, stage: Stage) -> BaseException:
     return exc
 
 
-def read_source(path: str, max_bytes: int) -> bytes:
+def read_source(path: str, max_bytes: int, root: str | None = None) -> bytes:
     """The file's bytes, refusing files over ``max_bytes`` before loading them.
 
     The bytes returned are the bytes hashed and indexed, so a file caught mid-write
     (its size, mtime or inode moved while it was opened and read) is refused rather
-    than recorded under a hash of a half-old, half-new mixture.
+    than recorded under a hash of a half-old, half-new mixture. The file is opened
+    beneath ``root`` (default: its own folder) with no symlink on the way, so a file
+    swapped for a link after the listing cannot bring in a file from elsewhere.
 
     Raises:
         Vanished: the file disappeared, or changed while it was being read.
-        Unreadable: permissions or another OS error.
+        Unreadable: a symlink, permissions or another OS error.
         TooLarge: over the size limit.
     """
+    path = os_path(path)  # stored names are escaped (schemas/paths.py)
+    root = os.path.dirname(path) if root is None else os_path(root)
     try:
-        before = os.stat(path)
+        before = os.lstat(path)
+        if stat.S_ISLNK(before.st_mode):
+            raise Unreadable(_SYMLINK)
         if not stat.S_ISREG(before.st_mode):
             raise Unreadable("not a regular file (a pipe, socket or device): reading it could block forever")
         if before.st_size > max_bytes:
             raise TooLarge(f"{before.st_size:,} bytes is over the {max_bytes:,}-byte limit (--max-bytes); "
                            "the file was not read")
+        # Auditors (and the race tests) see every source opened, openat2 included.
+        sys.audit("citeline.open", path)
         # Non-blocking, so a pipe swapped in after the stat cannot hang the run; no effect on files.
-        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+        with open(open_beneath(root, os.path.relpath(path, root)), "rb") as handle:
             opened = os.fstat(handle.fileno())
             data = handle.read(max_bytes + 1)
             after = os.fstat(handle.fileno())
+    except Escapes:
+        raise Unreadable(_SYMLINK) from None
     except FileNotFoundError:
         raise Vanished("the file disappeared before it could be read") from None
     except PermissionError as exc:
@@ -97,6 +114,10 @@ def read_source(path: str, max_bytes: int) -> bytes:
         raise Vanished(f"the file changed while it was being read ({before.st_size:,} bytes before opening, "
                        f"{len(data):,} read, {after.st_size:,} now); it is read again on the next attempt")
     return data
+
+
+_SYMLINK = ("a symbolic link (or a path through one) where the listing found a regular file: "
+            "sources are never read through links, which could lead outside the indexed folder")
 
 
 def changed(first: os.stat_result, second: os.stat_result) -> bool:
@@ -117,34 +138,49 @@ def extract_bytes(data: bytes, name: str, options: ExtractOptions) -> Canonical:
 
 
 def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: IndexSettings) -> Prepared:
-    """Read, extract, chunk and embed one file.
+    """Read, extract, chunk and embed one file, within ``settings.timeout_s`` in all.
+
+    The limit is checked between stages and between groups of ``EMBED_GROUP`` chunks,
+    and handed to the extractor as what is left of it (an isolated extractor is killed
+    past it): a document overruns by at most one step (one group, or the in-process
+    text extractor, linear in the file's size).
 
     Raises:
-        DocumentError: bad input, with ``.stage`` set; any other exception is tagged too
-            (an OSError is bad input as well, anything else a bug).
+        DocumentError: bad input (Timeout past the limit), with ``.stage`` set; any other
+            exception is tagged too (an OSError of reading or extracting is bad input as well,
+            anything else a bug).
     """
     stage = Stage.READ
+    deadline = Deadline(settings.timeout_s)
     marks = [time.perf_counter()]
     try:
-        data = read_source(file.source, settings.max_bytes)
+        data = read_source(file.source, settings.max_bytes, file.root)
         marks.append(time.perf_counter())
         stage = Stage.EXTRACT
-        options = ExtractOptions(ocr_lang=settings.ocr_lang, time_limit_s=settings.timeout_s,
+        options = ExtractOptions(ocr_lang=settings.ocr_lang, time_limit_s=_left(deadline),
                                  whisper_model=settings.whisper_model)
         canonical = extract_bytes(data, Path(file.path).name, options)
         prepared = Prepared(file, doc_id_for(file.source), hashlib.sha256(data).hexdigest(), len(data), canonical)
         marks.append(time.perf_counter())
+        deadline.check("the end of extraction")
         stage = Stage.CHUNK
         chunks = chunk_document(canonical.text, canonical.title, prepared.doc_id, stamp.strategy,
                                 settings.budget, settings.overlap)
         marks.append(time.perf_counter())
+        deadline.check("the end of chunking")
         stage = Stage.EMBED
-        prepared.rows = embed_rows(prepared, chunks, embedder, stamp)
+        prepared.rows = embed_rows(prepared, chunks, embedder, stamp, deadline)
         marks.append(time.perf_counter())
         prepared.seconds = dict(zip(("read", "extract", "chunk", "embed"), (b - a for a, b in zip(marks, marks[1:]))))
         return prepared
     except Exception as exc:  # safe: re-raised at once, only tagged with the stage it reached
         raise tag(exc, stage)
+
+
+def _left(deadline: Deadline) -> float | None:
+    """What is left of the limit for the extractor (never 0, which would mean no limit)."""
+    left = deadline.left()
+    return None if left is None else max(left, 0.01)
 
 
 def rechunk(record: dict, embedder: Embedder, stamp: IndexStamp, settings: IndexSettings) -> Prepared:
@@ -161,14 +197,17 @@ def rechunk(record: dict, embedder: Embedder, stamp: IndexStamp, settings: Index
     return prepared
 
 
-def embed_rows(prepared: Prepared, chunks: list[Chunk], embedder: Embedder, stamp: IndexStamp) -> list[dict]:
+def embed_rows(prepared: Prepared, chunks: list[Chunk], embedder: Embedder, stamp: IndexStamp,
+               deadline: Deadline | None = None) -> list[dict]:
     """Chunk rows with vectors, word-piece counts and every stamp column."""
     texts = [c.text for c in chunks]
-    if hasattr(embedder, "embed_counted"):  # one tokenisation for both the count and the sort
-        vectors, tokens = embedder.embed_counted(texts)
-    else:
-        vectors = embedder.embed_documents(texts)
-        tokens = embedder.count_tokens(texts) if texts else []
+    vectors, tokens = [], []
+    for start in range(0, len(texts), EMBED_GROUP):
+        if deadline is not None:
+            deadline.check(f"embedding, {start} of {len(texts)} chunks done")
+        group_vectors, group_tokens = embedder.embed_counted(texts[start:start + EMBED_GROUP])
+        vectors.extend(group_vectors)
+        tokens.extend(group_tokens)
     stamped = Stamp(stamp, prepared.canonical.extractor, prepared.canonical.extractor_version).columns()
     return [
         {

@@ -6,7 +6,7 @@ no chunk passes it, no prompt is built and no model is called (SPEC §4).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from citeline.query.answer_check import check_answer
@@ -17,10 +17,9 @@ from citeline.query.refuse import MAX_CHUNKS, gate, gate_score
 from citeline.query.rerank import DEFAULT_DEPTH
 from citeline.query.search import RERANK_CANDIDATES, Searcher
 from citeline.query.thresholds import cosine_cut, rerank_cut
-from citeline.schemas.retrieval import BM25, DENSE, HYBRID, RERANK, AnswerCheck, Citation, Refusal
-
-RETRIEVERS = (DENSE, BM25, HYBRID, RERANK)
-DEFAULT_RETRIEVER = RERANK  # best R@1 and MRR on dev with the paired test (docs/query.md)
+from citeline.schemas.retrieval import (
+    BM25, DEFAULT_RETRIEVER, RERANK, RETRIEVERS, AnswerCheck, Citation, Hit, Refusal,
+)
 
 
 @dataclass(frozen=True)
@@ -82,54 +81,55 @@ class Answer:
         return out
 
 
-def retrieve(searcher: Searcher, query: str, options: AskOptions) -> list[dict]:
-    """The top ``k`` rows of the chosen retriever, reranked when asked; every row has ``distance``."""
+def retrieve(searcher: Searcher, query: str, options: AskOptions) -> list[Hit]:
+    """The top ``k`` hits of the chosen retriever, reranked when asked; every hit has ``distance``."""
     if options.reranking:
         candidates = RERANK_CANDIDATES if options.retriever == RERANK else options.retriever
         return searcher.rerank(query, options.k, candidates=candidates, depth=options.depth)
-    rows = searcher.search(query, options.retriever, options.k)
+    hits = searcher.search(query, options.retriever, options.k)
     if options.retriever == BM25:
-        searcher.fill_distances(query, rows)  # the gate judges BM25 rows by cosine too
-    return rows
+        hits = searcher.fill_distances(query, hits)  # the gate judges BM25 hits by cosine too
+    return hits
 
 
 def apply_gate(
-    rows: Sequence[Mapping], query: str, cut: float, k: int = MAX_CHUNKS,
+    hits: Sequence[Hit], query: str, cut: float, k: int = MAX_CHUNKS,
     min_rerank_score: float | None = None,
-) -> list[Mapping] | Refusal:
-    """Keep at most ``k`` rows under the cosine cut (and over the rerank cut, when given).
+) -> list[Hit] | Refusal:
+    """Keep at most ``k`` hits under the cosine cut (and over the rerank cut, when given).
 
     Args:
-        rows: retrieved rows in ranking order, each with ``distance`` (and
+        hits: retrieved hits in ranking order, each with ``distance`` (and
             ``rerank_score`` when ``min_rerank_score`` is set).
         query: the question, quoted in a refusal.
-        cut: cosine-distance cut; a row passes when ``distance < cut``.
-        k: how many rows to keep at most.
-        min_rerank_score: a row must also have ``rerank_score > min_rerank_score``.
+        cut: cosine-distance cut; a hit passes when ``distance < cut``.
+        k: how many hits to keep at most.
+        min_rerank_score: a hit must also have ``rerank_score > min_rerank_score``.
 
     Returns:
-        The kept rows in their order, or the ``Refusal`` of the first gate nothing passed.
+        The kept hits in their order, or the ``Refusal`` of the first gate nothing passed.
 
     Raises:
-        ValueError: if ``min_rerank_score`` is set and a row carries no rerank score.
+        ValueError: if a hit carries no distance, or ``min_rerank_score`` is set and
+            a hit carries no rerank score.
 
-    >>> rows = [{"distance": 0.3, "rerank_score": 0.5}, {"distance": 0.2, "rerank_score": 0.7}]
-    >>> [r["distance"] for r in apply_gate(rows, "q", 0.4, min_rerank_score=0.6)]
-    [0.2]
-    >>> apply_gate(rows, "q", 0.1).message()
+    >>> hits = [Hit("a", 1, 0.5, "rerank", distance=0.3, rerank_score=0.5),
+    ...         Hit("b", 2, 0.7, "rerank", distance=0.2, rerank_score=0.7)]
+    >>> [h.chunk_id for h in apply_gate(hits, "q", 0.4, min_rerank_score=0.6)]
+    ['b']
+    >>> apply_gate(hits, "q", 0.1).message()
     'NO ANSWER: nothing under cosine distance 0.1 for "q"'
     """
-    passed = gate([(i, row["distance"]) for i, row in enumerate(rows)], cut, max(len(rows), 1), query=query)
+    passed = gate(hits, cut, max(len(hits), 1), query=query)
     if isinstance(passed, Refusal):
         return passed
     if min_rerank_score is not None:
-        if any(rows[i].get("rerank_score") is None for i, _ in passed):
+        if any(hit.rerank_score is None for hit in passed):
             raise ValueError("--min-rerank-score needs reranked rows: rerank, or leave the score gate off")
-        scored = [(i, rows[i]["rerank_score"]) for i, _ in passed]
-        passed = gate_score(scored, min_rerank_score, k, query=query)
+        passed = gate_score(passed, min_rerank_score, k, query=query)
         if isinstance(passed, Refusal):
             return passed
-    return [rows[i] for i, _ in passed[:k]]
+    return passed[:k]
 
 
 def ask(searcher: Searcher, query: str, options: AskOptions = AskOptions()) -> Answer:

@@ -1,76 +1,73 @@
-"""Citations built by the server from chunk rows (SPEC §5).
+"""Citations built by the server from retrieved hits (SPEC §5).
 
-The model only writes ``[n]``; document, label and URL fragment come from the row
-that source ``n`` was built from, and the quote is the row's ``content`` (the exact
-canonical slice), never its embedded ``text``.
-
-A row is a plain dict with the chunks-table columns (``chunk_id``, ``doc_id``,
-``path``, ``title``, ``section``, ``start``, ``end``, ``content``, ``locators`` ...)
-plus ``distance`` (or lancedb's ``_distance``) and optionally ``rerank_score``.
+The model only writes ``[n]``; document, label and URL fragment come from the
+chunk that source ``n`` was built from, and the quote is the chunk's ``content``
+(the exact canonical slice), never its embedded ``text``. The hit supplies the
+``distance`` and ``rerank_score`` shown beside it.
 """
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from citeline.schemas.locator import CharRange, Locator, Page, SheetRange, TimeSpan, locator_from_dict
-from citeline.schemas.retrieval import Citation
+from citeline.schemas.retrieval import ChunkRow, Citation, Hit
 
 
-def build_citations(rows: Sequence[Mapping]) -> list[Citation]:
-    """Number the rows from 1, in the order given, as citations.
+def build_citations(hits: Sequence[Hit]) -> list[Citation]:
+    """Number the hits from 1, in the order given, as citations.
 
     Args:
-        rows: chunk rows in the order the sources appear in the prompt.
+        hits: retrieved hits, each with its chunk, in the order the sources appear
+            in the prompt.
 
     Returns:
-        One ``Citation`` per row, ``index`` 1, 2, ...
+        One ``Citation`` per hit, ``index`` 1, 2, ...
 
     Raises:
-        KeyError: if a row lacks ``doc_id``, ``start``, ``end`` or ``content``.
+        ValueError: if a hit carries no chunk (a bare fused id).
     """
-    return [citation_from_row(i, row) for i, row in enumerate(rows, 1)]
+    return [citation_from_hit(i, hit) for i, hit in enumerate(hits, 1)]
 
 
-def citation_from_row(index: int, row: Mapping) -> Citation:
-    """One citation from one chunk row; see ``locator_label`` and ``locator_fragment``."""
-    locators = parse_locators(row.get("locators"))
-    start, end = int(row["start"]), int(row["end"])
+def citation_from_hit(index: int, hit: Hit) -> Citation:
+    """One citation from one hit; see ``locator_label`` and ``locator_fragment``."""
+    chunk = hit.chunk
+    if chunk is None:
+        raise ValueError(f"hit {hit.chunk_id!r} carries no chunk to cite")
+    locators = parse_locators(chunk.locators)
     return Citation(
         index=index,
-        document_id=row["doc_id"],
-        document=document_name(row),
-        label=locator_label(_title(row), row.get("section") or "", locators),
-        fragment=locator_fragment(locators, start, end),
-        quote=row["content"],
-        distance=_optional_float(row.get("distance", row.get("_distance"))),
-        rerank_score=_optional_float(row.get("rerank_score")),
-        chunk_id=row.get("chunk_id") or "",
-        start=start,
-        end=end,
+        document_id=chunk.doc_id,
+        document=document_name(chunk),
+        label=locator_label(chunk.title or document_name(chunk), chunk.section, locators),
+        fragment=locator_fragment(locators, chunk.start, chunk.end),
+        quote=chunk.content,
+        distance=hit.distance,
+        rerank_score=hit.rerank_score,
+        chunk_id=chunk.chunk_id,
+        start=chunk.start,
+        end=chunk.end,
     )
 
 
-def document_name(row: Mapping) -> str:
+def document_name(chunk: ChunkRow) -> str:
     """The document as a reader knows it: its path under the indexed folder.
 
-    Falls back to the title, then the document id, so a row is never nameless.
+    Falls back to the title, then the document id, so a chunk is never nameless.
     """
-    return row.get("path") or row.get("title") or row["doc_id"]
+    return chunk.path or chunk.title or chunk.doc_id
 
 
-def parse_locators(raw: str | Sequence[Mapping] | None) -> list[Locator]:
-    """The ``locators`` column (a JSON list of locator dicts, or already a list) as locators.
+def parse_locators(raw: str) -> list[Locator]:
+    """The ``locators`` column (a JSON list of locator dicts; "" when null) as locators.
 
     >>> parse_locators('[{"kind": "page", "page": 3}]')
     [Page(page=3, page_label='', ocr_confidence=None, kind='page')]
-    >>> parse_locators(None), parse_locators("")
-    ([], [])
+    >>> parse_locators("")
+    []
     """
-    if not raw:
-        return []
-    items = json.loads(raw) if isinstance(raw, str) else raw
-    return [locator_from_dict(item) for item in items]
+    return [locator_from_dict(item) for item in json.loads(raw)] if raw else []
 
 
 def locator_label(title: str, section: str, locators: Sequence[Locator]) -> str:
@@ -116,11 +113,11 @@ def locator_fragment(locators: Sequence[Locator], start: int, end: int) -> str:
     return locators[0].fragment()
 
 
-def verify_quote(item: Citation | Mapping, canonical_text: str) -> bool:
+def verify_quote(item: Citation | ChunkRow, canonical_text: str) -> bool:
     """Whether the quote is exactly ``canonical_text[start:end]``.
 
     Args:
-        item: a ``Citation`` or a chunk row (``start``, ``end``, ``content``).
+        item: a ``Citation`` or a ``ChunkRow`` (its ``content`` is the quote).
         canonical_text: the document's canonical text.
 
     Returns:
@@ -134,7 +131,7 @@ def verify_quote(item: Citation | Mapping, canonical_text: str) -> bool:
             raise ValueError(f"citation [{item.index}] has no start/end offsets to check")
         start, end, quote = item.start, item.end, item.quote
     else:
-        start, end, quote = int(item["start"]), int(item["end"]), item["content"]
+        start, end, quote = item.start, item.end, item.content
     return 0 <= start <= end <= len(canonical_text) and canonical_text[start:end] == quote
 
 
@@ -153,11 +150,3 @@ def _pages_label(pages: Sequence[Page]) -> str:
 
 def _time_span(spans: Sequence[TimeSpan]) -> TimeSpan:
     return TimeSpan(min(s.start for s in spans), max(s.end for s in spans))
-
-
-def _title(row: Mapping) -> str:
-    return row.get("title") or document_name(row)
-
-
-def _optional_float(value) -> float | None:
-    return None if value is None else float(value)

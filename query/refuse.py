@@ -17,7 +17,7 @@ import math
 from collections.abc import Sequence
 from typing import Callable, TypeVar, Union
 
-from citeline.schemas.retrieval import DENSE, Hit, Refusal
+from citeline.schemas.retrieval import COSINE, RERANK, Hit, Refusal
 
 T = TypeVar("T", bound=Union[Hit, tuple])
 
@@ -30,8 +30,8 @@ def gate(
     """Keep at most ``max_chunks`` hits whose cosine distance is strictly under ``cut``.
 
     Args:
-        hits: ``(chunk_id, distance)`` pairs, or dense ``Hit``s (whose score is the
-            cosine distance), in ranking order.
+        hits: ``(key, distance)`` pairs, or ``Hit``s (gated on their ``distance``),
+            in ranking order.
         cut: the cosine-distance threshold; a hit passes when ``distance < cut``.
         max_chunks: how many passing hits to keep at most.
         query: the question, quoted in the refusal message.
@@ -41,20 +41,20 @@ def gate(
         ``best`` is the smallest distance seen (None if ``hits`` is empty).
 
     Raises:
-        ValueError: if ``max_chunks`` < 1, or a ``Hit`` is not from the dense
-            retriever (a fused or BM25 score is not a distance).
+        ValueError: if ``max_chunks`` < 1, or a ``Hit`` carries no distance (a fused
+            or BM25 score is not one: see ``Searcher.fill_distances``).
 
     >>> gate([("a", 0.3), ("b", 0.7), ("c", 0.5)], cut=0.6)
     [('a', 0.3), ('c', 0.5)]
     >>> gate([("a", 0.7)], cut=0.675, query="q").message()
     'NO ANSWER: nothing under cosine distance 0.675 for "q"'
     """
-    values = [_value(h, want_dense=True) for h in hits]
+    values = [_value(h, COSINE) for h in hits]
     kept = _keep(hits, values, lambda v: v < cut, max_chunks)
     if kept:
         return kept
     best = min((v for v in values if not math.isnan(v)), default=None)
-    return Refusal(query=query, threshold=cut, kind="cosine", best=best)
+    return Refusal(query=query, threshold=cut, kind=COSINE, best=best)
 
 
 def gate_score(
@@ -63,8 +63,8 @@ def gate_score(
     """Keep at most ``max_chunks`` hits whose reranker score is strictly over ``min_score``.
 
     Args:
-        hits: ``(chunk_id, score)`` pairs, or ``Hit``s from a reranker (higher is
-            better), in ranking order.
+        hits: ``(key, score)`` pairs, or reranked ``Hit``s (gated on their
+            ``rerank_score``; higher is better), in ranking order.
         min_score: the score threshold; a hit passes when ``score > min_score``.
         max_chunks: how many passing hits to keep at most.
         query: the question, quoted in the refusal message.
@@ -74,18 +74,17 @@ def gate_score(
         highest score seen (None if ``hits`` is empty).
 
     Raises:
-        ValueError: if ``max_chunks`` < 1, or a ``Hit`` comes from the dense
-            retriever (its score is a distance: lower is better).
+        ValueError: if ``max_chunks`` < 1, or a ``Hit`` carries no rerank score.
 
     >>> gate_score([("a", 1.5), ("b", -2.0)], min_score=0.0)
     [('a', 1.5)]
     """
-    values = [_value(h, want_dense=False) for h in hits]
+    values = [_value(h, RERANK) for h in hits]
     kept = _keep(hits, values, lambda v: v > min_score, max_chunks)
     if kept:
         return kept
     best = max((v for v in values if not math.isnan(v)), default=None)
-    return Refusal(query=query, threshold=min_score, kind="rerank", best=best)
+    return Refusal(query=query, threshold=min_score, kind=RERANK, best=best)
 
 
 def _keep(
@@ -97,13 +96,14 @@ def _keep(
     return [h for h, v in zip(hits, values) if passes(v)][:max_chunks]
 
 
-def _value(hit: Hit | tuple, want_dense: bool) -> float:
+def _value(hit: Hit | tuple, kind: str) -> float:
     if not isinstance(hit, Hit):
         _, value = hit
         return float(value)
-    if (hit.retriever == DENSE) != want_dense:
-        need = "a dense hit (cosine distance)" if want_dense else "a reranker hit (score)"
-        err = ValueError(f"{hit.retriever!r} hit {hit.chunk_id!r} given where {need} is needed")
-        err.add_note("Help: pass (chunk_id, value) pairs to gate a fused ranking.")
+    value = hit.distance if kind == COSINE else hit.rerank_score
+    if value is None:
+        need = "cosine distance" if kind == COSINE else "rerank score"
+        err = ValueError(f"{hit.retriever!r} hit {hit.chunk_id!r} carries no {need}")
+        err.add_note("Help: fill BM25 hits' distances (Searcher.fill_distances); gate scores only on reranked hits.")
         raise err
-    return float(hit.score)
+    return float(value)

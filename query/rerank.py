@@ -1,10 +1,10 @@
 """Rerankers: an expensive scorer over a short candidate list (SPEC §3).
 
-A ``Reranker`` gives each candidate row an absolute relevance score (higher is
+A ``Reranker`` gives each candidate an absolute relevance score (higher is
 better) that can be compared across queries, so a cut on it can gate answers.
 Ordering may also mix in the candidate's cosine similarity (``cosine_weight``):
 both signals are z-scored over the list and averaged, which orders well but is
-only meaningful within one list, so rows keep the raw score as ``rerank_score``.
+only meaningful within one list, so hits keep the raw score as ``rerank_score``.
 
 Two implementations:
 
@@ -13,14 +13,16 @@ Two implementations:
 - ``CrossEncoderReranker``: a sentence-transformers ``CrossEncoder`` from a local
   folder or a name already in the Hugging Face cache; never downloads.
 
-A row is scored on its ``text`` (what was embedded: header plus content) when the
-row carries it, else on its ``content``.
+A candidate is scored on a ``Passage``: its ``text`` (what was embedded: header plus
+content, or the quoted content where the text is not at hand) and, for MaxSim, its
+stored word-piece vectors when the index keeps them.
 """
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -29,9 +31,8 @@ import numpy as np
 
 from citeline.query.maxsim import maxsim, mix
 from citeline.schemas.errors import CitelineError
-from citeline.schemas.retrieval import RERANK
+from citeline.schemas.retrieval import ENV_RERANKER, RERANK, Hit
 
-ENV_RERANKER = "CITELINE_RERANKER"
 MAXSIM = "maxsim"
 CROSS_ENCODER = "cross-encoder"
 DEFAULT_DEPTH = 25  # candidates reranked per query, as in the study
@@ -42,27 +43,37 @@ class RerankerUnavailable(CitelineError):
     """No reranker of the requested kind is configured or loadable on this machine."""
 
 
+@dataclass(frozen=True)
+class Passage:
+    """What a reranker reads of one candidate.
+
+    ``text`` is the embedded text (header plus content); ``token_vectors`` the
+    chunk's stored word-piece vectors, where the index keeps them (MaxSim only).
+    """
+
+    text: str
+    token_vectors: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+
 @runtime_checkable
 class Reranker(Protocol):
-    """Scores candidate rows for a query; higher is more relevant."""
+    """Scores candidate passages for a query; higher is more relevant."""
 
     name: str
     cosine_weight: float
 
-    def score(self, query: str, rows: Sequence[Mapping]) -> list[float]:
-        """One absolute score per row, in the rows' order."""
+    def score(self, query: str, passages: Sequence[Passage]) -> list[float]:
+        """One absolute score per passage, in the passages' order."""
         ...
 
 
-def row_text(row: Mapping) -> str:
-    """What a reranker reads: the embedded ``text`` when present, else ``content``."""
-    return row.get("text") or row["content"]
+def rerank(
+    query: str, hits: Sequence[Hit], reranker: Reranker, k: int | None = None,
+    passages: Sequence[Passage] | None = None,
+) -> list[Hit]:
+    """Reorder candidate hits by the reranker, best first.
 
-
-def rerank(query: str, rows: Sequence[Mapping], reranker: Reranker, k: int | None = None) -> list[dict]:
-    """Reorder candidate rows by the reranker, best first.
-
-    Each returned row is a copy with ``rerank_score`` (the reranker's absolute
+    Each returned hit is a new one with ``rerank_score`` (the reranker's absolute
     score), ``candidate_rank`` (its rank before), ``rank`` from 1, ``score`` (the
     ordering value: the raw score, or the z-score mix with cosine when the
     reranker has a ``cosine_weight``) and ``retriever`` = "rerank". Ties keep the
@@ -70,38 +81,40 @@ def rerank(query: str, rows: Sequence[Mapping], reranker: Reranker, k: int | Non
 
     Args:
         query: the question.
-        rows: candidate rows in their retriever's order; rows need ``distance``
-            when the reranker mixes in cosine.
+        hits: candidates in their retriever's order, each with its chunk; hits need
+            ``distance`` when the reranker mixes in cosine.
         reranker: the scorer.
         k: keep the first ``k``; None keeps all.
+        passages: what the reranker reads, one per hit; None reads each chunk's
+            quoted ``content``.
 
     Returns:
-        The reordered rows.
+        The reordered hits.
     """
-    if not rows:
+    if not hits:
         return []
-    scores = np.asarray(reranker.score(query, rows), dtype=np.float64)
-    if len(scores) != len(rows):
-        raise ValueError(f"{reranker.name} returned {len(scores)} scores for {len(rows)} rows")
+    if passages is None:
+        passages = [Passage(hit.chunk.content) for hit in hits]
+    scores = np.asarray(reranker.score(query, passages), dtype=np.float64)
+    if len(scores) != len(hits):
+        raise ValueError(f"{reranker.name} returned {len(scores)} scores for {len(hits)} passages")
     order_by = scores
     if reranker.cosine_weight > 0:
-        cosines = [1.0 - float(r["distance"]) for r in rows]
+        cosines = [1.0 - float(hit.distance) for hit in hits]
         order_by = mix(scores, cosines, 1.0 - reranker.cosine_weight)
-    order = np.argsort(-order_by, kind="stable")[: k if k is not None else len(rows)]
-    out = []
-    for rank, i in enumerate(order, 1):
-        row = dict(rows[i])
-        row.update(candidate_rank=row.get("rank", int(i) + 1), rank=rank, score=float(order_by[i]),
-                   rerank_score=float(scores[i]), retriever=RERANK)
-        out.append(row)
-    return out
+    order = np.argsort(-order_by, kind="stable")[: k if k is not None else len(hits)]
+    return [
+        replace(hits[i], candidate_rank=hits[i].rank, rank=rank, score=float(order_by[i]),
+                rerank_score=float(scores[i]), retriever=RERANK)
+        for rank, i in enumerate(order, 1)
+    ]
 
 
 class MaxSimReranker:
     """ColBERT-style MaxSim over the embedder's word-piece vectors.
 
-    A row carrying ``token_vectors`` (stored at index time, index/tokens.py) is scored
-    on them; the others are encoded on the fly from their text.
+    A passage carrying ``token_vectors`` (stored at index time, index/tokens.py) is
+    scored on them; the others are encoded on the fly from their text.
 
     Args:
         embedder: the index's ``Embedder`` (its ``token_vectors`` are what is scored).
@@ -117,15 +130,15 @@ class MaxSimReranker:
         self.name = MAXSIM if cosine_weight == 0 else f"{MAXSIM}+cosine{cosine_weight:g}"
         self._lock = threading.Lock()
 
-    def score(self, query: str, rows: Sequence[Mapping]) -> list[float]:
-        """Mean over query word-pieces of the best cosine to any of the row's word-pieces."""
-        if not rows:
+    def score(self, query: str, passages: Sequence[Passage]) -> list[float]:
+        """Mean over query word-pieces of the best cosine to any of the passage's word-pieces."""
+        if not passages:
             return []
-        docs = [r.get("token_vectors") for r in rows]
+        docs = [p.token_vectors for p in passages]
         todo = [i for i, vectors in enumerate(docs) if vectors is None]
         with self._lock:
             q = self.embedder.token_vectors([query])[0]
-            fresh = self.embedder.token_vectors([row_text(rows[i]) for i in todo]) if todo else []
+            fresh = self.embedder.token_vectors([passages[i].text for i in todo]) if todo else []
         for i, vectors in zip(todo, fresh):
             docs[i] = vectors
         return maxsim(q, docs).tolist()
@@ -165,18 +178,18 @@ class CrossEncoderReranker:
             err.add_note(_HELP)
             raise err from None
 
-    def score(self, query: str, rows: Sequence[Mapping]) -> list[float]:
-        """The cross-encoder's score per row, through the model's own configured activation.
+    def score(self, query: str, passages: Sequence[Passage]) -> list[float]:
+        """The cross-encoder's score per passage, through the model's own configured activation.
 
         ms-marco models configure none (a logit); a one-label model without that
         setting gets sentence-transformers' sigmoid. Either way higher is better.
         """
-        if not rows:
+        if not passages:
             return []
-        pairs = [(query, row_text(r)) for r in rows]
+        pairs = [(query, p.text) for p in passages]
         scores = self.model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False,
                                     convert_to_numpy=True)
-        return np.asarray(scores, dtype=np.float64).reshape(len(rows), -1)[:, 0].tolist()
+        return np.asarray(scores, dtype=np.float64).reshape(len(passages), -1)[:, 0].tolist()
 
 
 _HELP = (

@@ -1,25 +1,28 @@
-"""Every retriever behind one door, each returning chunk rows in the same shape.
+"""Every retriever behind one door, each returning ``Hit``s of the same shape.
 
-A returned row carries the chunk columns plus ``rank`` (from 1), ``score`` (the
-retriever's own number) and ``retriever``; dense rows also carry ``distance``
-(1 - cosine), which the refusal gate needs whatever retriever ordered the list.
-Reranked rows also carry ``rerank_score`` (the reranker's absolute score) and
-``candidate_rank`` (the row's rank in the list that was reranked).
+The reader's table rows become ``Hit``s here, once (:func:`hits_from_rows`); after
+that every stage returns new hits (``dataclasses.replace``) and never edits one.
+A hit carries its ``ChunkRow``, ``rank`` (from 1), ``score`` (the retriever's own
+number) and ``retriever``; ``distance`` (1 - cosine), which the refusal gate needs
+whatever retriever ordered the list, is filled for BM25-only hits by
+:meth:`Searcher.fill_distances`. Reranked hits also carry ``rerank_score`` and
+``candidate_rank`` (see ``Hit``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from citeline.index.reader import ChunkReader
 from citeline.index.store import Store
 from citeline.pipeline.embed import Embedder
 from citeline.query.fuse import rrf
-from citeline.query.rerank import DEFAULT_DEPTH, MaxSimReranker, Reranker, rerank
+from citeline.query.rerank import DEFAULT_DEPTH, MaxSimReranker, Passage, Reranker, rerank
 from citeline.schemas.errors import IndexMismatch
-from citeline.schemas.retrieval import BM25, DENSE, HYBRID, RERANK
+from citeline.schemas.retrieval import BM25, CHUNK_COLUMNS, DENSE, HYBRID, RERANK, ChunkRow, Hit
 from citeline.schemas.stamp import IndexStamp
 
-RESULT_COLUMNS = ["chunk_id", "doc_id", "path", "title", "section", "start", "end", "content", "locators"]
+RESULT_COLUMNS = list(CHUNK_COLUMNS)
 RRF_K = 60
 FUSION_DEPTH = 100  # each list fused is this long, as in the study
 RERANK_CANDIDATES = HYBRID  # the list the rerank retriever reorders (docs/query.md)
@@ -58,49 +61,38 @@ class Searcher:
         self._last_query = (query, vector)
         return vector
 
-    def dense(self, query: str, k: int = 8) -> list[dict]:
-        rows = self.reader.dense(self.query_vector(query), k)
-        for rank, row in enumerate(rows, 1):
-            row.update(rank=rank, score=row["distance"], retriever=DENSE)
-        return rows
+    def dense(self, query: str, k: int = 8) -> list[Hit]:
+        return hits_from_rows(self.reader.dense(self.query_vector(query), k), DENSE, "distance")
 
-    def bm25(self, query: str, k: int = 8) -> list[dict]:
-        rows = self.reader.bm25(query, k)
-        for rank, row in enumerate(rows, 1):
-            row.update(rank=rank, retriever=BM25)
-        return rows
+    def bm25(self, query: str, k: int = 8) -> list[Hit]:
+        return hits_from_rows(self.reader.bm25(query, k), BM25, "score")
 
-    def hybrid(self, query: str, k: int = 8, depth: int = FUSION_DEPTH) -> list[dict]:
+    def hybrid(self, query: str, k: int = 8, depth: int = FUSION_DEPTH) -> list[Hit]:
         """Reciprocal rank fusion of dense and BM25: ranks, never their incomparable scores."""
         dense, lexical = self.dense(query, depth), self.bm25(query, depth)
-        by_id = {row["chunk_id"]: row for row in lexical}
-        by_id.update({row["chunk_id"]: row for row in dense})
-        fused = rrf([[r["chunk_id"] for r in dense], [r["chunk_id"] for r in lexical]], k=RRF_K, limit=k)
-        rows = []
-        for hit in fused:
-            row = dict(by_id[hit.chunk_id])
-            row.update(rank=hit.rank, score=hit.score, retriever=HYBRID)
-            rows.append(row)
-        self.fill_distances(query, rows)
-        return rows
+        by_id = {hit.chunk_id: hit for hit in lexical}
+        by_id.update({hit.chunk_id: hit for hit in dense})  # a dense hit already knows its distance
+        fused = rrf([[h.chunk_id for h in dense], [h.chunk_id for h in lexical]], k=RRF_K, limit=k)
+        hits = [replace(by_id[f.chunk_id], rank=f.rank, score=f.score, retriever=HYBRID) for f in fused]
+        return self.fill_distances(query, hits)
 
-    def fill_distances(self, query: str, rows: list[dict]) -> None:
-        """Cosine distance for rows that only BM25 found, so the gate can judge every row."""
-        missing = [row for row in rows if "distance" not in row]
+    def fill_distances(self, query: str, hits: Sequence[Hit]) -> list[Hit]:
+        """The hits, those that only BM25 found given their cosine distance, so the gate can judge every one."""
+        missing = [hit.chunk_id for hit in hits if hit.distance is None]
         if not missing:
-            return
-        vectors = self.reader.vectors([row["chunk_id"] for row in missing])
+            return list(hits)
+        vectors = self.reader.vectors(missing)
         q = self.query_vector(query)
-        for row in missing:
-            row["distance"] = float(1.0 - vectors[row["chunk_id"]] @ q)
+        return [hit if hit.distance is not None
+                else replace(hit, distance=float(1.0 - vectors[hit.chunk_id] @ q)) for hit in hits]
 
     def rerank(
         self, query: str, k: int = 8, candidates: str = RERANK_CANDIDATES, depth: int = DEFAULT_DEPTH,
         reranker: Reranker | None = None,
-    ) -> list[dict]:
+    ) -> list[Hit]:
         """The top ``depth`` of the ``candidates`` retriever, reordered by a reranker; top ``k`` kept.
 
-        Rows carry ``rerank_score``, ``candidate_rank`` and, as every row here,
+        Hits carry ``rerank_score``, ``candidate_rank`` and, as every hit here,
         ``distance``; the reranker reads each candidate's embedded ``text`` (MaxSim reads
         the stored word-piece vectors instead where the index keeps them).
         """
@@ -108,28 +100,40 @@ class Searcher:
             raise ValueError("rerank candidates must come from dense, bm25 or hybrid")
         pool = self.search(query, candidates, max(depth, k))
         if candidates == BM25:
-            self.fill_distances(query, pool)
+            pool = self.fill_distances(query, pool)
         reranker = reranker or self.default_reranker()
-        ids = [row["chunk_id"] for row in pool]
+        return rerank(query, pool, reranker, k, self.passages(pool, reranker))
+
+    def passages(self, hits: Sequence[Hit], reranker: Reranker) -> list[Passage]:
+        """What the reranker reads of each hit: its embedded text, or its stored word-piece vectors."""
+        ids = [hit.chunk_id for hit in hits]
         stored = self.reader.tokens.read(ids) if self.reader.tokens and isinstance(reranker, MaxSimReranker) else {}
         texts = self.reader.texts([i for i in ids if i not in stored])
-        for row in pool:
-            row["text"] = texts.get(row["chunk_id"], row["content"])
-            if row["chunk_id"] in stored:
-                row["token_vectors"] = stored[row["chunk_id"]]
-        rows = rerank(query, pool, reranker, k)
-        for row in rows:  # same shape as the other retrievers' rows
-            del row["text"]
-            row.pop("token_vectors", None)
-        return rows
+        return [Passage(texts.get(hit.chunk_id) or hit.chunk.content, stored.get(hit.chunk_id)) for hit in hits]
 
     def default_reranker(self) -> Reranker:
         if self.reranker is None:
             self.reranker = MaxSimReranker(self.embedder)
         return self.reranker
 
-    def search(self, query: str, retriever: str = DENSE, k: int = 8) -> list[dict]:
+    def search(self, query: str, retriever: str = DENSE, k: int = 8) -> list[Hit]:
         methods = {DENSE: self.dense, BM25: self.bm25, HYBRID: self.hybrid, RERANK: self.rerank}
         if retriever not in methods:
             raise ValueError(f"unknown retriever {retriever!r}; choose one of {sorted(methods)}")
         return methods[retriever](query, k)
+
+
+def hits_from_rows(rows: Sequence[Mapping], retriever: str, score: str) -> list[Hit]:
+    """The reader's rows as hits, ranked from 1 in their order.
+
+    Args:
+        rows: table rows (the chunk columns plus the retriever's number), best first.
+        retriever: the retriever's name, stamped on each hit.
+        score: the row key holding the retriever's number; "distance" also fills
+            ``Hit.distance``.
+    """
+    return [
+        Hit(row["chunk_id"], rank, float(row[score]), retriever, ChunkRow.from_row(row),
+            distance=float(row["distance"]) if score == "distance" else None)
+        for rank, row in enumerate(rows, 1)
+    ]

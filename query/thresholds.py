@@ -5,22 +5,29 @@ are keyed by the model name stamped on the index. A model without a calibrated
 cut gets none: the caller must pass one (``--cut``) rather than borrow another
 model's number.
 
-The sweep counts, for each candidate cut, the two ways the gate can be wrong:
+The sweep runs the query side's own gate (:mod:`query.refuse`) over the top
+``window`` chunks of each query at every candidate cut, and counts the two ways
+it can be wrong:
 
 - a *bluff*: an out-of-domain query for which at least one chunk passes (a model
   would be handed irrelevant sources and asked to answer);
-- a *lost answer*: an in-domain query whose answer chunk was among the retrieved
-  chunks but was cut by the gate.
+- a *lost answer*: an in-domain query whose answer chunk was in the window but was
+  cut by the gate;
 
-No cut removes both (docs/query.md has the dev-corpus numbers); where to cut is a
-product decision, and these counts are what it is made from.
+and the in-domain queries refused outright (lost ones, and ones whose answer was
+not retrieved anyway). No cut removes both errors (docs/query.md has the
+dev-corpus numbers); where to cut is a product decision, and these counts are what
+it is made from. The calibration (bench/query_latency.py --quality) and the
+evaluation report (evaluation/report.py) both call :func:`sweep`.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
 
+from citeline.query.refuse import MAX_CHUNKS, gate, gate_score
 from citeline.schemas.errors import CitelineError
+from citeline.schemas.retrieval import COSINE, CUT_KINDS, Refusal
 
 # Chosen from the dev-corpus sweep in docs/query.md (bench/query_latency.py --quality).
 COSINE_CUTS: dict[str, float] = {
@@ -64,72 +71,97 @@ def rerank_cut(model: str, reranker: str) -> float | None:
 
 
 @dataclass(frozen=True)
-class Retrieved:
-    """One query's gated candidates: a value per chunk (distance or score) and whether it holds the answer."""
+class GateQuery:
+    """What the gate sees of one query: its top chunks, best first.
+
+    Attributes:
+        values: the gated value of each top chunk (cosine distance or rerank score),
+            NaN where the hit carried none (a NaN never passes).
+        relevant: per chunk, whether it holds the answer; all False for an
+            out-of-domain query.
+        in_domain: False for out-of-domain queries.
+    """
 
     values: tuple[float, ...]
-    relevant: tuple[bool, ...] = ()
+    relevant: tuple[bool, ...]
+    in_domain: bool
+
+    def __post_init__(self) -> None:
+        if len(self.values) != len(self.relevant):
+            raise ValueError(f"{len(self.values)} values but {len(self.relevant)} relevance flags")
 
 
 @dataclass(frozen=True)
-class SweepPoint:
-    """What one cut does: bluffs among out-of-domain queries, answers lost among those retrieved."""
+class GatePoint:
+    """The gate's outcome at one cut: bluffs among out-of-domain queries, answers lost among those found."""
 
+    kind: str
     cut: float
     bluffs: int
-    out_of_domain: int
+    ood: int
     lost: int
-    answerable: int
+    answerable: int  # in-domain queries with the answer in the top window, no gate
     refused_in_domain: int
     in_domain: int
 
+    def to_dict(self) -> dict:
+        return asdict(self)
+
     def line(self) -> str:
-        return (f"cut {self.cut:.3f}: bluffs {self.bluffs}/{self.out_of_domain}, "
+        return (f"cut {self.cut:.3f}: bluffs {self.bluffs}/{self.ood}, "
                 f"lost {self.lost}/{self.answerable} answers found, "
                 f"refused {self.refused_in_domain}/{self.in_domain} in-domain")
 
 
-def sweep(
-    in_domain: Sequence[Retrieved],
-    out_of_domain: Sequence[Retrieved],
-    cuts: Sequence[float],
-    passes: Callable[[float, float], bool],
-) -> list[SweepPoint]:
-    """Bluffs and lost answers for each cut.
+def passing(query: GateQuery, cut: float, kind: str = COSINE, window: int = MAX_CHUNKS) -> list[int]:
+    """Positions (0-based) of the chunks the gate keeps for one query at ``cut``.
 
     Args:
-        in_domain: per answerable query, the retrieved chunks' values and relevance.
-        out_of_domain: per unanswerable query, the retrieved chunks' values.
-        cuts: the cuts to try.
-        passes: ``passes(value, cut)``, e.g. ``lambda d, c: d < c`` for distances.
+        query: the query's top chunks.
+        cut: the threshold.
+        kind: "cosine" (distance < cut passes) or "rerank" (score > cut passes).
+        window: how many top chunks the gate looks at and keeps at most.
 
     Returns:
-        One ``SweepPoint`` per cut, in the order given. ``answerable`` counts queries
-        with a relevant chunk among those retrieved; ``lost`` those among them whose
-        every relevant chunk fails the cut; ``refused_in_domain`` in-domain queries
-        where nothing passes.
+        The kept positions, best first; empty when the gate refuses.
 
-    >>> ind = [Retrieved((0.3, 0.6), (False, True)), Retrieved((0.7,), (False,))]
-    >>> [p.line() for p in sweep(ind, [Retrieved((0.5,))], [0.55], lambda d, c: d < c)]
-    ['cut 0.550: bluffs 1/1, lost 1/1 answers found, refused 1/2 in-domain']
+    >>> passing(GateQuery((0.3, 0.6, 0.4), (False, True, False), True), 0.5)
+    [0, 2]
     """
-    points = []
-    answerable = [q for q in in_domain if any(q.relevant)]
-    for cut in cuts:
-        bluffs = sum(any(passes(v, cut) for v in q.values) for q in out_of_domain)
-        lost = sum(
-            not any(r and passes(v, cut) for v, r in zip(q.values, q.relevant)) for q in answerable
-        )
-        refused = sum(not any(passes(v, cut) for v in q.values) for q in in_domain)
-        points.append(SweepPoint(cut, bluffs, len(out_of_domain), lost, len(answerable), refused, len(in_domain)))
-    return points
+    check_kind(kind)
+    pairs = list(enumerate(query.values[:window]))
+    kept = gate(pairs, cut, window) if kind == COSINE else gate_score(pairs, cut, window)
+    return [] if isinstance(kept, Refusal) else [position for position, _ in kept]
 
 
-def under(value: float, cut: float) -> bool:
-    """A cosine distance passes when strictly under the cut (as ``query.refuse.gate``)."""
-    return value < cut
+def gate_point(queries: Sequence[GateQuery], cut: float, kind: str = COSINE, window: int = MAX_CHUNKS) -> GatePoint:
+    """Count bluffs, lost answers and in-domain refusals at one cut.
+
+    >>> qs = [GateQuery((0.2,), (True,), True), GateQuery((0.5,), (True,), True),
+    ...       GateQuery((0.4,), (False,), False)]
+    >>> gate_point(qs, 0.45).line()
+    'cut 0.450: bluffs 1/1, lost 1/2 answers found, refused 1/2 in-domain'
+    """
+    bluffs = lost = answerable = refused = 0
+    for q in queries:
+        kept = passing(q, cut, kind, window)
+        if not q.in_domain:
+            bluffs += bool(kept)
+            continue
+        refused += not kept
+        if any(q.relevant[:window]):
+            answerable += 1
+            lost += not any(q.relevant[i] for i in kept)
+    ood = sum(not q.in_domain for q in queries)
+    return GatePoint(kind, cut, bluffs, ood, lost, answerable, refused, len(queries) - ood)
 
 
-def over(value: float, cut: float) -> bool:
-    """A reranker score passes when strictly over the cut (as ``query.refuse.gate_score``)."""
-    return value > cut
+def sweep(queries: Sequence[GateQuery], cuts: Iterable[float], kind: str = COSINE,
+          window: int = MAX_CHUNKS) -> list[GatePoint]:
+    """:func:`gate_point` at every cut, in the order given: the refusal frontier."""
+    return [gate_point(queries, cut, kind, window) for cut in cuts]
+
+
+def check_kind(kind: str) -> None:
+    if kind not in CUT_KINDS:
+        raise ValueError(f"unknown gate kind {kind!r}; choose one of {list(CUT_KINDS)}")

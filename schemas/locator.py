@@ -44,15 +44,17 @@ class Page:
 
 
 _BARE_SHEET = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
+# Names a formula would read as a reference: A1 cells (XFD9) and R1C1 ones (R1C1, RC, R, C3).
+_REFERENCE = re.compile(r"^(?:[A-Za-z]{1,3}[0-9]+|[Rr][0-9]*(?:[Cc][0-9]*)?|[Cc][0-9]*)$")
 
 
 def quote_sheet(name: str) -> str:
     """Quote a sheet name the way Excel writes it in a reference.
 
-    >>> quote_sheet("Data"), quote_sheet("Q1 sales"), quote_sheet("Bob's")
-    ('Data', "'Q1 sales'", "'Bob''s'")
+    >>> quote_sheet("Data"), quote_sheet("Q1 sales"), quote_sheet("Bob's"), quote_sheet("R1C1")
+    ('Data', "'Q1 sales'", "'Bob''s'", "'R1C1'")
     """
-    if _BARE_SHEET.match(name) and not re.match(r"^[A-Za-z]{1,3}[0-9]+$", name):
+    if _BARE_SHEET.match(name) and not _REFERENCE.match(name):
         return name
     return "'" + name.replace("'", "''") + "'"
 

@@ -1,17 +1,64 @@
 """Values of the query side: ranked hits, citations, refusals and answer checks.
 
 Every retriever returns the same ``Hit`` shape so that the evaluation harness can
-compare them; only the meaning of ``score`` differs (see ``Hit``).
+compare them; only the meaning of ``score`` differs (see ``Hit``). A hit travels
+from retrieval through fusion, rerank, the gate and citation unchanged in shape: a
+stage that adds a number returns a new hit (``dataclasses.replace``).
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
 
 # Retriever names, so that the gate can tell a cosine distance from any other score.
 DENSE = "dense"
 BM25 = "bm25"
 HYBRID = "hybrid"
 RERANK = "rerank"
+RETRIEVERS = (DENSE, BM25, HYBRID, RERANK)
+DEFAULT_RETRIEVER = RERANK  # best R@1 and MRR on dev with the paired test (docs/query.md)
+ENV_RERANKER = "CITELINE_RERANKER"  # the reranker to use: maxsim, cross-encoder or a CrossEncoder folder
+
+# What a refusal cut is applied to: a cosine distance (lower passes) or a rerank score (higher passes).
+COSINE = "cosine"
+CUT_KINDS = (COSINE, RERANK)
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """A stored chunk as queries read it: the chunks table's result columns.
+
+    ``title`` and ``section`` are "" where the table holds null; ``locators`` stays
+    the stored JSON text, parsed only when a citation is built.
+    """
+
+    chunk_id: str
+    doc_id: str
+    path: str
+    title: str
+    section: str
+    start: int
+    end: int
+    content: str
+    locators: str
+
+    @classmethod
+    def from_row(cls, row: Mapping) -> "ChunkRow":
+        """The chunk columns of a table row (other keys are ignored).
+
+        >>> ChunkRow.from_row({"chunk_id": "c", "doc_id": "d", "path": "a.md", "title": None,
+        ...     "section": None, "start": 0, "end": 2, "content": "hi", "locators": None}).title
+        ''
+        """
+        return cls(
+            chunk_id=row["chunk_id"], doc_id=row["doc_id"], path=row.get("path") or "",
+            title=row.get("title") or "", section=row.get("section") or "",
+            start=int(row["start"]), end=int(row["end"]), content=row["content"],
+            locators=row.get("locators") or "",
+        )
+
+
+CHUNK_COLUMNS = tuple(f.name for f in fields(ChunkRow))
 
 
 @dataclass(frozen=True)
@@ -20,17 +67,27 @@ class Hit:
 
     ``score`` is the retriever's own number: cosine distance for dense (lower is
     better), BM25 score, fused RRF score and rerank score (higher is better).
-    ``rank`` counts from 1 in the retriever's own order.
+    ``rank`` counts from 1 in the retriever's own order. ``chunk`` is None only for
+    the bare ids that :func:`query.fuse.rrf` ranks. ``distance`` (1 - cosine) is
+    what the refusal gate reads, whatever retriever ordered the list: None until
+    known (BM25 hits). A reranked hit also carries ``rerank_score`` (the reranker's
+    absolute score) and ``candidate_rank`` (its rank in the list that was reranked).
     """
 
     chunk_id: str
     rank: int
     score: float
     retriever: str
+    chunk: ChunkRow | None = None
+    distance: float | None = None
+    rerank_score: float | None = None
+    candidate_rank: int | None = None
 
     def __post_init__(self) -> None:
         if self.rank < 1:
             raise ValueError(f"rank counts from 1, got {self.rank}")
+        if self.chunk is not None and self.chunk.chunk_id != self.chunk_id:
+            raise ValueError(f"hit {self.chunk_id!r} carries chunk {self.chunk.chunk_id!r}")
 
 
 @dataclass(frozen=True)
@@ -78,12 +135,12 @@ class Refusal:
 
     query: str
     threshold: float
-    kind: str = "cosine"
+    kind: str = COSINE
     best: float | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in ("cosine", "rerank"):
-            raise ValueError(f"unknown refusal kind {self.kind!r}; known: ['cosine', 'rerank']")
+        if self.kind not in CUT_KINDS:
+            raise ValueError(f"unknown refusal kind {self.kind!r}; known: {list(CUT_KINDS)}")
 
     def message(self) -> str:
         """The one line the CLI prints.
@@ -93,7 +150,7 @@ class Refusal:
         >>> Refusal("q", 2.5, kind="rerank").message()
         'NO ANSWER: nothing over rerank score 2.5 for "q"'
         """
-        where = "under cosine distance" if self.kind == "cosine" else "over rerank score"
+        where = "under cosine distance" if self.kind == COSINE else "over rerank score"
         return f'NO ANSWER: nothing {where} {_number(self.threshold)} for "{self.query}"'
 
     def to_dict(self) -> dict:

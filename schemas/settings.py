@@ -5,13 +5,16 @@ from dataclasses import dataclass
 
 DEFAULT_DB = ".citeline"
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+# Chunking strategies by letter; what each letter means is pipeline.chunk.STRATEGIES.
+STRATEGIES = ("A", "B", "C", "D", "E", "F")
+DEFAULT_STRATEGY = "E"
 
 
 @dataclass(frozen=True)
 class IndexSettings:
     db: str = DEFAULT_DB
     model: str = DEFAULT_MODEL
-    strategy: str = "E"
+    strategy: str = DEFAULT_STRATEGY
     budget: int = 512  # characters per chunk
     overlap: int = 64  # characters repeated from the previous chunk (strategies B, D, F)
     precision: str = "auto"  # encoder: auto | fp32 | bf16

@@ -16,6 +16,7 @@ from citeline.index.store import Store
 from citeline.pipeline.embed import get_embedder
 from citeline.query.search import Searcher
 from citeline.schemas.errors import IndexMismatch
+from citeline.schemas.retrieval import RETRIEVERS, Hit
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
 IN_DOMAIN = "What does dropout zero out during training?"
@@ -157,14 +158,15 @@ def test_the_index_refuses_another_embedding_model(db):
     assert result.exit_code == 1 and "not comparable" in result.output
 
 
-def test_every_retriever_returns_the_same_row_shape_and_rerank_adds_its_score(db):
+def test_every_retriever_returns_hits_and_rerank_adds_its_score(db):
     searcher = Searcher.open(db, get_embedder())
-    dense = searcher.search(IN_DOMAIN, "dense", 5)
-    hybrid = searcher.search(IN_DOMAIN, "hybrid", 5)
-    reranked = searcher.search(IN_DOMAIN, "rerank", 5)
-    assert set(dense[0]) == set(hybrid[0])
-    assert set(reranked[0]) == set(dense[0]) | {"rerank_score", "candidate_rank"}
-    assert [r["rank"] for r in reranked] == [1, 2, 3, 4, 5]
-    scores = [r["rerank_score"] for r in reranked]
-    assert scores == sorted(scores, reverse=True) and all(r["retriever"] == "rerank" for r in reranked)
-    assert all(0 <= r["distance"] <= 2 and 1 <= r["candidate_rank"] <= 25 for r in reranked)
+    found = {name: searcher.search(IN_DOMAIN, name, 5) for name in RETRIEVERS}
+    for name, hits in found.items():
+        assert all(type(h) is Hit and h.retriever == name and h.chunk is not None for h in hits), name
+        assert [h.rank for h in hits] == [1, 2, 3, 4, 5]
+    assert all(h.distance is None for h in found["bm25"])  # filled only where a gate needs it
+    assert all(h.distance is not None and h.rerank_score is None for n in ("dense", "hybrid") for h in found[n])
+    reranked = found["rerank"]
+    scores = [r.rerank_score for r in reranked]
+    assert scores == sorted(scores, reverse=True)
+    assert all(0 <= r.distance <= 2 and 1 <= r.candidate_rank <= 25 for r in reranked)

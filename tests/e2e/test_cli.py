@@ -66,7 +66,7 @@ def test_search_text_output(db):
 
 def test_check_passes_on_a_clean_index(db):
     result = invoke("check", "--db", db, "--json")
-    assert result.exit_code == 0 and json.loads(result.output) == {"ok": True, "violations": []}
+    assert result.exit_code == 0 and json.loads(result.output) == {"ok": True, "violations": [], "warnings": []}
 
 
 def test_search_with_another_model_is_refused(db, tmp_path):

@@ -72,5 +72,5 @@ def test_token_cache_scores_like_the_query_side(tmp_path):
         pytest.skip("the query side has no MaxSim reranker to cache")
     for query in [q.text for q in corpus.queries] + [o.query for o in corpus.out_of_domain]:
         a, b = plain.search(query, "rerank", 20), fast.search(query, "rerank", 20)
-        assert [r["chunk_id"] for r in a] == [r["chunk_id"] for r in b]
-        assert [r["rerank_score"] for r in a] == pytest.approx([r["rerank_score"] for r in b], abs=1e-5)
+        assert [r.chunk_id for r in a] == [r.chunk_id for r in b]
+        assert [r.rerank_score for r in a] == pytest.approx([r.rerank_score for r in b], abs=1e-5)

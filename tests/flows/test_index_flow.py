@@ -164,8 +164,14 @@ def test_retry_runs_only_failed_documents(docs, tmp_path):
     assert check_index(Store(s.db)) == []
 
 
-def test_a_hanging_extractor_fails_alone_at_the_time_limit(docs, tmp_path, monkeypatch):
+def test_a_hanging_extractor_fails_alone_at_the_time_limit(tmp_path, monkeypatch):
     import sys
+
+    # --timeout bounds embedding too: one-chunk documents fit 2 s even on a busy machine.
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nThe pier office opens at nine.\n")
+    (docs / "b.md").write_text("# B\n\nThe ferry leaves at ten.\n")
 
     from citeline import extractors
 

@@ -44,7 +44,7 @@ def test_reindex_switches_models_only_when_complete(indexed):
     with pytest.raises(IndexMismatch, match="not comparable"):
         Searcher(store, get_embedder(), new)  # same dimension, other model: refused
     hits = Searcher(store, get_embedder(INT8), new).dense("What does dropout zero out during training?", 3)
-    assert hits[0]["path"] == "04-dropout.md"
+    assert hits[0].chunk.path == "04-dropout.md"
     assert [(name, active) for name, _, active in store.chunk_tables()] == sorted(
         [(chunks_table_name(old), False), (chunks_table_name(new), True)])
 

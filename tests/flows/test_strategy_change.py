@@ -1,8 +1,7 @@
 """A chunking-strategy change re-chunks the stored canonical text: nothing is extracted again."""
 import pytest
 
-import citeline.pipeline.prepare
-from citeline import pipeline
+from citeline.pipeline import prepare as prepare_module
 
 from citeline.flows.ingest import index_folder
 from citeline.flows.reindex import reindex
@@ -23,7 +22,7 @@ def test_strategy_change_never_extracts_again(docs, tmp_path, monkeypatch):
     def no_extraction(*args, **kwargs):
         raise AssertionError("a strategy change must not extract documents again")
 
-    monkeypatch.setattr(pipeline.prepare, "extract_bytes", no_extraction)
+    monkeypatch.setattr(prepare_module, "extract_bytes", no_extraction)
     for path in docs.iterdir():  # the source files are not even needed any more
         path.unlink()
     summary = reindex(IndexSettings(model=FAKE, db=settings.db, strategy="C"))

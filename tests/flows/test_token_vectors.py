@@ -8,7 +8,7 @@ from citeline.flows.reindex import reindex
 from citeline.index.store import Store
 from citeline.index.tokens import TokenVectors
 from citeline.pipeline.embed import get_embedder
-from citeline.query.rerank import MaxSimReranker
+from citeline.query.rerank import MaxSimReranker, Passage
 from citeline.query.search import Searcher
 from citeline.schemas.settings import IndexSettings
 from fakes import FAKE, FAKE_DIM
@@ -48,9 +48,8 @@ def test_maxsim_on_stored_vectors_matches_on_the_fly_scoring(docs, tmp_path):
     fresh = Searcher.open(db, embedder)
     fresh.reader.tokens = None  # as an index without stored vectors
     a, b = stored.rerank(QUESTION, 8), fresh.rerank(QUESTION, 8)
-    assert [r["chunk_id"] for r in a[:3]] == [r["chunk_id"] for r in b[:3]]
-    assert np.allclose([r["rerank_score"] for r in a], [r["rerank_score"] for r in b], atol=2e-3)
-    assert "token_vectors" not in a[0] and "text" not in a[0]
+    assert [r.chunk_id for r in a[:3]] == [r.chunk_id for r in b[:3]]
+    assert np.allclose([r.rerank_score for r in a], [r.rerank_score for r in b], atol=2e-3)
 
 
 def test_chunks_without_stored_vectors_are_scored_on_the_fly(docs, tmp_path):
@@ -58,10 +57,10 @@ def test_chunks_without_stored_vectors_are_scored_on_the_fly(docs, tmp_path):
     index_folder(str(docs), IndexSettings(model=FAKE, db=db, token_vectors=True))
     searcher = Searcher.open(db, get_embedder(FAKE))
     pool = searcher.hybrid(QUESTION, 5)
-    ids = [r["chunk_id"] for r in pool]
+    ids = [r.chunk_id for r in pool]
     texts, stored = searcher.reader.texts(ids), searcher.reader.tokens.read(ids[:2])
-    plain = [{**r, "text": texts[r["chunk_id"]]} for r in pool]
-    mixed = [{**r, "token_vectors": stored[r["chunk_id"]]} if r["chunk_id"] in stored else r for r in plain]
+    plain = [Passage(texts[i]) for i in ids]
+    mixed = [Passage(p.text, stored.get(i)) for i, p in zip(ids, plain)]
     reranker = MaxSimReranker(get_embedder(FAKE))
     assert len(stored) == 2 and np.allclose(reranker.score(QUESTION, mixed), reranker.score(QUESTION, plain), atol=2e-3)
 

@@ -45,8 +45,8 @@ def test_a_failed_write_leaves_the_old_version_searchable(docs: Path, tmp_path, 
     assert record["chunk_count"] == len(old_rows) == store.count_chunks(victim_id)
     assert {r["chunk_id"] for r in store.chunk_rows(["chunk_id"], f"doc_id = '{victim_id}'")} == set(old_rows)
     searcher = Searcher.open(settings.db, get_embedder(settings.model))
-    assert old_chunk["chunk_id"] in {h["chunk_id"] for h in searcher.dense(old_chunk["content"], 3)}
-    assert old_chunk["chunk_id"] in {h["chunk_id"] for h in searcher.bm25(old_chunk["content"], 3)}
+    assert old_chunk["chunk_id"] in {h.chunk_id for h in searcher.dense(old_chunk["content"], 3)}
+    assert old_chunk["chunk_id"] in {h.chunk_id for h in searcher.bm25(old_chunk["content"], 3)}
     contents = " ".join(r["content"] for r in store.chunk_rows(["content"]))
     assert "zebras" not in contents and "giraffes" in contents
     assert check_index(store) == []

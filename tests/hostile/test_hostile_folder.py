@@ -7,6 +7,7 @@ plan was made and before the files are read), run 2 to see what the next sync do
 """
 import hashlib
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -82,7 +83,8 @@ class OpenWatch:
         sys.addaudithook(self._hook)  # hooks cannot be removed: watch() scopes it
 
     def _hook(self, event, args):
-        if event == "open" and self.paths and isinstance(args[0], (str, bytes, os.PathLike)):
+        # citeline.open: sources are opened beneath their root by openat2, which Python does not audit.
+        if event in ("open", "citeline.open") and self.paths and isinstance(args[0], (str, bytes, os.PathLike)):
             path = os.fsdecode(args[0])
             if path in self.paths:
                 self.opened.append(path)

@@ -27,7 +27,7 @@ class AtOpen:
 
     @classmethod
     def _hook(cls, event, args):
-        if event != "open" or not cls.pending or not isinstance(args[0], (str, bytes, os.PathLike)):
+        if event != "citeline.open" or not cls.pending or not isinstance(args[0], (str, bytes, os.PathLike)):
             return
         action = cls.pending.pop(os.fsdecode(args[0]), None)
         if action is not None:
@@ -116,3 +116,62 @@ def test_no_read_permission_as_an_unprivileged_user():
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
     assert out.stdout.startswith("unreadable permission denied"), out.stderr
+
+
+@pytest.fixture(params=["openat2", "per-component"])
+def opener(request, monkeypatch):
+    """Both ways of refusing links: the kernel's openat2, and O_NOFOLLOW per component."""
+    from citeline.pipeline import beneath
+
+    if request.param == "per-component":
+        monkeypatch.setattr(beneath, "_has_openat2", False)
+    elif beneath._has_openat2 is False:
+        pytest.skip("openat2 is not available on this kernel")
+    return request.param
+
+
+@pytest.fixture
+def tree(tmp_path):
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (root / "sub" / "a.md").write_text("inside the root\n")
+    (outside / "a.md").write_text("SECRET from outside the root\n")
+    return root, outside
+
+
+def test_a_file_swapped_for_a_symlink_is_refused(tree, opener):
+    root, outside = tree
+    path = root / "sub" / "a.md"
+    path.unlink()
+    path.symlink_to(outside / "a.md")
+    with pytest.raises(Unreadable, match="symbolic link"):
+        read_source(str(path), 1 << 20, str(root))
+
+
+def test_a_folder_swapped_for_a_symlink_is_refused(tree, opener):
+    root, outside = tree
+    (root / "sub" / "a.md").unlink()
+    (root / "sub").rmdir()
+    (root / "sub").symlink_to(outside)
+    with pytest.raises(Unreadable, match="symbolic link"):
+        read_source(str(root / "sub" / "a.md"), 1 << 20, str(root))
+
+
+def test_a_file_swapped_for_a_symlink_as_it_is_opened_is_refused(tree, opener):
+    """The swap lands between the size check and the open: the open itself must refuse."""
+    root, outside = tree
+    path = root / "sub" / "a.md"
+
+    def swap():
+        path.unlink()
+        path.symlink_to(outside / "a.md")
+
+    AtOpen.arm(path, swap)
+    with pytest.raises(Unreadable, match="symbolic link"):
+        read_source(str(path), 1 << 20, str(root))
+
+
+def test_a_regular_file_under_the_root_is_read(tree, opener):
+    root, _ = tree
+    assert read_source(str(root / "sub" / "a.md"), 1 << 20, str(root)) == b"inside the root\n"

@@ -1,4 +1,4 @@
-"""citeline ask without a model: thresholds, the gate over rows, orchestration, JSON shape, CLI errors."""
+"""citeline ask without a model: thresholds, the gate over hits, orchestration, JSON shape, CLI errors."""
 from __future__ import annotations
 
 import json
@@ -8,9 +8,9 @@ from click.testing import CliRunner
 
 from citeline.ask_cmd import ask as ask_command
 from citeline.query.ask import Answer, AskOptions, apply_gate, ask, generate
-from citeline.query.thresholds import COSINE_CUTS, Retrieved, Uncalibrated, cosine_cut, over, sweep, under
+from citeline.query.thresholds import COSINE_CUTS, GateQuery, Uncalibrated, cosine_cut, sweep
 from citeline.schemas.errors import CitelineError
-from citeline.schemas.retrieval import Refusal
+from citeline.schemas.retrieval import ChunkRow, Hit, Refusal
 from citeline.schemas.stamp import IndexStamp
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -18,29 +18,30 @@ JSON_KEYS = ["query", "refused", "threshold", "citations", "prompt"]
 CITATION_KEYS = ["index", "document_id", "document", "label", "fragment", "quote", "distance", "rerank_score"]
 
 
-def row(i, distance, rerank_score=None, **extra):
+def hit(i, distance, rerank_score=None):
     content = f"Sentence number {i} of the document."
-    return {"chunk_id": f"c{i}", "doc_id": "d1", "path": "notes.md", "title": "Notes", "section": f"Part {i}",
-            "start": 100 * i, "end": 100 * i + len(content), "content": content, "locators": None,
-            "distance": distance, "rerank_score": rerank_score, "rank": i, **extra}
+    chunk = ChunkRow(f"c{i}", "d1", "notes.md", "Notes", f"Part {i}", 100 * i, 100 * i + len(content), content, "")
+    retriever = "dense" if rerank_score is None else "rerank"
+    return Hit(f"c{i}", i, distance, retriever, chunk, distance=distance, rerank_score=rerank_score)
 
 
 class FakeSearcher:
-    """The slice of Searcher that ask() uses, with canned rows."""
+    """The slice of Searcher that ask() uses, with canned hits."""
 
-    def __init__(self, rows, model=MINILM):
-        self.rows, self.stamp, self.calls = rows, IndexStamp(model, 384), []
+    def __init__(self, hits, model=MINILM):
+        self.hits, self.stamp, self.calls = hits, IndexStamp(model, 384), []
 
     def search(self, query, retriever, k):
         self.calls.append(("search", retriever, k))
-        return [dict(r) for r in self.rows[:k]]
+        return self.hits[:k]
 
     def rerank(self, query, k, candidates, depth):
         self.calls.append(("rerank", candidates, k, depth))
-        return [dict(r) for r in self.rows[:k]]
+        return self.hits[:k]
 
-    def fill_distances(self, query, rows):
+    def fill_distances(self, query, hits):
         self.calls.append(("fill",))
+        return list(hits)
 
     def default_reranker(self):
         class R:
@@ -73,49 +74,55 @@ def test_a_model_without_a_calibrated_cut_borrows_none():
 
 
 def test_sweep_counts_bluffs_and_lost_answers():
-    in_domain = [Retrieved((0.30, 0.50), (False, True)),  # answer at 0.50
-                 Retrieved((0.40, 0.70), (True, False)),  # answer at 0.40
-                 Retrieved((0.60,), (False,))]  # answer not retrieved: not answerable
-    out_of_domain = [Retrieved((0.45, 0.8)), Retrieved((0.65,))]
-    tight, loose = sweep(in_domain, out_of_domain, [0.45, 0.7], under)
+    in_domain = [GateQuery((0.30, 0.50), (False, True), True),  # answer at 0.50
+                 GateQuery((0.40, 0.70), (True, False), True),  # answer at 0.40
+                 GateQuery((0.60,), (False,), True)]  # answer not retrieved: not answerable
+    out_of_domain = [GateQuery((0.45, 0.8), (False, False), False), GateQuery((0.65,), (False,), False)]
+    tight, loose = sweep(in_domain + out_of_domain, [0.45, 0.7])
     assert (tight.bluffs, tight.lost, tight.answerable, tight.refused_in_domain) == (0, 1, 2, 1)
     assert (loose.bluffs, loose.lost, loose.refused_in_domain) == (2, 0, 0)
-    scores = sweep([Retrieved((0.7,), (True,))], [Retrieved((0.5,))], [0.6], over)[0]
+    scores = sweep([GateQuery((0.7,), (True,), True), GateQuery((0.5,), (False,), False)], [0.6], "rerank")[0]
     assert (scores.bluffs, scores.lost) == (0, 0)
 
 
-# ---- the gate over rows -------------------------------------------------------------------
+# ---- the gate over hits -------------------------------------------------------------------
 
 
-def test_gate_keeps_at_most_k_rows_strictly_under_the_cut_in_order():
-    rows = [row(1, 0.30), row(2, 0.50), row(3, 0.20), row(4, 0.10), row(5, 0.40), row(6, 0.05)]
-    kept = apply_gate(rows, "q", cut=0.45, k=4)
-    assert [r["chunk_id"] for r in kept] == ["c1", "c3", "c4", "c5"]
-    assert [r["chunk_id"] for r in apply_gate(rows, "q", cut=0.30, k=4)] == ["c3", "c4", "c6"]
+def test_gate_keeps_at_most_k_hits_strictly_under_the_cut_in_order():
+    hits = [hit(1, 0.30), hit(2, 0.50), hit(3, 0.20), hit(4, 0.10), hit(5, 0.40), hit(6, 0.05)]
+    kept = apply_gate(hits, "q", cut=0.45, k=4)
+    assert kept == [hits[0], hits[2], hits[3], hits[4]]  # the same hits, untouched
+    assert [h.chunk_id for h in apply_gate(hits, "q", cut=0.30, k=4)] == ["c3", "c4", "c6"]
 
 
 def test_gate_refuses_with_the_cut_in_the_message():
-    refusal = apply_gate([row(1, 0.8), row(2, 0.45)], "capital of France?", cut=0.45)
+    refusal = apply_gate([hit(1, 0.8), hit(2, 0.45)], "capital of France?", cut=0.45)
     assert refusal == Refusal("capital of France?", 0.45, "cosine", 0.45)
     assert refusal.message() == 'NO ANSWER: nothing under cosine distance 0.45 for "capital of France?"'
     assert isinstance(apply_gate([], "q", cut=0.5), Refusal)
 
 
 def test_the_rerank_gate_applies_after_the_cosine_gate():
-    rows = [row(1, 0.2, 0.40), row(2, 0.3, 0.70), row(3, 0.9, 0.95)]
-    assert [r["chunk_id"] for r in apply_gate(rows, "q", 0.5, min_rerank_score=0.5)] == ["c2"]
-    refusal = apply_gate(rows, "q", 0.5, min_rerank_score=0.8)  # c3 scores high but is too far
+    hits = [hit(1, 0.2, 0.40), hit(2, 0.3, 0.70), hit(3, 0.9, 0.95)]
+    assert [h.chunk_id for h in apply_gate(hits, "q", 0.5, min_rerank_score=0.5)] == ["c2"]
+    refusal = apply_gate(hits, "q", 0.5, min_rerank_score=0.8)  # c3 scores high but is too far
     assert refusal.kind == "rerank" and refusal.best == 0.70
     assert refusal.message() == 'NO ANSWER: nothing over rerank score 0.8 for "q"'
     with pytest.raises(ValueError, match="reranked rows"):
-        apply_gate([row(1, 0.2)], "q", 0.5, min_rerank_score=0.1)
+        apply_gate([hit(1, 0.2)], "q", 0.5, min_rerank_score=0.1)
+
+
+def test_a_hit_without_a_distance_is_never_gated_as_if_it_had_one():
+    bm25_only = Hit("c1", 1, 7.5, "bm25", hit(1, 0.1).chunk)  # BM25 score, distance not filled
+    with pytest.raises(ValueError, match="'bm25' hit 'c1' carries no cosine distance"):
+        apply_gate([bm25_only], "q", 0.5)
 
 
 # ---- orchestration -------------------------------------------------------------------------
 
 
-def test_ask_cites_the_rows_that_pass_and_builds_the_prompt():
-    searcher = FakeSearcher([row(1, 0.30, 0.6), row(2, 0.60, 0.5), row(3, 0.20, 0.4)])
+def test_ask_cites_the_hits_that_pass_and_builds_the_prompt():
+    searcher = FakeSearcher([hit(1, 0.30, 0.6), hit(2, 0.60, 0.5), hit(3, 0.20, 0.4)])
     answer = ask(searcher, "What is in part 3?", AskOptions(k=4))
     assert searcher.calls == [("rerank", "hybrid", 4, 25)]  # the default: rerank the hybrid top 25
     assert not answer.refused and answer.threshold == cosine_cut(MINILM)
@@ -123,14 +130,14 @@ def test_ask_cites_the_rows_that_pass_and_builds_the_prompt():
     assert [c.chunk_id for c in answer.citations] == ["c1", "c3"]
     first = answer.citations[0]
     assert (first.fragment, first.label, first.document) == ("#char=100,134", "Notes > Part 1", "notes.md")
-    assert first.quote == row(1, 0)["content"] and first.rerank_score == 0.6
+    assert first.quote == hit(1, 0).chunk.content and first.rerank_score == 0.6
     assert answer.prompt.startswith("Answer using ONLY the numbered sources below. Cite every claim as [n].\n")
     assert "[2] notes.md - Notes > Part 3\n> Sentence number 3 of the document.\n" in answer.prompt
     assert answer.prompt.endswith("QUESTION\nWhat is in part 3?\n")
 
 
 def test_ask_json_shape_is_exact():
-    answer = ask(FakeSearcher([row(1, 0.2, 0.5)]), "q?", AskOptions(retriever="dense", cut=0.5))
+    answer = ask(FakeSearcher([hit(1, 0.2, 0.5)]), "q?", AskOptions(retriever="dense", cut=0.5))
     data = answer.to_dict()
     assert list(data) == JSON_KEYS
     assert list(data["citations"][0]) == CITATION_KEYS
@@ -140,7 +147,7 @@ def test_ask_json_shape_is_exact():
 
 def test_a_refused_question_has_no_prompt_and_never_reaches_the_model():
     client = FakeClient("should not be called")
-    answer = ask(FakeSearcher([row(1, 0.9), row(2, 0.8)]), "absurd?", AskOptions(retriever="dense", cut=0.45))
+    answer = ask(FakeSearcher([hit(1, 0.9), hit(2, 0.8)]), "absurd?", AskOptions(retriever="dense", cut=0.45))
     assert answer.refused and answer.prompt is None and answer.citations == ()
     assert generate(answer, client) is answer and client.prompts == []
     assert answer.to_dict() == {"query": "absurd?", "refused": True, "threshold": 0.45, "citations": [],
@@ -148,7 +155,7 @@ def test_a_refused_question_has_no_prompt_and_never_reaches_the_model():
 
 
 def test_generate_removes_unknown_citations_and_flags_uncited_sentences():
-    answer = ask(FakeSearcher([row(1, 0.2), row(2, 0.3)]), "q?", AskOptions(retriever="hybrid"))
+    answer = ask(FakeSearcher([hit(1, 0.2), hit(2, 0.3)]), "q?", AskOptions(retriever="hybrid"))
     client = FakeClient("Part one says so [1]. Part seven disagrees [7]. The sky is green.")
     done = generate(answer, client)
     assert client.prompts == [answer.prompt]
@@ -162,7 +169,7 @@ def test_generate_removes_unknown_citations_and_flags_uncited_sentences():
 
 
 def test_retriever_choice_and_reranking_a_chosen_list():
-    searcher = FakeSearcher([row(1, 0.2)])
+    searcher = FakeSearcher([hit(1, 0.2)])
     ask(searcher, "q", AskOptions(retriever="dense", cut=0.5))
     ask(searcher, "q", AskOptions(retriever="bm25", cut=0.5))
     ask(searcher, "q", AskOptions(retriever="dense", rerank=True, cut=0.5, k=2))
@@ -170,7 +177,7 @@ def test_retriever_choice_and_reranking_a_chosen_list():
 
 
 def test_an_uncalibrated_model_needs_an_explicit_cut():
-    searcher = FakeSearcher([row(1, 0.2)], model="/models/other")
+    searcher = FakeSearcher([hit(1, 0.2)], model="/models/other")
     with pytest.raises(Uncalibrated):
         ask(searcher, "q", AskOptions(retriever="dense"))
     assert not ask(searcher, "q", AskOptions(retriever="dense", cut=0.3)).refused

@@ -3,10 +3,10 @@ import math
 
 import pytest
 
-from citeline.evaluation.gate import (
-    COSINE, RERANK, GatePoint, GateQuery, best_ood, cosine_grid, frontier, gate_point, passing, recommend,
-    score_grid, separable, worst_answer,
-)
+from citeline.evaluation.gate import best_ood, cosine_grid, recommend, score_grid, separable, worst_answer
+from citeline.query.thresholds import GatePoint, GateQuery, gate_point, passing
+from citeline.query.thresholds import sweep as frontier
+from citeline.schemas.retrieval import RERANK
 
 NAN = math.nan
 

@@ -5,13 +5,11 @@ straddles the 512-character boundary of blind chunking (lost under A, kept by B'
 overlap and by every boundary strategy). Every strategy makes fewer than 20 chunks, so a
 dense search at depth 20 returns all of them and Recall@20 = 1 - destroyed exactly.
 """
-import hashlib
 import json
-import re
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
+from fakes import HashEmbedder
 
 from citeline.eval_cmd import eval_command
 from citeline.evaluation import harness as harness_module
@@ -70,28 +68,11 @@ def tiny_corpus(root):
     return root
 
 
-class HashedBow:
-    """A deterministic fake embedder: a hashed bag of words (hashlib, stable across processes)."""
-
-    name = "test/hashed-bow"
-    dim = 64
-    max_tokens = 64
-
-    def count_tokens(self, texts):
-        return [len(t.split()) + 2 for t in texts]
-
-    def _vector(self, text):
-        v = np.zeros(self.dim, dtype=np.float32)
-        v[0] = 0.1  # never the zero vector
-        for word in re.findall(r"[a-z0-9]+", text.lower()):
-            v[int(hashlib.sha256(word.encode()).hexdigest()[:8], 16) % self.dim] += 1.0
-        return v / np.linalg.norm(v)
-
-    def embed_documents(self, texts):
-        return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
-
-    def embed_query(self, text):
-        return self._vector(text)
+def narrow_fake() -> HashEmbedder:
+    """The shared fake with a 64-word-piece window, so that chunks of the tiny corpus truncate."""
+    fake = HashEmbedder()
+    fake.max_tokens = 64
+    return fake
 
 
 BASIC = ("dense", "bm25", "hybrid")
@@ -105,7 +86,7 @@ def corpus(tmp_path):
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     root = tiny_corpus(tmp_path_factory.mktemp("c") / "tiny")
-    return run_evaluation(load_corpus(root), EvalConfig(retrievers=BASIC), embedder=HashedBow())
+    return run_evaluation(load_corpus(root), EvalConfig(retrievers=BASIC), embedder=narrow_fake())
 
 
 def test_destroyed_known_by_construction(results):
@@ -144,13 +125,13 @@ def test_every_strategy_and_retriever_ran(results):
 
 def test_identical_inputs_give_identical_results(corpus, tmp_path):
     config = EvalConfig(strategies=("A", "E"), retrievers=BASIC)
-    first = run_evaluation(corpus, config, embedder=HashedBow())
-    second = run_evaluation(corpus, config, embedder=HashedBow(), db_dir=tmp_path / "kept")
+    first = run_evaluation(corpus, config, embedder=narrow_fake())
+    second = run_evaluation(corpus, config, embedder=narrow_fake(), db_dir=tmp_path / "kept")
     strip = lambda r: dumps({k: v for k, v in r.items() if k != "timings"})  # noqa: E731
     assert strip(first) == strip(second)
     assert set(first["timings"]) == {"index_s", "query_ms", "total_s"}
     # A kept --db-dir is reused: running again over it changes nothing either.
-    third = run_evaluation(corpus, config, embedder=HashedBow(), db_dir=tmp_path / "kept")
+    third = run_evaluation(corpus, config, embedder=narrow_fake(), db_dir=tmp_path / "kept")
     assert strip(third) == strip(first)
 
 
@@ -167,11 +148,11 @@ def _without_rerank(monkeypatch):
 
 def test_unavailable_rerank_is_skipped_by_default_and_refused_when_asked(corpus, monkeypatch):
     _without_rerank(monkeypatch)
-    results = run_evaluation(corpus, EvalConfig(strategies=("C",)), embedder=HashedBow())
+    results = run_evaluation(corpus, EvalConfig(strategies=("C",)), embedder=narrow_fake())
     assert results["config"]["retrievers"] == list(BASIC)
     assert results["skipped"][0]["retriever"] == "rerank" and "unknown retriever" in results["skipped"][0]["reason"]
     with pytest.raises(EvalError, match="'rerank' retriever is not available"):
-        run_evaluation(corpus, EvalConfig(strategies=("C",), retrievers=("dense", "rerank")), embedder=HashedBow())
+        run_evaluation(corpus, EvalConfig(strategies=("C",), retrievers=("dense", "rerank")), embedder=narrow_fake())
 
 
 def test_config_is_checked():
@@ -188,7 +169,7 @@ def test_config_is_checked():
 
 @pytest.fixture
 def fake_model(monkeypatch):
-    monkeypatch.setattr(harness_module, "load_embedder", lambda config: HashedBow())
+    monkeypatch.setattr(harness_module, "load_embedder", lambda config: narrow_fake())
 
 
 def test_command_writes_report(tmp_path, fake_model):

@@ -47,14 +47,14 @@ def test_nan_distance_never_passes():
     assert isinstance(result, Refusal) and result.best is None
 
 
-def test_dense_hits_are_gated_on_their_score_and_returned_as_hits():
-    hits = [Hit("a", 1, 0.3, "dense"), Hit("b", 2, 0.9, "dense")]
+def test_hits_are_gated_on_their_distance_and_returned_as_hits():
+    hits = [Hit("a", 1, 0.03, "hybrid", distance=0.3), Hit("b", 2, 0.02, "hybrid", distance=0.9)]
     assert gate(hits, cut=0.5) == [hits[0]]
 
 
-def test_a_fused_hit_is_not_a_distance():
+def test_a_fused_score_is_not_a_distance():
     # RRF scores are ~0.03: gating them on a cosine cut would pass everything.
-    with pytest.raises(ValueError, match="'hybrid' hit 'a'"):
+    with pytest.raises(ValueError, match="'hybrid' hit 'a' carries no cosine distance"):
         gate([Hit("a", 1, 0.03, "hybrid")], cut=0.5)
 
 
@@ -74,11 +74,11 @@ def test_score_gate_refusal_reports_the_highest_score():
     assert result.message() == 'NO ANSWER: nothing over rerank score 0.5 for "q"'
 
 
-def test_score_gate_takes_reranker_hits_but_not_distances():
-    hits = [Hit("a", 1, 2.0, "rerank"), Hit("b", 2, -4.0, "rerank")]
+def test_score_gate_takes_reranked_hits_but_not_distances():
+    hits = [Hit("a", 1, 0.1, "rerank", rerank_score=2.0), Hit("b", 2, 0.0, "rerank", rerank_score=-4.0)]
     assert gate_score(hits, min_score=0.0) == [hits[0]]
-    with pytest.raises(ValueError, match="'dense' hit"):
-        gate_score([Hit("a", 1, 0.2, "dense")], min_score=0.0)
+    with pytest.raises(ValueError, match="'dense' hit 'a' carries no rerank score"):
+        gate_score([Hit("a", 1, 0.2, "dense", distance=0.2)], min_score=0.0)
 
 
 def test_refusal_serialises_for_json_output():

@@ -6,9 +6,10 @@ import pytest
 
 from citeline.query.maxsim import maxsim, mix, zscore
 from citeline.query.rerank import (
-    CrossEncoderReranker, MaxSimReranker, Reranker, RerankerUnavailable, get_reranker, rerank,
+    CrossEncoderReranker, MaxSimReranker, Passage, Reranker, RerankerUnavailable, get_reranker, rerank,
 )
 from citeline.schemas.errors import CitelineError
+from citeline.schemas.retrieval import ChunkRow, Hit
 
 
 class Fixed:
@@ -17,13 +18,21 @@ class Fixed:
     def __init__(self, scores, cosine_weight=0.0):
         self.scores, self.cosine_weight, self.name = list(scores), cosine_weight, "fixed"
 
-    def score(self, query, rows):
-        return self.scores[: len(rows)]
+    def score(self, query, passages):
+        return self.scores[: len(passages)]
+
+
+def candidate(i, content, distance=0.5):
+    return Hit(f"c{i}", i, distance, "dense", ChunkRow(f"c{i}", "d", "a.md", "", "", 0, 1, content, ""),
+               distance=distance)
 
 
 def rows(*distances):
-    return [{"chunk_id": f"c{i}", "content": f"text {i}", "rank": i, "distance": d}
-            for i, d in enumerate(distances, 1)]
+    return [candidate(i, f"text {i}", d) for i, d in enumerate(distances, 1)]
+
+
+def contents(*texts):
+    return [candidate(i, text) for i, text in enumerate(texts, 1)]
 
 
 # ---- MaxSim arithmetic ---------------------------------------------------------------------
@@ -60,21 +69,23 @@ def test_zscore_and_mix():
 
 
 def test_rerank_orders_by_score_and_keeps_the_candidate_rank():
-    out = rerank("q", rows(0.1, 0.2, 0.3), Fixed([0.2, 0.9, 0.5]))
-    assert [r["chunk_id"] for r in out] == ["c2", "c3", "c1"]
-    assert [r["rank"] for r in out] == [1, 2, 3]
-    assert [r["candidate_rank"] for r in out] == [2, 3, 1]
-    assert [r["rerank_score"] for r in out] == [0.9, 0.5, 0.2]
-    assert all(r["retriever"] == "rerank" and r["score"] == r["rerank_score"] for r in out)
-    assert [r["distance"] for r in out] == [0.2, 0.3, 0.1]  # the gate still sees each row's distance
+    candidates = rows(0.1, 0.2, 0.3)
+    out = rerank("q", candidates, Fixed([0.2, 0.9, 0.5]))
+    assert [r.chunk_id for r in out] == ["c2", "c3", "c1"]
+    assert [r.rank for r in out] == [1, 2, 3]
+    assert [r.candidate_rank for r in out] == [2, 3, 1]
+    assert [r.rerank_score for r in out] == [0.9, 0.5, 0.2]
+    assert all(r.retriever == "rerank" and r.score == r.rerank_score for r in out)
+    assert [r.distance for r in out] == [0.2, 0.3, 0.1]  # the gate still sees each hit's distance
+    assert [r.chunk for r in out] == [candidates[i].chunk for i in (1, 2, 0)]
 
 
 def test_rerank_keeps_the_candidates_order_on_ties_and_cuts_to_k():
     out = rerank("q", rows(0.1, 0.2, 0.3, 0.4), Fixed([0.5, 0.7, 0.5, 0.7]), k=3)
-    assert [r["chunk_id"] for r in out] == ["c2", "c4", "c1"]
+    assert [r.chunk_id for r in out] == ["c2", "c4", "c1"]
 
 
-def test_rerank_does_not_touch_the_input_rows():
+def test_rerank_does_not_touch_the_input_hits():
     candidates = rows(0.1, 0.2)
     rerank("q", candidates, Fixed([0.1, 0.9]))
     assert candidates == rows(0.1, 0.2)
@@ -85,14 +96,14 @@ def test_cosine_weight_mixes_z_scores_but_rerank_score_stays_raw():
     candidates = rows(0.50, 0.10, 0.60)  # cosines 0.5, 0.9, 0.4
     pure = rerank("q", candidates, Fixed([0.62, 0.60, 0.40]))
     mixed = rerank("q", candidates, Fixed([0.62, 0.60, 0.40], cosine_weight=0.5))
-    assert [r["chunk_id"] for r in pure] == ["c1", "c2", "c3"]
-    assert [r["chunk_id"] for r in mixed] == ["c2", "c1", "c3"]
-    assert mixed[0]["rerank_score"] == 0.60 and mixed[0]["score"] != 0.60
+    assert [r.chunk_id for r in pure] == ["c1", "c2", "c3"]
+    assert [r.chunk_id for r in mixed] == ["c2", "c1", "c3"]
+    assert mixed[0].rerank_score == 0.60 and mixed[0].score != 0.60
 
 
 def test_rerank_of_nothing_and_a_reranker_that_miscounts():
     assert rerank("q", [], Fixed([])) == []
-    with pytest.raises(ValueError, match="returned 1 scores for 2 rows"):
+    with pytest.raises(ValueError, match="returned 1 scores for 2 passages"):
         rerank("q", rows(0.1, 0.2), Fixed([0.3]))
 
 
@@ -144,16 +155,15 @@ def test_token_vectors_drop_special_tokens_and_are_unit_length(minilm):
 
 @pytest.mark.model
 def test_maxsim_puts_the_passage_that_answers_first(minilm):
-    candidates = [
-        {"content": "The learning rate is decayed by a factor of ten every thirty epochs.", "distance": 0.5},
-        {"content": "Stock prices fell sharply on Tuesday after the announcement.", "distance": 0.5},
-        {"content": "Dropout randomly zeroes hidden activations during training to regularize the network.",
-         "distance": 0.5},
-    ]
+    candidates = contents(
+        "The learning rate is decayed by a factor of ten every thirty epochs.",
+        "Stock prices fell sharply on Tuesday after the announcement.",
+        "Dropout randomly zeroes hidden activations during training to regularize the network.",
+    )
     out = rerank("What does dropout zero out during training?", candidates, MaxSimReranker(minilm))
-    assert out[0]["content"].startswith("Dropout")
-    assert out[-1]["content"].startswith("Stock")
-    assert all(-1.0 <= r["rerank_score"] <= 1.0 for r in out)
+    assert out[0].chunk.content.startswith("Dropout")
+    assert out[-1].chunk.content.startswith("Stock")
+    assert all(-1.0 <= r.rerank_score <= 1.0 for r in out)
 
 
 @pytest.mark.model
@@ -167,12 +177,12 @@ def test_maxsim_runs_on_the_int8_onnx_encoder_too(minilm):
     assert [len(v) for v in onnx] == [len(v) for v in torch_vectors]  # same word-pieces, specials dropped
     assert np.allclose(np.linalg.norm(onnx[1], axis=1), 1.0, atol=1e-5)
     assert np.mean(np.sum(onnx[1] * torch_vectors[1], axis=1)) > 0.95  # int8 is close to fp32
-    candidates = [
-        {"content": "Stock prices fell sharply on Tuesday after the announcement.", "distance": 0.5},
-        {"content": "Dropout randomly zeroes hidden activations during training.", "distance": 0.5},
-    ]
+    candidates = contents(
+        "Stock prices fell sharply on Tuesday after the announcement.",
+        "Dropout randomly zeroes hidden activations during training.",
+    )
     out = rerank("What does dropout zero out during training?", candidates, MaxSimReranker(int8))
-    assert out[0]["content"].startswith("Dropout")
+    assert out[0].chunk.content.startswith("Dropout")
 
 
 @pytest.fixture(scope="module")
@@ -193,21 +203,22 @@ def test_cross_encoder_from_a_local_folder_orders_by_its_own_scores(cross_encode
     from sentence_transformers import CrossEncoder
 
     query = "How is the learning rate scheduled?"
-    candidates = [{"content": t, "text": f"[Doc]\n{t}", "distance": 0.4} for t in (
+    candidates = contents(
         "Warmup increases the learning rate linearly.", "Cats sleep most of the day.",
-        "Cosine schedules decay the rate smoothly.", "Batch norm normalises activations.")]
+        "Cosine schedules decay the rate smoothly.", "Batch norm normalises activations.")
+    passages = [Passage(f"[Doc]\n{c.chunk.content}") for c in candidates]
     reranker = get_reranker(str(cross_encoder_dir), embedder=None)
-    expected = CrossEncoder(str(cross_encoder_dir), device="cpu").predict([(query, r["text"]) for r in candidates])
+    expected = CrossEncoder(str(cross_encoder_dir), device="cpu").predict([(query, p.text) for p in passages])
 
-    scores = reranker.score(query, candidates)
+    scores = reranker.score(query, passages)
     assert scores == pytest.approx(expected.tolist(), abs=1e-5)  # it reads the embedded text
-    out = rerank(query, candidates, reranker, k=3)
-    assert [r["rerank_score"] for r in out] == sorted(scores, reverse=True)[:3]
-    assert [r["content"] for r in out] == [candidates[i]["content"] for i in np.argsort(-np.array(scores))[:3]]
+    out = rerank(query, candidates, reranker, k=3, passages=passages)
+    assert [r.rerank_score for r in out] == sorted(scores, reverse=True)[:3]
+    assert [r.chunk for r in out] == [candidates[i].chunk for i in np.argsort(-np.array(scores))[:3]]
 
 
 @pytest.mark.model
 def test_a_cross_encoder_that_is_not_on_disk_is_a_clear_error(tmp_path):
     reranker = CrossEncoderReranker("nobody/not-a-cached-cross-encoder")
     with pytest.raises(RerankerUnavailable, match="cannot load the cross-encoder"):
-        reranker.score("q", [{"content": "x"}])
+        reranker.score("q", [Passage("x")])

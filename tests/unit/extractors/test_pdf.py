@@ -159,3 +159,23 @@ def test_a_scan_with_a_text_stamp_is_still_ocrd(make, h):
     canonical = pdf.extract(make.stamped_scan_pdf(), "stamped.pdf")
     h.find(canonical, "The right column covers the budget for the bridge.")
     assert any("scanned page with little text layer: 1" in note for note in canonical.notes)
+
+
+def _slides(titles: list[str]) -> bytes:
+    """A deck exported as PDF: each page holds one line at the top, "Slide N: title"."""
+    import fitz
+
+    doc = fitz.open()
+    for n, title in enumerate(titles, 1):
+        page = doc.new_page(width=720, height=405)
+        page.insert_text((36, 40), f"Slide {n}: {title}", fontsize=20)
+    return doc.tobytes()
+
+
+def test_a_page_whose_only_line_repeats_keeps_it():
+    """The line matches its neighbours like a running header, but it is all the page says."""
+    titles = ["Quarterly review", "Quarterly results", "Quarterly outlook", "Quarterly risks", "Quarterly plans"]
+    canonical = pdf.extract(_slides(titles), "deck.pdf")
+    for n, title in enumerate(titles, 1):
+        assert f"Slide {n}: {title}" in canonical.text
+    assert [s.locator.page for s in canonical.segments] == [1, 2, 3, 4, 5]

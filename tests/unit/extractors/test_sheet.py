@@ -73,6 +73,19 @@ def test_sheet_names_are_quoted_by_excels_rules(book):
     assert "Sparse!A1:C1" in fragments
 
 
+@pytest.mark.parametrize("name", ["R1C1", "RC", "R", "C", "R12C3", "rc2", "A1", "XFD9"])
+def test_sheet_names_that_read_as_cell_references_are_quoted(name):
+    """Unquoted, 'R1C1!A1:B2' would read as a reference in R1C1 notation, not a sheet."""
+    wb = openpyxl.Workbook()
+    wb.active.title = name
+    wb.active.append(["Item", "Count"])
+    wb.active.append(["walrus", 3])
+    data = io.BytesIO()
+    wb.save(data)
+    canonical = sheet.extract(data.getvalue(), "refs.xlsx")
+    assert f"'{name}'!A2:B2" in {s.locator.fragment() for s in canonical.segments}
+
+
 def test_sheets_become_sections_and_empty_sheets_vanish(book):
     assert "## Q1 sales\n\n" in book.text and "## Notes\n\n" in book.text
     assert "Empty" not in book.text
