@@ -173,20 +173,35 @@ def reindex(db, model, strategy, wait_s):
 @cli.command()
 @db_option
 @click.option("--yes", is_flag=True, help="Drop them; without it, only list what would go.")
-def gc(db, yes):
-    """List (or with --yes drop) chunks tables that are not the active one."""
+@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
+              help="Seconds to wait for another writer of the same index.")
+def gc(db, yes, wait_s):
+    """List (or with --yes drop) chunks tables that are not the active one.
+
+    The table a running or interrupted re-index is building is kept: `citeline reindex`
+    resumes it. gc takes the writer lock, so it never runs beside another writer.
+    """
+    from citeline.index.lock import writer_lock
     from citeline.index.store import Store
 
     with cli_errors():
         store = Store.existing(db)
-    idle = [(name, stamp) for name, stamp, active in store.chunk_tables() if not active]
-    for name, stamp in idle:
-        click.echo(f"{'dropping' if yes else 'would drop'} {name}: {stamp.embed_model} ({stamp.embed_dim}-d), "
-                   f"strategy {stamp.strategy}, {store.count_chunks(table=name)} rows")
-        if yes:
-            store.drop_table(name)
-    if not idle:
-        click.echo("nothing to drop: only the active chunks table exists")
+        with writer_lock(db, wait_s):
+            building = store.staging_table()
+            idle = [(name, stamp) for name, stamp, active in store.chunk_tables() if not active]
+            for name, stamp in idle:
+                what = f"{name}: {stamp.embed_model} ({stamp.embed_dim}-d), strategy {stamp.strategy}, " \
+                       f"{store.count_chunks(table=name)} rows"
+                if name == building:
+                    click.echo(f"keeping {what}: a re-index to it has not switched yet "
+                               "(run the same `citeline reindex` again to finish it)")
+                    continue
+                click.echo(f"{'dropping' if yes else 'would drop'} {what}")
+                if yes:
+                    store.drop_table(name)
+            if not [name for name, _ in idle if name != building]:
+                click.echo("nothing to drop: only the active chunks table exists" if not idle
+                           else "nothing else to drop")
 
 
 @cli.command()

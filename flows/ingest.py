@@ -9,6 +9,7 @@ from prefect import flow
 from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from citeline.index.faults import is_storage_error
 from citeline.index.lock import writer_lock
 from citeline.pipeline.plan import SyncPlan, Todo, plan_sync
 from citeline.pipeline.walk import list_files
@@ -19,7 +20,7 @@ from citeline.schemas.stamp import STAMP_COLUMNS, IndexStamp
 from citeline.schemas.status import DocError, DocStatus, Outcome, RunSummary
 from citeline.tasks.document import prepare_document, write_document
 from citeline.tasks.log import get_logger
-from citeline.tasks.record import forget_deleted, record_failures
+from citeline.tasks.record import as_failures, forget_deleted, record_failures
 from citeline.tasks.report import publish_report
 from citeline.tasks.store import stamp_for, store_for
 from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
@@ -54,14 +55,21 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
         marks.append(time.perf_counter())
         log.info("run.planned", total=len(plan.todo), skipped=len(plan.skip), gone=len(plan.gone))
         outcomes, failed = run_documents(plan.todo, stamp, settings)
-        failures = record_failures(failed, settings) if failed else []
-        deleted = forget_deleted(plan.gone, stamp, settings) if plan.gone else 0
-        marks.append(time.perf_counter())
-        if outcomes or failures or deleted or store.needs_finish():
-            store.finish_run(stamp)
-        marks.append(time.perf_counter())
-        if keeps_token_vectors(settings, stamp):
-            store_token_vectors(settings, stamp)
+        failures, deleted, stopped = as_failures(failed), 0, None
+        try:
+            failures = record_failures(failed, settings) if failed else []
+            deleted = forget_deleted(plan.gone, stamp, settings) if plan.gone else 0
+            marks.append(time.perf_counter())
+            if outcomes or failures or deleted or store.needs_finish():
+                store.finish_run(stamp)
+            marks.append(time.perf_counter())
+            if keeps_token_vectors(settings, stamp):
+                store_token_vectors(settings, stamp)
+        except Exception as exc:  # disk full, I/O error: report what was done, the next run finishes
+            if not is_storage_error(exc):
+                raise
+            stopped = exc
+            log.error("run.stopped", reason=str(exc))
         summary = RunSummary(
             indexed=len(outcomes), failed=len(failures), skipped=len(plan.skip), deleted=deleted,
             chunks=sum(o.chunks for o in outcomes), truncated=sum(o.truncated for o in outcomes),
@@ -70,7 +78,7 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
     seconds = dict(zip(("plan", "documents", "finish"), (round(b - a, 4) for a, b in zip(marks, marks[1:]))))
     log.info("run.finished", seconds=seconds, **{k: v for k, v in summary.__dict__.items() if k != "failures"})
     publish_report(summary, root)
-    return final_state(summary, max_failed)
+    return stopped_state(summary, stopped) if stopped else final_state(summary, max_failed)
 
 
 def plan_folder(root: str, store, stamp) -> SyncPlan:
@@ -133,6 +141,17 @@ def as_doc_error(result, state) -> DocError:
     if isinstance(result, BaseException):
         raise result
     raise RuntimeError(f"a document task failed without a reason: {state.message}")
+
+
+def stopped_state(summary: RunSummary, exc: Exception):
+    """A run the system stopped after its documents (disk full): Failed, with its summary.
+
+    Every commit before the error stands: a document is either written with its record,
+    or still stale or failed in the record set, so the next sync indexes it again; the
+    full-text index and token vectors are brought up to date by the next run.
+    """
+    return Failed(message=f"{summary.line()}; the run stopped before finishing: {exc}. "
+                          "Free the space and run it again: it finishes what this one left.", data=summary)
 
 
 def final_state(summary: RunSummary, max_failed: int | None):

@@ -1,4 +1,5 @@
 """Blue/green re-index: a new model (or strategy) built beside the live index, then switched."""
+from collections import Counter
 from dataclasses import dataclass
 
 from prefect import flow
@@ -6,7 +7,9 @@ from prefect.futures import wait
 from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from citeline.index.faults import is_storage_error
 from citeline.index.lock import writer_lock
+from citeline.index.store import Store
 from citeline.pipeline.record import restamped_record
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
@@ -50,8 +53,12 @@ def reindex(settings: IndexSettings, wait_s: float = 0.0):
         new = stamp_for(settings)
         if new == old:
             return Completed(message="already current", data=ReindexSummary(old, new, 0, store.count_chunks(), False))
+        staged = chunks_table_name(new)
         store.staging(new)
+        store.mark_staging(new)
         records = [r for r in store.document_rows() if r["canonical"] is not None]
+        if pruned := prune_unrecorded(store, staged, {r["doc_id"] for r in records}):
+            log.warning("reindex.pruned", table=staged, documents=len(pruned))
         futures = {reembed_document.submit(r, new, settings): r for r in records}
         wait(list(futures))
         failures = tuple(Failure(r["path"], "embed", f.state.message or "re-embedding failed")
@@ -59,14 +66,57 @@ def reindex(settings: IndexSettings, wait_s: float = 0.0):
         if failures:
             summary = ReindexSummary(old, new, len(records), 0, False, failures)
             return Failed(message=f"{len(failures)} documents failed; the live index is unchanged", data=summary)
-        store.finish_run(new, staged=True)
-        # The new table keeps token vectors if the live one had them: switch only when filled.
-        if keeps_token_vectors(settings, old):
-            store_token_vectors(settings, new)
+        try:
+            store.finish_run(new, staged=True)
+            # The new table keeps token vectors if the live one had them: switch only when filled.
+            if keeps_token_vectors(settings, old):
+                store_token_vectors(settings, new)
+        except Exception as exc:  # disk full: the staged table waits, complete, for the next run
+            if not is_storage_error(exc):
+                raise
+            summary = ReindexSummary(old, new, len(records), 0, False)
+            return Failed(message=f"not switched, the live index is unchanged: {exc}; run the re-index again "
+                                  "once there is space: it resumes", data=summary)
+        expected = {r["doc_id"]: (r["path"], f.result()) for f, r in futures.items()}
+        if problems := unpublishable(store.rows_per_document(staged), expected):
+            summary = ReindexSummary(old, new, len(records), 0, False)
+            return Failed(message=f"not switched, the live index is unchanged: {'; '.join(problems[:5])}"
+                                  + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""),
+                          data=summary)
         store.activate(new)
         store.upsert_documents([restamped_record(r["doc_id"], new, store.count_chunks(r["doc_id"])) for r in store.document_rows(
             ["doc_id", "status"])])
         summary = ReindexSummary(old, new, len(records), store.count_chunks(), True)
-    log.info("reindex.switched", old_table=chunks_table_name(old), new_table=chunks_table_name(new), rows=summary.rows)
+    log.info("reindex.switched", old_table=chunks_table_name(old), new_table=staged, rows=summary.rows)
     return Completed(message=summary.line(), data=summary)
 
+
+def prune_unrecorded(store: Store, table: str, recorded: set[str]) -> list[str]:
+    """Delete the rows of documents without a record from a reused staging table.
+
+    The table may be an earlier re-index's (the model switched back) or an interrupted
+    one's; a document deleted since has no record, and nothing else would remove it.
+
+    Returns:
+        The doc ids whose rows were deleted.
+    """
+    gone = sorted(set(store.rows_per_document(table)) - recorded)
+    store.delete_chunks_of(table, gone)
+    return gone
+
+
+def unpublishable(staged: Counter, expected: dict[str, tuple[str, int]]) -> list[str]:
+    """Why the staged table must not go live: rows of unrecorded documents, or counts off.
+
+    Args:
+        staged: rows per doc id in the staged table.
+        expected: doc id -> (path, rows its re-embedding reported) for every recorded document.
+
+    >>> unpublishable(Counter({"a": 2, "x": 1}), {"a": ("a.md", 2), "b": ("b.md", 1)})
+    ['1 rows of document x, which has no record', 'b.md: 0 rows staged, 1 expected']
+    """
+    return [
+        *(f"{staged[d]} rows of document {d}, which has no record" for d in sorted(set(staged) - set(expected))),
+        *(f"{path}: {staged[d]} rows staged, {rows} expected"
+          for d, (path, rows) in sorted(expected.items(), key=lambda e: e[1][0]) if staged[d] != rows),
+    ]

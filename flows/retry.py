@@ -4,12 +4,13 @@ from pathlib import Path
 from prefect import flow
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from citeline.flows.ingest import final_state, run_documents
+from citeline.flows.ingest import final_state, run_documents, stopped_state
+from citeline.index.faults import is_storage_error
 from citeline.index.lock import writer_lock
 from citeline.pipeline.plan import Todo
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.status import DocStatus, RunSummary
-from citeline.tasks.record import record_failures
+from citeline.tasks.record import as_failures, record_failures
 from citeline.tasks.report import publish_report
 from citeline.tasks.store import stamp_for, store_for
 from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
@@ -29,17 +30,23 @@ def retry_failed(settings: IndexSettings = IndexSettings(), path: str | None = N
         store.chunks(stamp, create=True)
         todo = failed_todo(store.document_rows(where=f"status = '{DocStatus.FAILED}'"), path)
         outcomes, failed = run_documents(todo, stamp, settings)
-        failures = record_failures(failed, settings) if failed else []
-        if outcomes:
-            store.finish_run(stamp)
-            if keeps_token_vectors(settings, stamp):
-                store_token_vectors(settings, stamp)
+        failures, stopped = as_failures(failed), None
+        try:
+            failures = record_failures(failed, settings) if failed else []
+            if outcomes:
+                store.finish_run(stamp)
+                if keeps_token_vectors(settings, stamp):
+                    store_token_vectors(settings, stamp)
+        except Exception as exc:  # disk full: report what was done, the next run finishes
+            if not is_storage_error(exc):
+                raise
+            stopped = exc
         summary = RunSummary(indexed=len(outcomes), failed=len(failures),
                              chunks=sum(o.chunks for o in outcomes),
                              truncated=sum(o.truncated for o in outcomes),
                              rows=store.count_chunks(), failures=tuple(failures))
     publish_report(summary, path or settings.db)
-    return final_state(summary, None)
+    return stopped_state(summary, stopped) if stopped else final_state(summary, None)
 
 
 def failed_todo(records: list[dict], path: str | None) -> list[Todo]:

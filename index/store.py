@@ -1,6 +1,7 @@
 """The only module that opens LanceDB: open with a stamp check, write, read (queries: index/reader.py)."""
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -105,13 +106,32 @@ class Store:
         return rows[0]["value"] if rows else None
 
     def activate(self, stamp: IndexStamp) -> None:
-        """Point queries at the table of ``stamp`` (one commit: the switch is atomic)."""
+        """Point queries at the table of ``stamp`` (one commit: the switch is atomic).
+
+        The same commit drops the re-index mark of that table (``mark_staging``): once
+        live, it is no re-index in progress.
+        """
         name = chunks_table_name(stamp)
         if not self.has_table(name):
             raise IndexMismatch(f"no chunks table for {stamp} to activate")
         meta = self.db.create_table(META, schema=META_SCHEMA, exist_ok=True)
         row = pa.Table.from_pylist([{"key": "active", "value": name}], schema=META_SCHEMA)
+        (meta.merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
+         .when_not_matched_by_source_delete(equals("key", "staging") & equals("value", name)).execute(row))
+
+    def mark_staging(self, stamp: IndexStamp) -> None:
+        """Record that a re-index builds the table of ``stamp``, so ``gc`` keeps it until the
+        re-index switches to it (or another re-index replaces the mark)."""
+        meta = self.db.create_table(META, schema=META_SCHEMA, exist_ok=True)
+        row = pa.Table.from_pylist([{"key": "staging", "value": chunks_table_name(stamp)}], schema=META_SCHEMA)
         meta.merge_insert("key").when_matched_update_all().when_not_matched_insert_all().execute(row)
+
+    def staging_table(self) -> str | None:
+        """The chunks table a live or interrupted re-index is building, if any."""
+        if not self.has_table(META):
+            return None
+        rows = _scan(self.db.open_table(META), ["value"], equals("key", "staging"))
+        return rows[0]["value"] if rows else None
 
     def table_stamp(self, name: str) -> IndexStamp:
         raw = (self.db.open_table(name).schema.metadata or {}).get(STAMP_KEY)
@@ -160,7 +180,10 @@ class Store:
         if found is None:
             if not create:
                 self.require_stamp()
-            self.staging(expected)
+            # The full-text index exists before the table goes live (empty, it costs
+            # nothing; LanceDB also searches rows added since): a run killed before
+            # finish_run leaves BM25 working, only lagging (issue 18.7).
+            self.staging(expected).create_index("text", config=TEXT_INDEX, replace=True)
             self.activate(expected)
             return self.db.open_table(chunks_table_name(expected))
         check_stamp(found, expected, self.uri)
@@ -255,6 +278,18 @@ class Store:
             (table.merge_insert("chunk_id").when_matched_update_all().when_not_matched_insert_all()
              .when_not_matched_by_source_delete(where).execute(rows))
         return _count(table, where)
+
+    def rows_per_document(self, table: str | None = None) -> Counter:
+        """Rows per document of the active chunks table (or ``table``), in one scan."""
+        name = table or self.active_table()
+        if name is None:
+            return Counter()
+        return Counter(r["doc_id"] for r in _scan(self.db.open_table(name), ["doc_id"], None))
+
+    def delete_chunks_of(self, table: str, doc_ids: Iterable[str]) -> None:
+        """Delete every row of these documents from ``table``, in one commit."""
+        if doc_ids := list(doc_ids):
+            self.db.open_table(table).delete(one_of("doc_id", doc_ids))
 
     def count_chunks(self, doc_id: str | None = None, table: str | None = None) -> int:
         """Rows of the active chunks table (or ``table``), of one document if given."""

@@ -13,6 +13,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Failed
 
+from citeline.index.faults import is_storage_error
 from citeline.index.store import chunk_table
 from citeline.pipeline.plan import Todo
 from citeline.pipeline.record import Prior, indexed_record
@@ -58,8 +59,9 @@ def prepare_document(todo: Todo, stamp: IndexStamp, settings: IndexSettings):
 def write_document(prepared: Prepared, prior: Prior, stamp: IndexStamp, settings: IndexSettings):
     """Replace the document's chunks, count them in the store, then record the document.
 
-    A write that the storage refuses (an OSError: disk full, I/O error) fails this
-    document alone; any other exception is a bug and stops the run.
+    A write that the storage refuses (disk full, I/O error: an OSError, or LanceDB's
+    ``LanceError(IO)``, see index/faults.py) fails this document alone; any other
+    exception is a bug and stops the run.
 
     Returns:
         Outcome, or a Failed state (the old chunks are untouched: the replace is one commit).
@@ -72,7 +74,9 @@ def write_document(prepared: Prepared, prior: Prior, stamp: IndexStamp, settings
             count = store.replace_chunks(stamp, prepared.doc_id, chunk_table(prepared.rows, stamp))
             store.upsert_document(indexed_record(prepared, prior, stamp, count))
             written = time.perf_counter() - started
-    except OSError as exc:
+    except Exception as exc:
+        if not is_storage_error(exc):
+            raise
         error = DocError("write", error_kind(exc), str(exc))
         log.error("document.failed", stage="write", kind=error.kind, reason=error.message)
         return Failed(message=f"write: {error.reason()}", data=error)

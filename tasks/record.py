@@ -14,21 +14,33 @@ from citeline.tasks.log import get_logger
 from citeline.tasks.store import store_for, write_lock
 
 
+# Failure records committed at a time: one LanceDB commit costs O(table versions), so
+# one per failure made 5,000 empty files take hours (issue 18.7); a batch bounds the
+# IN-list of the read that merges with stored fields.
+RECORD_BATCH = 500
+
+
 @task(name="record-failures", cache_policy=NO_CACHE, persist_result=False)
 def record_failures(failed: list[tuple[Todo, DocError]], settings: IndexSettings) -> list[Failure]:
-    """Mark each document failed with its stage and reason.
+    """Mark each document failed with its stage and reason, ``RECORD_BATCH`` per commit.
 
     Its previous chunks, if any, stay searchable, and chunk_count is what the store
     holds for it, so the books still balance.
     """
     store = store_for(settings.db)
-    failures = []
+    failures = as_failures(failed)
     with write_lock():
-        for todo, error in failed:
-            record = failed_record(todo.file, todo.prior, error, store.count_chunks(doc_id_for(todo.file.source)))
-            store.upsert_document(record)
-            failures.append(Failure(todo.file.path, error.stage, error.reason(), record["attempts"]))
+        rows = store.rows_per_document()
+        records = [failed_record(todo.file, todo.prior, error, rows[doc_id_for(todo.file.source)])
+                   for todo, error in failed]
+        for start in range(0, len(records), RECORD_BATCH):
+            store.upsert_documents(records[start:start + RECORD_BATCH])
     return failures
+
+
+def as_failures(failed: list[tuple[Todo, DocError]]) -> list[Failure]:
+    """The failures as operators see them, whether or not they could be recorded."""
+    return [Failure(todo.file.path, error.stage, error.reason(), todo.prior.attempts + 1) for todo, error in failed]
 
 
 @task(name="forget-deleted", cache_policy=NO_CACHE, persist_result=False)

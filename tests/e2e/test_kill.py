@@ -64,3 +64,51 @@ def test_kill_minus_9_three_times_then_rerun_leaves_a_consistent_index(tmp_path)
     assert not list(db.glob("*.lance/data/.tmp*"))
     statuses = {d["path"]: d["status"] for d in Store(str(db)).document_rows(["path", "status"])}
     assert statuses and set(statuses.values()) == {"indexed"}
+
+
+def citeline(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    return subprocess.run([sys.executable, "-m", "citeline", *args], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def staged_documents(db: Path) -> tuple[str | None, set[str]]:
+    """The table a re-index is building and the documents it holds so far."""
+    store = Store(str(db))
+    table = store.staging_table()
+    if table is None or table == store.active_table() or not store.has_table(table):
+        return table, set()
+    return table, set(store.rows_per_document(table))
+
+
+def test_kill_minus_9_of_a_reindex_then_a_delete_and_a_sync_then_resume_serves_no_deleted_text(tmp_path):
+    """Issue 18.1/18.2: the interrupted re-index's table survives `gc --yes`, and the resumed
+    re-index drops the rows of the document deleted meanwhile instead of publishing them."""
+    folder = tmp_path / "docs"
+    shutil.copytree(EXAMPLES, folder)
+    db = tmp_path / "db"
+    assert citeline("index", str(folder), "--db", str(db), "--no-progress").returncode == 0
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    victim = subprocess.Popen([sys.executable, "-m", "citeline", "reindex", "--db", str(db), "--model", "minilm-int8"],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline, staged = time.monotonic() + 240, set()
+    while time.monotonic() < deadline and victim.poll() is None and not staged:
+        table, staged = staged_documents(db)
+        time.sleep(0.02)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(victim.pid, signal.SIGKILL)
+    victim.wait()
+    assert staged, "the re-index switched (or died) before it could be killed mid-way"
+    store = Store(str(db))
+    assert store.active_table() != table
+    gone = next(d for d in store.document_rows(["doc_id", "source"]) if d["doc_id"] in staged)
+    Path(gone["source"]).unlink()
+    assert "deleted 1" in citeline("index", str(folder), "--db", str(db), "--no-progress").stdout
+
+    kept = citeline("gc", "--db", str(db), "--yes")
+    assert kept.returncode == 0 and f"keeping {table}" in kept.stdout, kept.stdout + kept.stderr
+    resumed = citeline("reindex", "--db", str(db), "--model", "minilm-int8")
+
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert store.active_table() == table and store.count_chunks(gone["doc_id"]) == 0
+    assert check_index(store) == []
