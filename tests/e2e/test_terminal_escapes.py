@@ -44,7 +44,7 @@ def assert_shown_not_obeyed(done: subprocess.CompletedProcess) -> None:
 
 def test_index_prints_failures_and_logs_without_raw_escapes(indexed):
     _, done = indexed
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # 3: the run finished, the empty file failed
     assert "FAILED empty\\x1b]2;x\\x07\\u202e.md [extract] empty" in done.stdout
     assert_shown_not_obeyed(done)
 

@@ -1,7 +1,6 @@
 """Answer checks: unknown [n] removed and reported, uncited sentences flagged."""
 from __future__ import annotations
 
-import pytest
 
 from citeline.query.answer_check import check_answer, says_not_in_sources, split_sentences
 
