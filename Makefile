@@ -32,9 +32,10 @@ test: setup
 	$(VENV)/bin/pytest
 
 # Everything not marked model (real weights) or slow (Whisper, subprocess runs); doctests
-# included, as in `make test` (pyproject's addopts).
+# included, as in `make test` (pyproject's addopts). pytest-xdist: one worker per core, each
+# with its own Prefect test server.
 check: setup
-	$(VENV)/bin/pytest -m "not model and not slow" --hypothesis-profile=fast
+	$(VENV)/bin/pytest -m "not model and not slow" --hypothesis-profile=fast -n auto
 
 bench: setup
 	$(PY) bench/index_overhead.py
