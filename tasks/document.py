@@ -74,7 +74,7 @@ def write_document(prepared: Prepared, prior: Prior, stamp: IndexStamp, settings
             count = store.replace_chunks(stamp, prepared.doc_id, chunk_table(prepared.rows, stamp))
             store.upsert_document(indexed_record(prepared, prior, stamp, count))
             written = time.perf_counter() - started
-    except Exception as exc:
+    except Exception as exc:  # safe: only a storage error (disk full, I/O) is kept; the rest re-raised
         if not is_storage_error(exc):
             raise
         error = DocError("write", error_kind(exc), str(exc))
