@@ -334,9 +334,8 @@ def index_strategy(corpus: Corpus, strategy: str, uri: str, embedder, config: Ev
 
 def _forget_others(store: Store, stamp: IndexStamp, sources: set[str]) -> None:
     """A reused ``--db-dir`` may hold documents of another corpus: they must not be searched."""
-    for record in store.document_rows(["doc_id", "source"]):
-        if record["source"] not in sources:
-            store.delete_document(record["doc_id"], stamp)
+    others = [r["doc_id"] for r in store.document_rows(["doc_id", "source"]) if r["source"] not in sources]
+    store.delete_documents(others, stamp)
 
 
 def _header_tokens(rows: list[dict], embedder) -> int:

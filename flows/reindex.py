@@ -84,8 +84,9 @@ def reindex(settings: IndexSettings, wait_s: float = 0.0):
                                   + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""),
                           data=summary)
         store.activate(new)
-        store.upsert_documents([restamped_record(r["doc_id"], new, store.count_chunks(r["doc_id"])) for r in store.document_rows(
-            ["doc_id", "status"])])
+        rows = store.rows_per_document()  # one scan, not one per document
+        store.upsert_documents([restamped_record(r["doc_id"], new, rows[r["doc_id"]])
+                                for r in store.document_rows(["doc_id", "status"])])
         summary = ReindexSummary(old, new, len(records), store.count_chunks(), True)
     log.info("reindex.switched", old_table=chunks_table_name(old), new_table=staged, rows=summary.rows)
     return Completed(message=summary.line(), data=summary)

@@ -65,11 +65,8 @@ def plan_repair(violations: list[Violation], known_doc_ids: set[str]) -> RepairP
 def delete_orphans(store: Store, orphans: dict[str, Violation]) -> list[Repair]:
     """Drop chunks whose document has no record: nothing can cite them correctly."""
     stamp = store.stamp()
-    done = []
-    for doc_id, why in sorted(orphans.items()):
-        store.delete_document(doc_id, stamp)
-        done.append(Repair("deleted-orphans", doc_id, why.detail))
-    return done
+    store.delete_documents(sorted(orphans), stamp)
+    return [Repair("deleted-orphans", doc_id, why.detail) for doc_id, why in sorted(orphans.items())]
 
 
 def delete_duplicates(store: Store, chunk_ids: tuple[str, ...]) -> list[Repair]:

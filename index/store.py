@@ -114,17 +114,21 @@ class Store:
         name = chunks_table_name(stamp)
         if not self.has_table(name):
             raise IndexMismatch(f"no chunks table for {stamp} to activate")
-        meta = self.db.create_table(META, schema=META_SCHEMA, exist_ok=True)
-        row = pa.Table.from_pylist([{"key": "active", "value": name}], schema=META_SCHEMA)
-        (meta.merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
-         .when_not_matched_by_source_delete(equals("key", "staging") & equals("value", name)).execute(row))
+        self._set_meta("active", name, unmark=equals("key", "staging") & equals("value", name))
 
     def mark_staging(self, stamp: IndexStamp) -> None:
         """Record that a re-index builds the table of ``stamp``, so ``gc`` keeps it until the
         re-index switches to it (or another re-index replaces the mark)."""
+        self._set_meta("staging", chunks_table_name(stamp))
+
+    def _set_meta(self, key: str, value: str, unmark: Expr | None = None) -> None:
+        """Upsert one meta row, deleting the rows ``unmark`` matches in the same commit."""
         meta = self.db.create_table(META, schema=META_SCHEMA, exist_ok=True)
-        row = pa.Table.from_pylist([{"key": "staging", "value": chunks_table_name(stamp)}], schema=META_SCHEMA)
-        meta.merge_insert("key").when_matched_update_all().when_not_matched_insert_all().execute(row)
+        row = pa.Table.from_pylist([{"key": key, "value": value}], schema=META_SCHEMA)
+        merge = meta.merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
+        if unmark is not None:
+            merge = merge.when_not_matched_by_source_delete(unmark)
+        merge.execute(row)
 
     def staging_table(self) -> str | None:
         """The chunks table a live or interrupted re-index is building, if any."""
@@ -225,17 +229,17 @@ class Store:
         (self.documents().merge_insert("doc_id")
          .when_matched_update_all().when_not_matched_insert_all().execute(table))
 
-    def delete_document(self, doc_id: str, stamp: IndexStamp) -> None:
+    def delete_document(self, doc_id: str, stamp: IndexStamp | None) -> None:
         """Remove a document's chunks, then its record."""
-        if self.stamp() is not None:
-            self.chunks(stamp).delete(equals("doc_id", doc_id))
-        self.documents().delete(equals("doc_id", doc_id))
+        self.delete_documents([doc_id], stamp)
 
     def delete_documents(self, doc_ids: Sequence[str], stamp: IndexStamp | None, batch: int = 500) -> None:
-        """Remove many documents' chunks, then their records, a few commits per ``batch`` ids."""
+        """Remove documents' chunks (when a chunks table is live), then their records,
+        two commits per ``batch`` ids: one per document made thousands of deletes slow."""
+        live = stamp is not None and self.stamp() is not None
         for start in range(0, len(doc_ids), batch):
             where = one_of("doc_id", doc_ids[start:start + batch])
-            if stamp is not None:
+            if live:
                 self.chunks(stamp).delete(where)
             self.documents().delete(where)
 
@@ -253,9 +257,7 @@ class Store:
 
     def add_root(self, root: str) -> None:
         """Remember a synced folder or file (``check`` warns when it is gone)."""
-        meta = self.db.create_table(META, schema=META_SCHEMA, exist_ok=True)
-        row = pa.Table.from_pylist([{"key": ROOT_KEY + root, "value": root}], schema=META_SCHEMA)
-        meta.merge_insert("key").when_matched_update_all().when_not_matched_insert_all().execute(row)
+        self._set_meta(ROOT_KEY + root, root)
 
     def remove_roots(self, roots: Sequence[str]) -> None:
         if roots and self.has_table(META):

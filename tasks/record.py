@@ -49,7 +49,7 @@ def forget_deleted(records: list[dict], stamp: IndexStamp, settings: IndexSettin
     store = store_for(settings.db)
     log = get_logger()
     with write_lock():
-        for record in records:
-            store.delete_document(record["doc_id"], stamp)
-            log.info("document.deleted", path=record["path"])
+        store.delete_documents([r["doc_id"] for r in records], stamp)
+    for record in records:
+        log.info("document.deleted", path=record["path"])
     return len(records)
