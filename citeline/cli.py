@@ -219,17 +219,16 @@ def rm(path, db, wait_s):
     from citeline.index.store import Store
 
     with cli_errors():
-        if Store(db).stamp() is None:
-            raise click.ClickException(f"no index at {db}: run `citeline index PATH` first")
+        Store.existing(db)  # "no index at …", creating nothing
         removal = remove_path(path, db, wait_s)
     if not removal.paths:
-        roots = ", ".join(removal.known_roots) or "none"
-        raise click.ClickException(f"no document is indexed under {removal.target} (synced roots: {roots})")
+        roots = ", ".join(visible(r) for r in removal.known_roots) or "none"
+        raise click.ClickException(f"no document is indexed under {visible(removal.target)} (synced roots: {roots})")
     for source in removal.paths:
-        click.echo(f"removed {source}")
-    click.echo(f"removed {len(removal.paths)} documents under {removal.target}")
+        click.echo(f"removed {visible(source)}")
+    click.echo(f"removed {len(removal.paths)} documents under {visible(removal.target)}")
     if Path(path).expanduser().exists():
-        click.echo(f"note: {path} still exists: a sync of it, or of a folder above it, indexes it again")
+        click.echo(f"note: {visible(path)} still exists: a sync of it, or of a folder above it, indexes it again")
 
 
 @cli.command()
@@ -329,7 +328,7 @@ def check(db, as_json, repair, wait_s):
     else:
         _print_violations(violations)
         for w in warnings:
-            click.echo(f"warning: {w.rule}: {w.subject}: {w.detail}")
+            click.echo(f"warning: {w.rule}: {visible(w.subject)}: {visible(w.detail)}")
     if violations:
         sys.exit(1)
 

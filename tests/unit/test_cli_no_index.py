@@ -13,6 +13,7 @@ from citeline.cli import cli
     ["gc"], ["gc", "--yes"],
     ["retry"],
     ["reindex", "--model", "all-MiniLM-L6-v2"],
+    ["rm", "somewhere"],
 ])
 def test_a_command_on_a_missing_index_exits_1_and_creates_nothing(args, tmp_path):
     missing = tmp_path / "typo" / "db"
