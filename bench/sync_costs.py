@@ -29,7 +29,6 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 import citeline.pipeline.prepare  # noqa: E402
 from citeline import pipeline  # noqa: E402
-
 from citeline.flows.ingest import index_folder  # noqa: E402
 from citeline.flows.reindex import reindex  # noqa: E402
 from citeline.pipeline.embed import get_embedder  # noqa: E402

@@ -5,7 +5,6 @@ import hashlib
 from dataclasses import dataclass, field
 
 from citeline import extractors
-
 from citeline.pipeline.prepare import SNIFF_BYTES, doc_id_for
 from citeline.pipeline.record import Prior
 from citeline.pipeline.walk import SourceFile

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from citeline import extractors
 from citeline.extractors.clean import Deadline
-
 from citeline.pipeline.beneath import Escapes, open_beneath
 from citeline.pipeline.chunk import CHUNKER_VERSION, chunk_document
 from citeline.pipeline.embed import Embedder

@@ -2,7 +2,6 @@
 import pytest
 
 from citeline.pipeline import prepare as prepare_module
-
 from citeline.flows.ingest import index_folder
 from citeline.flows.reindex import reindex
 from citeline.index.check import check_index
