@@ -14,12 +14,13 @@ from collections.abc import Collection
 
 from citeline.schemas.retrieval import AnswerCheck
 
-_NUMBERS = r"\[\s*\d+(?:\s*,\s*\d+)*\s*\]"
-_GROUP = re.compile(r"(?P<pre>[ \t]*)(?<!\\)(?P<group>" + _NUMBERS + ")")  # not after a backslash
-_CITED = re.compile(r"(?<!\\)" + _NUMBERS)
+# A citation group as the model writes it: [1] or [1, 2] (query.prompt escapes it in documents).
+CITATION_GROUP = r"\[\s*\d+(?:\s*,\s*\d+)*\s*\]"
+_GROUP = re.compile(r"(?P<pre>[ \t]*)(?<!\\)(?P<group>" + CITATION_GROUP + ")")  # not after a backslash
+_CITED = re.compile(r"(?<!\\)" + CITATION_GROUP)
 # A sentence ends at . ! or ? followed by whitespace or the end of the line; citations
 # written after the full stop ("Claim. [1]") still belong to the sentence before.
-_END = re.compile(r"[.!?]+(?:[ \t]*" + _NUMBERS + r")*(?=\s|$)")
+_END = re.compile(r"[.!?]+(?:[ \t]*" + CITATION_GROUP + r")*(?=\s|$)")
 _WORD = re.compile(r"\w")
 _SAYS_NO = re.compile(
     r"\b(?:(?:do|does|did)\s*(?:not|n['’]t)\s+(?:contain|include|mention|cover|provide|say"

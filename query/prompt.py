@@ -32,12 +32,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from citeline.query.answer_check import CITATION_GROUP
 from citeline.schemas.retrieval import Citation
 from citeline.schemas.text import visible
 
 QUOTE_MARK = ">"
-# The "[" of a citation-like group, the same grammar query.answer_check reads as a citation.
-_CITATION_OPEN = re.compile(r"\[(?=\s*\d+(?:\s*,\s*\d+)*\s*\])")
+# The "[" of a citation-like group: the grammar the answer check reads as a citation.
+_CITATION_OPEN = re.compile(r"(?=" + CITATION_GROUP + r")\[")
 
 INSTRUCTIONS = (
     "Answer using ONLY the numbered sources below. Cite every claim as [n].\n"
