@@ -36,7 +36,7 @@ import numpy as np  # noqa: E402
 
 from citeline.index.store import Store, chunk_table  # noqa: E402
 from citeline.pipeline.embed import get_embedder  # noqa: E402
-from citeline.query.search import RESULT_COLUMNS, Searcher  # noqa: E402
+from citeline.query.search import Searcher  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))

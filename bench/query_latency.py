@@ -46,9 +46,9 @@ from citeline.index.tokens import TokenVectors  # noqa: E402
 from citeline.pipeline.embed import get_embedder  # noqa: E402
 from citeline.query.maxsim import maxsim, mix  # noqa: E402
 from citeline.query.rerank import DEFAULT_DEPTH, MaxSimReranker, Passage  # noqa: E402
-from citeline.query.search import RESULT_COLUMNS, Searcher  # noqa: E402
+from citeline.query.search import Searcher  # noqa: E402
 from citeline.query.thresholds import GateQuery, cosine_cut, sweep  # noqa: E402
-from citeline.schemas.retrieval import COSINE, RERANK, Hit  # noqa: E402
+from citeline.schemas.retrieval import CHUNK_COLUMNS, COSINE, RERANK, Hit  # noqa: E402
 from citeline.tasks.tokens import fill_token_vectors  # noqa: E402
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "dev"
@@ -128,7 +128,7 @@ def latency(searcher: Searcher, queries: list[str], rerank_sample: int | None) -
 
 
 def _vector_search(table, vector: np.ndarray) -> list[dict]:
-    return table.search(vector).distance_type("cosine").limit(K).select([*RESULT_COLUMNS, "_distance"]).to_list()
+    return table.search(vector).distance_type("cosine").limit(K).select([*CHUNK_COLUMNS, "_distance"]).to_list()
 
 
 def _text_search(table, query: str) -> list[dict]:

@@ -22,7 +22,6 @@ from citeline.schemas.errors import IndexMismatch
 from citeline.schemas.retrieval import BM25, CHUNK_COLUMNS, DENSE, HYBRID, RERANK, ChunkRow, Hit
 from citeline.schemas.stamp import IndexStamp
 
-RESULT_COLUMNS = list(CHUNK_COLUMNS)
 RRF_K = 60
 FUSION_DEPTH = 100  # each list fused is this long, as in the study
 RERANK_CANDIDATES = HYBRID  # the list the rerank retriever reorders (docs/query.md)
@@ -46,7 +45,7 @@ class Searcher:
                 f"{self.stamp.embed_model} ({self.stamp.embed_dim}-d): their vectors are not comparable"
             )
         # Opened once: per-query table opening and stamp reading cost more than a search.
-        self.reader = self.store.reader(self.stamp, RESULT_COLUMNS)
+        self.reader = self.store.reader(self.stamp, list(CHUNK_COLUMNS))
 
     @classmethod
     def open(cls, uri: str, embedder: Embedder) -> "Searcher":
