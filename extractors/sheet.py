@@ -31,7 +31,8 @@ from citeline.schemas.options import ExtractOptions
 from citeline.extractors.clean import Deadline, clean
 
 NAME = "xlsx"
-VERSION = "1"
+# 2: the repeated header rows' locator says it is a header (citations open at the data rows).
+VERSION = "2"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".xlsx", ".xlsm", ".xltx", ".xltm", ".xls")
@@ -287,7 +288,7 @@ def _sheet_pieces(title: str, rows: list[_Row], facts: _SheetFacts, options: Ext
     last_col = max(max(r.cells) for r in rows)
     header, body = _split_header(rows, facts)
     head_text = "\n".join(_render(r, first_col) for r in header)
-    head_loc = SheetRange(title, _a1(first_col, header[0].number, last_col, header[-1].number))
+    head_loc = SheetRange(title, _a1(first_col, header[0].number, last_col, header[-1].number), header=True)
     yield "\n\n", f"## {title.strip()}", None
     yield "\n\n", head_text, head_loc
     block: list[_Row] = []

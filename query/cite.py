@@ -88,14 +88,15 @@ def locator_label(title: str, section: str, locators: Sequence[Locator]) -> str:
     if isinstance(same[0], Page):
         return f"{title}, {_pages_label(same)}"
     if isinstance(same[0], SheetRange):
-        return f"{title}, {', '.join(dict.fromkeys(loc.fragment() for loc in same))}"
+        return f"{title}, {', '.join(dict.fromkeys(loc.fragment() for loc in _data_rows(same)))}"
     return f"{title}, {_time_span(same).label()}"
 
 
 def locator_fragment(locators: Sequence[Locator], start: int, end: int) -> str:
     """The URL fragment that opens the source at the chunk.
 
-    From the first locator: ``#page=N`` (PDF Open Parameters) or ``'Sheet'!A1:D9``.
+    From the first locator: ``#page=N`` (PDF Open Parameters) or ``'Sheet'!A1:D9`` (the
+    first range of data rows, past a repeated header row).
     Time spans are merged from the first start to the last end (``#t=s,e``, W3C Media
     Fragments), because a player can play a range but a PDF viewer opens one page.
     Text, or no locators at all, gives the chunk's own range ``#char=start,end``.
@@ -110,7 +111,15 @@ def locator_fragment(locators: Sequence[Locator], start: int, end: int) -> str:
         return CharRange(start, end).fragment()
     if isinstance(locators[0], TimeSpan):
         return _time_span([loc for loc in locators if isinstance(loc, TimeSpan)]).fragment()
+    if isinstance(locators[0], SheetRange):
+        return _data_rows([loc for loc in locators if isinstance(loc, SheetRange)])[0].fragment()
     return locators[0].fragment()
+
+
+def _data_rows(ranges: Sequence[SheetRange]) -> list[SheetRange]:
+    """The ranges of the rows a chunk quotes; its repeated header rows only when it quotes
+    nothing else (a client following the fragment lands on the rows, issue 14)."""
+    return [r for r in ranges if not r.header] or list(ranges)
 
 
 def verify_quote(item: Citation | ChunkRow, canonical_text: str) -> bool:

@@ -61,11 +61,16 @@ def quote_sheet(name: str) -> str:
 
 @dataclass(frozen=True)
 class SheetRange:
-    """A rectangular cell range of one worksheet, e.g. 'Q1 sales'!A1:D9."""
+    """A rectangular cell range of one worksheet, e.g. 'Q1 sales'!A1:D9.
+
+    ``header`` marks the header rows an extractor repeats above each block of data rows:
+    a citation opens at the data rows it quotes, not at the repeated header.
+    """
 
     sheet: str
     cells: str
     kind: str = "sheet"
+    header: bool = False
 
     def fragment(self) -> str:
         return f"{quote_sheet(self.sheet)}!{self.cells}"
