@@ -54,9 +54,35 @@ def test_every_extractor_is_stamped_and_text_comes_last():
         assert module.NAME and module.VERSION
 
 
-def test_unknown_type_names_the_known_suffixes():
-    with pytest.raises(UnsupportedType, match=r"\.pdf"):
-        extractors.for_bytes(b"\x00\x01", "archive.7z")
+@pytest.mark.parametrize(
+    ("head", "name", "says"),
+    [
+        (b"7z\xbc\xaf\x27\x1c\x00\x04" + bytes(40), "backup.7z", "unsupported type: a 7-Zip archive (.7z)"),
+        (b"\x7fELF\x02\x01\x01" + bytes(40), "tool", "unsupported type: an ELF executable"),
+        (b"print('hi')\n", "tool.py", "unsupported type: a text file with suffix .py"),
+        (b"\x00\x01\x02\x03", "blob.bin", "unsupported type: binary data of an unknown type (.bin), starting b'\\x00\\x01\\x02\\x03'"),
+    ],
+    ids=["7z", "elf", "code", "binary"],
+)
+def test_an_unsupported_file_is_one_short_line_naming_its_type(head, name, says):
+    """Issue 14: the reason listed all 31 known suffixes."""
+    with pytest.raises(UnsupportedType) as caught:
+        extractors.for_bytes(head, name)
+    assert str(caught.value) == says
+
+
+@pytest.mark.parametrize("name", ["LICENSE", "README", "Apache-2.0", "COPYING.1"])
+def test_text_without_a_real_suffix_is_sniffed_as_text(name):
+    """Issue 14: these failed as 'suffix .0' / 'suffix none'."""
+    head = b"Apache License\nVersion 2.0, January 2004\n\n   TERMS AND CONDITIONS\n"
+    assert extractors.for_bytes(head, name) is text
+    assert text.extract(head, name).title == name
+
+
+@pytest.mark.parametrize("head", [b"\x7fELF\x02\x01" + bytes(40), b"\xfe\xfd\xfc" * 20, b""])
+def test_binary_without_a_suffix_is_not_text(head):
+    with pytest.raises(UnsupportedType):
+        extractors.for_bytes(head, "LICENSE")
 
 
 @pytest.mark.parametrize(
