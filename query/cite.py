@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from citeline.schemas.locator import CharRange, Locator, Page, SheetRange, TimeSpan, locator_from_dict
+from citeline.schemas.locator import (
+    CharRange, Locator, Page, Passage, RowRange, SheetRange, Slide, TimeSpan, bounding_range, locator_from_dict,
+)
 from citeline.schemas.retrieval import ChunkRow, Citation, Hit
 
 
@@ -89,6 +91,10 @@ def locator_label(title: str, section: str, locators: Sequence[Locator]) -> str:
         return f"{title}, {_pages_label(same)}"
     if isinstance(same[0], SheetRange):
         return f"{title}, {', '.join(dict.fromkeys(loc.fragment() for loc in _data_rows(same)))}"
+    if isinstance(same[0], Passage):
+        return f"{title} > {same[0].label()}" if same[0].path or same[0].element_id else title
+    if isinstance(same[0], (Slide, RowRange)):
+        return f"{title}, {_merged(same).label()}"
     return f"{title}, {_time_span(same).label()}"
 
 
@@ -96,7 +102,7 @@ def locator_fragment(locators: Sequence[Locator], start: int, end: int) -> str:
     """The URL fragment that opens the source at the chunk.
 
     From the first locator: ``#page=N`` (PDF Open Parameters) or ``'Sheet'!A1:D9`` (the
-    first range of data rows, past a repeated header row).
+    data rows quoted on the first locator's sheet, past a repeated header row).
     Time spans are merged from the first start to the last end (``#t=s,e``, W3C Media
     Fragments), because a player can play a range but a PDF viewer opens one page.
     Text, or no locators at all, gives the chunk's own range ``#char=start,end``.
@@ -106,13 +112,15 @@ def locator_fragment(locators: Sequence[Locator], start: int, end: int) -> str:
     >>> locator_fragment([TimeSpan(12, 20), TimeSpan(20, 31)], 0, 5)
     '#t=12.00,31.00'
     """
-    if not locators or isinstance(locators[0], CharRange):
+    if not locators or isinstance(locators[0], (CharRange, Passage)):
         # The stored CharRange may be a segment's range; the chunk's own is exact.
         return CharRange(start, end).fragment()
+    if isinstance(locators[0], (Slide, RowRange)):
+        return _merged([loc for loc in locators if loc.kind == locators[0].kind]).fragment()
     if isinstance(locators[0], TimeSpan):
         return _time_span([loc for loc in locators if isinstance(loc, TimeSpan)]).fragment()
     if isinstance(locators[0], SheetRange):
-        return _data_rows([loc for loc in locators if isinstance(loc, SheetRange)])[0].fragment()
+        return bounding_range(_data_rows([loc for loc in locators if isinstance(loc, SheetRange)])).fragment()
     return locators[0].fragment()
 
 
@@ -155,6 +163,15 @@ def _pages_label(pages: Sequence[Page]) -> str:
         # Same rule as Page.label: the printed label first, the physical page after it.
         return f"pp. {first.page_label}–{last.page_label} (pages {numbers})"
     return f"pp. {numbers}"
+
+
+def _merged(locators: Sequence[Slide | RowRange]) -> Slide | RowRange:
+    """The first slide; or the records a chunk quotes, first to last, past the header
+    repeated above them (``#row=a-b``, RFC 7111)."""
+    if isinstance(locators[0], Slide):
+        return locators[0]
+    rows = [loc for loc in locators if not loc.header] or list(locators)
+    return RowRange(min(r.first for r in rows), max(r.last for r in rows))
 
 
 def _time_span(spans: Sequence[TimeSpan]) -> TimeSpan:

@@ -3,7 +3,7 @@ import pytest
 
 from citeline import extractors
 
-from citeline.extractors import media, ocr, pdf, sheet, text
+from citeline.extractors import calc, delimited, docx, html, media, ocr, pdf, pptx, sheet, text
 from citeline.schemas.errors import UnsupportedType
 
 
@@ -15,8 +15,12 @@ from citeline.schemas.errors import UnsupportedType
         (lambda m: m.scan_jpeg(), ocr),
         (lambda m: m.tiff_pages(), ocr),
         (lambda m: m.workbook(), sheet),
-        (lambda m: m.encrypted_xlsx(), sheet),
-        (lambda m: m.legacy_xls(), sheet),
+        (lambda m: m.encrypted_xlsx(), calc),
+        (lambda m: m.legacy_xls(), calc),
+        (lambda m: m.services_ods(), calc),
+        (lambda m: m.handbook_docx(), docx),
+        (lambda m: m.deck_pptx(), pptx),
+        (lambda m: m.guide_html(), html),
         (lambda m: m.speech("ogg"), media),
         (lambda m: m.speech("wav"), media),
         (lambda m: m.speech("mp3"), media),
@@ -24,7 +28,7 @@ from citeline.schemas.errors import UnsupportedType
         (lambda m: b"\x1a\x45\xdf\xa3" + bytes(60), media),  # Matroska / WebM (EBML)
         (lambda m: b"\xff\xfb\x90\x00" + bytes(60), media),  # MP3 frame without ID3
     ],
-    ids=["pdf", "png", "jpeg", "tiff", "xlsx", "ole2-encrypted", "ole2-xls", "ogg", "wav", "mp3", "mp4",
+    ids=["pdf", "png", "jpeg", "tiff", "xlsx", "ole2-encrypted", "ole2-xls", "ods", "docx", "pptx", "html", "ogg", "wav", "mp3", "mp4",
          "webm", "mp3-sync"],
 )
 def test_magic_wins_over_a_wrong_suffix(make, data, expected):
@@ -34,7 +38,8 @@ def test_magic_wins_over_a_wrong_suffix(make, data, expected):
 
 @pytest.mark.parametrize(
     ("name", "expected"),
-    [("notes.md", text), ("a.pdf", pdf), ("b.TIFF", ocr), ("c.xlsx", sheet), ("d.m4a", media), ("e.xls", sheet)],
+    [("notes.md", text), ("a.pdf", pdf), ("b.TIFF", ocr), ("c.xlsx", sheet), ("d.m4a", media), ("e.xls", calc),
+     ("f.ods", calc), ("g.docx", docx), ("h.pptx", pptx), ("i.htm", html), ("j.csv", delimited), ("k.TSV", delimited)],
 )
 def test_suffix_when_no_magic(name, expected):
     assert extractors.for_bytes(b"no magic here", name) is expected

@@ -11,7 +11,7 @@ from citeline.pipeline.chunk import chunk_document
 from citeline.pipeline.locate import locators_for
 from citeline.query.cite import locator_fragment, locator_label
 from citeline.extractors.sheet import display
-from citeline.schemas.errors import Corrupt, Empty, Encrypted, NoText, TooLarge, UnsupportedType
+from citeline.schemas.errors import Corrupt, Empty, NoText, TooLarge, UnsupportedType
 from citeline.schemas.locator import SheetRange
 from citeline.schemas.options import ExtractOptions
 
@@ -158,16 +158,13 @@ def _docx_like() -> bytes:
     ("data", "options", "error", "reason"),
     [
         (lambda m: b"", None, Empty, "empty"),
-        (lambda m: m.encrypted_xlsx(), None, Encrypted, "password-protected"),
-        (lambda m: m.legacy_xls(), None, UnsupportedType, "legacy Excel 97-2003"),
-        (lambda m: m._ole2(["WordDocument", "1Table"]), None, UnsupportedType, "legacy Word"),
         (lambda m: m.workbook_without_sheets(), None, NoText, "no worksheets"),
         (lambda m: m.workbook()[:4000], None, Corrupt, "damaged or truncated zip"),
         (lambda m: b"Region,Share\nNorth,0.3\n", None, Corrupt, "not an xlsx"),
         (lambda m: _docx_like(), None, UnsupportedType, "Word document"),
         (lambda m: m.zip_bomb(64 << 20), ExtractOptions(max_unpacked_bytes=32 << 20), TooLarge, "zip bomb"),
     ],
-    ids=["empty", "encrypted", "legacy-xls", "legacy-doc", "no-sheets", "bad-zip", "csv", "docx", "zip-bomb"],
+    ids=["empty", "no-sheets", "bad-zip", "csv", "docx", "zip-bomb"],
 )
 def test_bad_workbooks(make, data, options, error, reason):
     with pytest.raises(error, match=reason):
