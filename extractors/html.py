@@ -39,6 +39,9 @@ _BLOCKS = {"p", "div", "section", "article", "main", "ul", "ol", "li", "pre", "t
            "dl", "dt", "dd", "figure", "figcaption", "details", "summary", "address", "hr", "br",
            *_HEADINGS}
 _MAX_DEPTH = 200  # deeper than this, an element's text is taken whole (no recursion limit hit)
+# huge_tree: libxml2 keeps elements nested up to 2048 deep instead of 256; what lies deeper
+# is dropped by the parser (a limit of libxml2, not of this module).
+_PARSER = lxml.html.HTMLParser(huge_tree=True)
 
 
 def claims(head: bytes) -> bool:
@@ -56,14 +59,17 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     if not data:
         raise Empty("empty file (0 bytes)")
     try:
-        root = lxml.html.document_fromstring(_decode(data))
+        root = lxml.html.document_fromstring(_decode(data), parser=_PARSER)
     except (lxml.etree.ParserError, ValueError) as exc:
         raise Corrupt(f"lxml cannot parse the page: {exc}") from None
+    page_title = one_line(root.findtext(".//title") or "")
+    for element in [e for e in root.iter() if _dropped(e)]:
+        element.drop_tree()  # keeps its tail: the text after a <nav> is content
     walk = _Walk(options, Deadline(options.time_limit_s))
     walk.element(_main(root), depth=0)
     if not walk.writer.segments:
         raise NoText("the page holds no text outside navigation and boilerplate")
-    title = one_line(root.findtext(".//title") or "") or walk.first_heading or PurePath(name).stem
+    title = page_title or walk.first_heading or PurePath(name).stem
     return Canonical(text=walk.writer.text, title=title, extractor=NAME, extractor_version=VERSION,
                      segments=walk.writer.segments)
 
@@ -97,7 +103,9 @@ def _main(root):
 
 
 def _dropped(element) -> bool:
-    tag = element.tag if isinstance(element.tag, str) else ""
+    if not isinstance(element.tag, str):  # comments and processing instructions
+        return True
+    tag = element.tag
     role = (element.get("role") or "").lower()
     return tag.lower() in _DROP or role in _DROP_ROLES or element.get("hidden") is not None \
         or "display:none" in (element.get("style") or "").replace(" ", "").lower()
