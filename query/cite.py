@@ -92,7 +92,7 @@ def locator_label(title: str, section: str, locators: Sequence[Locator]) -> str:
     if isinstance(same[0], SheetRange):
         return f"{title}, {', '.join(dict.fromkeys(loc.fragment() for loc in _data_rows(same)))}"
     if isinstance(same[0], Passage):
-        return f"{title} > {same[0].label()}" if same[0].path or same[0].element_id else title
+        return _passage_label(title, same[0])
     if isinstance(same[0], (Slide, RowRange)):
         return f"{title}, {_merged(same).label()}"
     return f"{title}, {_time_span(same).label()}"
@@ -163,6 +163,16 @@ def _pages_label(pages: Sequence[Page]) -> str:
         # Same rule as Page.label: the printed label first, the physical page after it.
         return f"pp. {first.page_label}–{last.page_label} (pages {numbers})"
     return f"pp. {numbers}"
+
+
+def _passage_label(title: str, passage: Passage) -> str:
+    """``Title > heading path (#id)``; a path that opens with the title (an HTML page's h1)
+    does not repeat it."""
+    path = passage.path
+    if path == title or path.startswith(f"{title} > "):
+        path = path[len(title):].removeprefix(" > ")
+    where = Passage(path, passage.element_id).label() if path or passage.element_id else ""
+    return f"{title} > {where}" if where else title
 
 
 def _merged(locators: Sequence[Slide | RowRange]) -> Slide | RowRange:

@@ -152,8 +152,10 @@ class Passage:
         return f"#{self.element_id}" if self.element_id else ""
 
     def label(self) -> str:
-        where = self.path or "start"
-        return f"{where} (#{self.element_id})" if self.element_id else where
+        anchor = f"#{self.element_id}" if self.element_id else ""
+        if self.path and anchor:
+            return f"{self.path} ({anchor})"
+        return self.path or anchor
 
 
 @dataclass(frozen=True)
