@@ -67,7 +67,7 @@ def for_bytes(head: bytes, name: str) -> ModuleType:
     # LICENSE, README, Apache-2.0: plain text under a name without a real suffix.
     if has_no_real_suffix(name) and looks_like_text(head):
         return text
-    raise UnsupportedType(f"unsupported type: {describe(head, name)}")
+    raise UnsupportedType(describe(head, name))  # the kind, unsupported-type, says the rest
 
 
 # Magic-sniffed binary formats first; text (no magic) last, reached by suffix only.

@@ -62,10 +62,10 @@ def test_every_extractor_is_stamped_and_text_comes_last():
 @pytest.mark.parametrize(
     ("head", "name", "says"),
     [
-        (b"7z\xbc\xaf\x27\x1c\x00\x04" + bytes(40), "backup.7z", "unsupported type: a 7-Zip archive (.7z)"),
-        (b"\x7fELF\x02\x01\x01" + bytes(40), "tool", "unsupported type: an ELF executable"),
-        (b"print('hi')\n", "tool.py", "unsupported type: a text file with suffix .py"),
-        (b"\x00\x01\x02\x03", "blob.bin", "unsupported type: binary data of an unknown type (.bin), starting b'\\x00\\x01\\x02\\x03'"),
+        (b"7z\xbc\xaf\x27\x1c\x00\x04" + bytes(40), "backup.7z", "a 7-Zip archive (.7z)"),
+        (b"\x7fELF\x02\x01\x01" + bytes(40), "tool", "an ELF executable"),
+        (b"print('hi')\n", "tool.py", "a text file with suffix .py"),
+        (b"\x00\x01\x02\x03", "blob.bin", "binary data of an unknown type (.bin), starting b'\\x00\\x01\\x02\\x03'"),
     ],
     ids=["7z", "elf", "code", "binary"],
 )
