@@ -55,6 +55,15 @@ class Selection:
     exclude: tuple[str, ...] = ()
 
 
+def check_patterns(selection: Selection) -> None:
+    """Raise ValueError, naming the pattern, when one of ``selection`` cannot be parsed."""
+    for pattern in (*selection.include, *selection.exclude):
+        try:
+            pathspec.GitIgnoreSpec.from_lines([pattern])
+        except ValueError as exc:
+            raise ValueError(f"{pattern!r} is not a gitignore-style pattern: {exc}") from None
+
+
 def list_files(root: str | Path, selection: Selection = Selection()) -> list[SourceFile]:
     """Every regular file under ``root`` (or ``root`` itself if it is a file) that ``selection`` keeps, sorted.
 
@@ -106,9 +115,15 @@ def _ignore_file_lines(base: Path) -> list[str]:
     try:
         if not stat.S_ISREG(path.lstat().st_mode):
             return []
-        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except FileNotFoundError:
         return []
+    for number, line in enumerate(lines, 1):
+        try:
+            pathspec.GitIgnoreSpec.from_lines([line])
+        except ValueError as exc:
+            raise ValueError(f"{path}, line {number}: {line!r} is not a gitignore-style pattern: {exc}") from None
+    return lines
 
 
 def _regular_stat(candidate: Path) -> os.stat_result | None:
