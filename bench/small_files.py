@@ -7,7 +7,8 @@ words, tests/fixtures/fakes.py) stands in for the model, so what is measured is 
 cost per document — Prefect task runs, LanceDB commits, record upserts — not encoding.
 Prints documents per minute over each tenth of the run (from the time each
 ``document.finished`` event was logged), the first tenth against the last as a ratio, the
-LanceDB versions of the chunks and documents tables, and the load average: on a shared
+write seconds per document (first and last tenth: does a write cost more as the table
+grows?), the LanceDB versions of the chunks and documents tables, and the load average: on a shared
 machine the ratio holds, absolute rates do not.
 """
 from __future__ import annotations
@@ -44,12 +45,15 @@ class Finished(logging.Handler):
     def __init__(self):
         super().__init__()
         self.times: list[float] = []
+        self.writes: list[float] = []  # each indexed document's write seconds (its share of its batch's)
 
     def emit(self, record):
         try:
             event = json.loads(record.getMessage())
         except ValueError:
             return
+        if event.get("event") == "document.indexed":
+            self.writes.append(event["seconds"]["write"])
         if event.get("event") == "document.finished":
             self.times.append(record.created)
             if len(self.times) % 100 == 0:  # progress, for a run watched or cut short
@@ -99,6 +103,11 @@ def main(n: int) -> None:
     print("docs/min per tenth of the documents: " + " ".join(f"{r:.0f}" for r in per_tenth))
     if per_tenth:
         print(f"last tenth / first tenth: {per_tenth[-1] / per_tenth[0]:.2f}")
+    tenth = max(len(handler.writes) // 10, 1)
+    first, last = handler.writes[:tenth], handler.writes[-tenth:]
+    if first:
+        print(f"write ms per document: first tenth {1000 * sum(first) / len(first):.1f}, "
+              f"last tenth {1000 * sum(last) / len(last):.1f}")
     print("table versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())))
 
 
