@@ -3,10 +3,11 @@
     .venv/bin/python bench/sync_costs.py [CORPUS_DOCS]
 
 1. full index of the corpus (fresh index, strategy E, model already loaded);
-2. no-op re-sync of the same folder (every file unchanged: hash, compare, skip);
-3. one file changed: re-sync;
-4. re-index to a second model (int8 ONNX MiniLM) from the stored canonical text;
-5. re-index to another chunking strategy (C) from the stored canonical text.
+2. no-op re-sync of the same folder (every file's stat unchanged: skipped unread);
+3. no-op re-sync with ``verify`` (every file read and hashed: what a nightly check costs);
+4. one file changed: re-sync;
+5. re-index to a second model (int8 ONNX MiniLM) from the stored canonical text;
+6. re-index to another chunking strategy (C) from the stored canonical text.
 
 Every extraction is counted (``pipeline.prepare.extract_bytes`` wrapped): the re-indexes
 must show 0. The load average is printed with the figures: ratios hold on a shared
@@ -69,6 +70,7 @@ def main() -> None:
         load = os.getloadavg()[0]
         full_s, full, full_x = timed(index_folder, str(folder), settings)
         noop_s, noop, noop_x = timed(index_folder, str(folder), settings)
+        ver_s, ver, ver_x = timed(lambda: index_folder(str(folder), settings, verify=True))
         first = sorted(folder.iterdir())[0]
         first.write_text(first.read_text() + "\n\nOne more closing paragraph.\n")
         one_s, one, one_x = timed(index_folder, str(folder), settings)
@@ -80,6 +82,7 @@ def main() -> None:
     print(f"machine           {os.cpu_count()} cpus, load average {load[0]:.2f} at start, {load[1]:.2f} at end")
     print(f"full index        {full_s:8.2f} s   1.000  (extractions {full_x})")
     print(f"no-op re-sync     {noop_s:8.2f} s   {noop_s / full_s:.3f}  (skipped {noop.skipped}, extractions {noop_x})")
+    print(f"no-op --verify    {ver_s:8.2f} s   {ver_s / full_s:.3f}  (skipped {ver.skipped}, extractions {ver_x})")
     print(f"one file changed  {one_s:8.2f} s   {one_s / full_s:.3f}  (indexed {one.indexed}, skipped {one.skipped}, "
           f"extractions {one_x})")
     print(f"re-index (int8)   {re_s:8.2f} s   {re_s / full_s:.3f}  ({re.rows} rows, switched={re.switched}, "

@@ -63,11 +63,25 @@ def cli() -> None:
               help="Also store word-piece vectors (~80 KiB per chunk) so MaxSim reranking needs no "
                    "forward pass per candidate; later runs keep them current.")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
+@click.option("--include", multiple=True, metavar="GLOB",
+              help="Index only files matching GLOB (gitignore syntax, relative to PATH); repeatable.")
+@click.option("--exclude", multiple=True, metavar="GLOB",
+              help="Skip files and folders matching GLOB (gitignore syntax), after the defaults "
+                   "(node_modules/, __pycache__/, venv/ …) and PATH/.citelineignore; repeatable. "
+                   "Indexed files now excluded are forgotten.")
+@click.option("--verify", is_flag=True,
+              help="Hash every file, even those whose size and modification time are unchanged.")
 def index(path, db, model, strategy, budget, overlap, precision, max_failed, max_bytes, timeout_s, wait_s, ocr_lang,
-          whisper_model, dask, token_vectors, progress):
+          whisper_model, dask, token_vectors, progress, include, exclude, verify):
     """Index (or re-sync) PATH: a folder or one file."""
     if overlap >= budget:
         raise click.UsageError(f"--overlap ({overlap}) must be smaller than --budget ({budget})")
+    from citeline.pipeline.walk import Selection, check_patterns
+    selection = Selection(tuple(include), tuple(exclude))
+    try:
+        check_patterns(selection)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
     _check_ocr_lang(ocr_lang)
     from citeline.progress import index_progress
     from citeline.flows.ingest import index_folder
@@ -79,7 +93,8 @@ def index(path, db, model, strategy, budget, overlap, precision, max_failed, max
                              whisper_model=whisper_model, token_vectors=token_vectors)
     with index_progress(progress and sys.stderr.isatty()), cli_errors():
         flow = index_folder.with_options(task_runner=task_runner_for(dask)) if dask else index_folder
-        state = flow(path, settings, max_failed=max_failed, wait_s=wait_s, return_state=True)
+        state = flow(path, settings, max_failed=max_failed, wait_s=wait_s, selection=selection, verify=verify,
+                     return_state=True)
     _print_run(state)
 
 

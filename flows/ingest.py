@@ -3,6 +3,7 @@
 # annotations, and a flow served from a pickle cannot resolve them from strings.
 import queue
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from prefect import flow
@@ -11,31 +12,35 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from citeline.index.faults import is_storage_error
 from citeline.index.lock import writer_lock
-from citeline.pipeline.plan import SyncPlan, Todo, plan_sync
-from citeline.pipeline.walk import list_files
+from citeline.pipeline.plan import STAT_COLUMNS, SyncPlan, Todo, plan_sync
+from citeline.pipeline.prepare import Prepared, Unchanged
+from citeline.pipeline.walk import Selection, list_files
 from citeline.schemas.errors import DocumentError
 from citeline.schemas.paths import escape
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import STAMP_COLUMNS, IndexStamp
 from citeline.schemas.status import DocError, DocStatus, Outcome, RunSummary
-from citeline.tasks.document import prepare_document, write_document
+from citeline.tasks.document import prepare_document, write_documents
 from citeline.tasks.log import get_logger
 from citeline.tasks.record import as_failures, forget_deleted, record_failures
 from citeline.tasks.report import publish_report
 from citeline.tasks.store import stamp_for, store_for
 from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
 
-RECORD_COLUMNS = ["doc_id", "root", "source", "path", "status", "sha256", "attempts", "created_at", *STAMP_COLUMNS]
+RECORD_COLUMNS = ["doc_id", "root", "source", "path", "status", "sha256", "attempts", "created_at", *STAT_COLUMNS,
+                  *STAMP_COLUMNS]
 
 
 @flow(name="index-folder", flow_run_name="index {root}",
       task_runner=ThreadPoolTaskRunner(max_workers=2))
 def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_failed: int | None = None,
-                 wait_s: float = 0.0):
+                 wait_s: float = 0.0, selection: Selection = Selection(), verify: bool = False):
     """Index (or re-sync) ``root`` into ``settings.db``.
 
-    Unchanged files are skipped, changed ones re-indexed, vanished ones forgotten. A
-    document that fails is recorded with its stage and reason while the rest go on.
+    Unchanged files are skipped (by their stat, unread; by their hash when the stat
+    moved, or for every file with ``verify``), changed ones re-indexed, vanished ones
+    and those ``selection`` leaves out forgotten. A document that fails is recorded
+    with its stage and reason while the rest go on.
 
     Returns:
         RunSummary; the run ends Completed, "PartialSuccess" when some documents failed,
@@ -48,13 +53,16 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
         store.chunks(stamp, create=True)  # refuse an index of another model before any work
         if removed := store.clean_temp_files():
             log.warning("run.cleaned", leftover_files=removed)
+        store.migrate_documents()  # the plan reads the stat columns
         marks = [time.perf_counter()]
-        plan = plan_folder(root, store, stamp)
+        plan = plan_folder(root, store, stamp, selection, verify)
         if synced_root(root) not in store.roots():
             store.add_root(synced_root(root))
         marks.append(time.perf_counter())
         log.info("run.planned", total=len(plan.todo), skipped=len(plan.skip), gone=len(plan.gone))
         outcomes, failed = run_documents(plan.todo, stamp, settings)
+        unchanged = sum(o.status == DocStatus.SKIPPED for o in outcomes)
+        outcomes = [o for o in outcomes if o.status == DocStatus.INDEXED]
         failures, deleted, stopped = as_failures(failed), 0, None
         try:
             failures = record_failures(failed, settings) if failed else []
@@ -71,7 +79,7 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
             stopped = exc
             log.error("run.stopped", reason=str(exc))
         summary = RunSummary(
-            indexed=len(outcomes), failed=len(failures), skipped=len(plan.skip), deleted=deleted,
+            indexed=len(outcomes), failed=len(failures), skipped=len(plan.skip) + unchanged, deleted=deleted,
             chunks=sum(o.chunks for o in outcomes), truncated=sum(o.truncated for o in outcomes),
             rows=store.count_chunks(), failures=tuple(failures),
         )
@@ -81,11 +89,11 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
     return stopped_state(summary, stopped) if stopped else final_state(summary, max_failed)
 
 
-def plan_folder(root: str, store, stamp) -> SyncPlan:
+def plan_folder(root: str, store, stamp, selection: Selection = Selection(), verify: bool = False) -> SyncPlan:
     """What this run must do; a single file is indexed without forgetting its neighbours."""
-    files = list_files(root)
+    files = list_files(root, selection)
     prune = synced_root(root) if Path(root).expanduser().is_dir() else None
-    return plan_sync(files, store.document_rows(RECORD_COLUMNS), stamp, prune)
+    return plan_sync(files, store.document_rows(RECORD_COLUMNS), stamp, prune, verify)
 
 
 def synced_root(root: str) -> str:
@@ -95,11 +103,17 @@ def synced_root(root: str) -> str:
 
 def run_documents(todo: list[Todo], stamp: IndexStamp, settings: IndexSettings
                   ) -> tuple[list[Outcome], list[tuple[Todo, DocError]]]:
-    """Prepare documents on the task runner; write each, as it completes, from this process.
+    """Prepare documents on the task runner; write them, in batches as they complete, from this process.
 
-    A finished future is let go once its document is written: it holds the prepared
+    A finished future is let go as soon as its result is taken: it holds the prepared
     rows and vectors, and ``as_completed`` keeps every future it was given until the
-    last one is done, so peak memory would grow with the corpus.
+    last one is done, so peak memory would grow with the corpus. A batch is written
+    when it holds ``WRITE_DOCS`` documents or ``WRITE_ROWS`` chunks, when no other
+    document finished within ``WRITE_WAIT_S`` of its first, or when nothing is left.
+
+    Returns:
+        an Outcome per document written (INDEXED) or found unchanged on reading
+        (SKIPPED: its new stat is recorded), and the documents that failed.
     """
     finished = queue.SimpleQueue()
     pending = {}
@@ -107,23 +121,101 @@ def run_documents(todo: list[Todo], stamp: IndexStamp, settings: IndexSettings
         future = prepare_document.submit(item, stamp, settings)
         pending[future.task_run_id] = item
         future.add_done_callback(finished.put)
-    outcomes, failed = [], []
-    while pending:
-        future = finished.get()
-        future.wait()
-        item = pending.pop(future.task_run_id)
-        state = future.state
-        del future
-        if state.is_completed():
-            state = write_document(state.result(), item.prior, stamp, settings, return_state=True)
-        result = state.result(raise_on_failure=False)
-        if state.is_completed():
-            outcomes.append(result)
-        else:
-            failed.append((item, as_doc_error(result, state)))
-        get_logger().info("document.finished", path=item.file.path,
-                          status=DocStatus.INDEXED if state.is_completed() else DocStatus.FAILED)
+    outcomes, failed, batch = [], [], WriteBatch()
+    while pending or batch.items:
+        future = next_finished(finished, batch) if pending else None
+        timed_out = future is None
+        if future is not None:
+            future.wait()
+            item = pending.pop(future.task_run_id)
+            state = future.state
+            del future
+            if state.is_completed():
+                batch.add(item, state.result())
+            else:
+                failed.append((item, as_doc_error(state.result(raise_on_failure=False), state)))
+                log_finished(item, DocStatus.FAILED)
+        if batch.items and (timed_out or batch.full()):
+            written, refused = write_batch(batch.take(), stamp, settings)
+            outcomes += written
+            failed += refused
     return outcomes, failed
+
+
+# Documents per write: each LanceDB commit adds a fragment and a manifest every later
+# merge and scan reads, so one commit per document made a first index of 2,000 small
+# files slow from 190 to 50 documents a minute (bench/small_files.py, docs/benchmarks.md).
+WRITE_DOCS = 64
+WRITE_ROWS = 2048  # and so a batch of large documents stays a few MB of vectors
+WRITE_WAIT_S = 2.0  # a slow document does not hold finished ones back for longer
+
+
+@dataclass
+class WriteBatch:
+    """Finished documents waiting for one write, with when the first of them came."""
+
+    items: list[tuple[Todo, Prepared | Unchanged]] = field(default_factory=list)
+    rows: int = 0
+    since: float = 0.0
+
+    def add(self, todo: Todo, result: Prepared | Unchanged) -> None:
+        if not self.items:
+            self.since = time.monotonic()
+        self.items.append((todo, result))
+        self.rows += len(result.rows) if isinstance(result, Prepared) else 0
+
+    def full(self) -> bool:
+        return len(self.items) >= WRITE_DOCS or self.rows >= WRITE_ROWS
+
+    def left_s(self) -> float | None:
+        """How long to wait for the next document before writing; None: no batch, wait for one."""
+        return max(0.0, self.since + WRITE_WAIT_S - time.monotonic()) if self.items else None
+
+    def take(self) -> list[tuple[Todo, Prepared | Unchanged]]:
+        items, self.items, self.rows = self.items, [], 0
+        return items
+
+
+def next_finished(finished: queue.SimpleQueue, batch: WriteBatch):
+    """The next finished future, or None when the batch waited long enough to be written."""
+    try:
+        return finished.get(timeout=batch.left_s())
+    except queue.Empty:
+        return None
+
+
+def write_batch(items: list[tuple[Todo, Prepared | Unchanged]], stamp: IndexStamp, settings: IndexSettings
+                ) -> tuple[list[Outcome], list[tuple[Todo, DocError]]]:
+    """Write a batch in two commits; when the storage refuses it, each document alone, so only
+    the one it refuses fails (disk full, I/O error)."""
+    state = write_documents([(result, todo.prior) for todo, result in items], stamp, settings,
+                            batch_label(items), return_state=True)
+    if state.is_completed():
+        outcomes = state.result()
+        for todo, outcome in zip((t for t, _ in items), outcomes):
+            log_finished(todo, outcome.status)
+        return outcomes, []
+    error = as_doc_error(state.result(raise_on_failure=False), state)  # a bug raises here
+    if len(items) > 1:
+        outcomes, failed = [], []
+        for item in items:
+            written, refused = write_batch([item], stamp, settings)
+            outcomes += written
+            failed += refused
+        return outcomes, failed
+    todo = items[0][0]
+    log_finished(todo, DocStatus.FAILED)
+    return [], [(todo, error)]
+
+
+def batch_label(items: list[tuple[Todo, Prepared | Unchanged]]) -> str:
+    """The write's task-run name: a lone document's path, else the count and the first path."""
+    first = items[0][0].file.path
+    return first if len(items) == 1 else f"{len(items)} documents ({first} …)"
+
+
+def log_finished(todo: Todo, status: DocStatus) -> None:
+    get_logger().info("document.finished", path=todo.file.path, status=status)
 
 
 def as_doc_error(result, state) -> DocError:

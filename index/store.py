@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import lancedb
 import pyarrow as pa
@@ -17,8 +17,8 @@ from citeline.index.tokens import TokenVectors
 from citeline.schemas.errors import IndexMismatch, NoIndex
 from citeline.schemas.stamp import IndexStamp, stamp_differences
 from citeline.schemas.tables import (
-    CHUNKS_PREFIX, DOCUMENTS, DOCUMENTS_SCHEMA, META, META_SCHEMA, ROOT_KEY, STAMP_KEY, TOKENS_PREFIX, chunks_schema,
-    chunks_table_name,
+    CHUNKS_PREFIX, DOCUMENTS, DOCUMENTS_SCHEMA, META, META_SCHEMA, ROOT_KEY, STAMP_KEY, STAT_FIELDS, TOKENS_PREFIX,
+    chunks_schema, chunks_table_name,
 )
 
 
@@ -214,6 +214,13 @@ class Store:
 
     # ---- documents -------------------------------------------------------------------
 
+    def migrate_documents(self) -> None:
+        """Give a documents table written before stats were kept its stat columns, empty
+        (one commit; writers only: a record without a stat is hashed once, then gets one)."""
+        table = self.documents()
+        if missing := [f for f in STAT_FIELDS if f.name not in table.schema.names]:
+            table.add_columns(missing)
+
     def upsert_document(self, record: dict) -> None:
         """Write one document record; fields it leaves out keep their stored values."""
         self.upsert_documents([record])
@@ -222,6 +229,7 @@ class Store:
         """Write several document records in one commit (fields left out keep their values)."""
         if not records:
             return
+        self.migrate_documents()
         stored = {r["doc_id"]: r for r in self.document_rows(
             where=one_of("doc_id", [r["doc_id"] for r in records]))}
         rows = [_document_row({**stored.get(r["doc_id"], {}), **r}) for r in records]
@@ -266,20 +274,31 @@ class Store:
     # ---- chunks ----------------------------------------------------------------------
 
     def replace_chunks(self, stamp: IndexStamp, doc_id: str, rows: pa.Table, staged: bool = False) -> int:
-        """Swap one document's chunks for ``rows`` in a single commit; return the rows now stored.
+        """Swap one document's chunks for ``rows`` in a single commit; return the rows now stored."""
+        return self.replace_chunks_of(stamp, {doc_id: rows}, staged)[doc_id]
 
-        Readers see either the old chunks or the new ones, never a mix. The count comes
-        from the table after the commit: the store counts, nobody declares. ``staged``
-        writes into the table of ``stamp`` even while another table is active (re-index).
+    def replace_chunks_of(self, stamp: IndexStamp, docs: Mapping[str, pa.Table], staged: bool = False
+                          ) -> dict[str, int]:
+        """Swap several documents' chunks for theirs in a single commit; return the rows now stored of each.
+
+        Readers see either the old chunks of every one of them or the new ones, never a mix.
+        One commit for many small documents: each commit rewrites the manifest and adds a
+        fragment that every later scan and merge reads, so one per document made the
+        per-document cost grow with the table (bench/small_files.py). The counts come from
+        the table after the commit: the store counts, nobody declares. ``staged`` writes
+        into the table of ``stamp`` even while another table is active (re-index).
         """
         table = self.staging(stamp) if staged else self.chunks(stamp, create=True)
-        where = equals("doc_id", doc_id)
-        if rows.num_rows == 0:
+        where = one_of("doc_id", list(docs))
+        rows = pa.concat_tables([t for t in docs.values() if t.num_rows]) if any(
+            t.num_rows for t in docs.values()) else None
+        if rows is None:
             table.delete(where)
         else:
             (table.merge_insert("chunk_id").when_matched_update_all().when_not_matched_insert_all()
              .when_not_matched_by_source_delete(where).execute(rows))
-        return _count(table, where)
+        stored = Counter(r["doc_id"] for r in _scan(table, ["doc_id"], where))
+        return {doc_id: stored[doc_id] for doc_id in docs}
 
     def rows_per_document(self, table: str | None = None) -> Counter:
         """Rows per document of the active chunks table (or ``table``), in one scan."""

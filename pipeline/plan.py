@@ -1,23 +1,30 @@
-"""Decide, per file, whether a run must (re)index it, may skip it, or must forget it."""
+"""Decide, per file, whether a run must (re)index it, may skip it, or must forget it.
+
+Stat first, hash second: a file whose size, mtime, inode and device are those its record
+was written from is skipped without being opened. Any other file the record knows is
+read once by its task, which hashes those bytes and skips it when they are the recorded
+ones (``pipeline.prepare.Known``), or extracts from the very same bytes when they are not.
+"""
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
 from citeline import extractors
-from citeline.pipeline.prepare import SNIFF_BYTES, doc_id_for
+from citeline.pipeline.prepare import Known, doc_id_for
 from citeline.pipeline.record import Prior
-from citeline.pipeline.walk import SourceFile
-from citeline.schemas.errors import UnsupportedType
-from citeline.schemas.paths import is_under, os_path
+from citeline.pipeline.walk import FileStat, SourceFile
+from citeline.schemas.paths import is_under
 from citeline.schemas.stamp import IndexStamp, Stamp, is_current
 from citeline.schemas.status import DocStatus
+
+STAT_COLUMNS = ("size", "mtime_ns", "inode", "device")
 
 
 @dataclass(frozen=True)
 class Todo:
     file: SourceFile
     prior: Prior = Prior()
+    known: Known | None = None  # the file may be unchanged: skip it if its bytes are these
 
     @classmethod
     def of_record(cls, record: dict) -> "Todo":
@@ -32,43 +39,36 @@ class SyncPlan:
     gone: list[dict] = field(default_factory=list)  # stored records whose file is no longer there
 
 
-def file_digest(path: str) -> tuple[str, bytes] | None:
-    """sha256 of the file and its first bytes, or None if it cannot be read now."""
-    digest = hashlib.sha256()
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(SNIFF_BYTES)
-            digest.update(head)
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    except OSError:
-        return None
-    return digest.hexdigest(), head
-
-
-def is_unchanged(record: dict, file: SourceFile, stamp: IndexStamp) -> bool:
-    """True when the stored rows came from these bytes with today's code and model."""
+def is_current_record(record: dict, stamp: IndexStamp) -> bool:
+    """Whether an indexed record's rows are today's: same index stamp, and its extractor
+    still registered at the version that wrote it (looked up by name: no file is read)."""
     if record.get("status") != DocStatus.INDEXED:
         return False
-    found = file_digest(os_path(file.source))
-    if found is None or found[0] != record.get("sha256"):
-        return False
-    try:
-        module = extractors.for_bytes(found[1], file.path)
-    except UnsupportedType:  # no extractor claims it now: index it again, to record why it fails
-        return False
-    return is_current(record, Stamp(stamp, module.NAME, module.VERSION))
+    module = extractors.registered().get(record.get("extractor"))
+    return module is not None and is_current(record, Stamp(stamp, module.NAME, module.VERSION))
 
 
-def plan_sync(files: list[SourceFile], records: list[dict], stamp: IndexStamp, prune_root: str | None) -> SyncPlan:
+def stat_matches(record: dict, seen: FileStat | None) -> bool:
+    """Whether the listing saw the file the record was written from (a record without a
+    stat, from before stats were kept, never matches: its file is hashed once)."""
+    if seen is None:
+        return False
+    stored = tuple(record.get(name) for name in STAT_COLUMNS)
+    return None not in stored and stored == (seen.size, seen.mtime_ns, seen.inode, seen.device)
+
+
+def plan_sync(files: list[SourceFile], records: list[dict], stamp: IndexStamp, prune_root: str | None,
+              verify: bool = False) -> SyncPlan:
     """Sort files into todo and skip; records whose source lies under ``prune_root`` with no file become gone.
 
     Args:
-        files: what is on disk now.
+        files: what is on disk now, with the stat the listing saw.
         records: the stored document records (at least doc_id, root, source, status,
-            sha256, stamps, attempts, created_at).
+            sha256, the stat and stamp columns, attempts, created_at).
         prune_root: the folder being synced, or None when a single file was given
             (then nothing else is forgotten).
+        verify: hash every known file even when its stat matches (a nightly check for
+            changes that kept size and mtime).
     """
     by_id = {r["doc_id"]: r for r in records}
     plan = SyncPlan()
@@ -77,10 +77,12 @@ def plan_sync(files: list[SourceFile], records: list[dict], stamp: IndexStamp, p
         doc_id = doc_id_for(file.source)
         seen.add(doc_id)
         record = by_id.get(doc_id)
-        if record is not None and is_unchanged(record, file, stamp):
+        if record is None or not is_current_record(record, stamp):
+            plan.todo.append(Todo(file, Prior.of(record)))
+        elif not verify and stat_matches(record, file.stat):
             plan.skip.append(file)
         else:
-            plan.todo.append(Todo(file, Prior.of(record)))
+            plan.todo.append(Todo(file, Prior.of(record), Known.of(record)))
     if prune_root is not None:
         # By path, not by the root a record was written with: a file first indexed alone
         # or through a subfolder is forgotten by a sync of any folder above it.

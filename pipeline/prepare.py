@@ -20,9 +20,9 @@ from citeline.pipeline.chunk import CHUNKER_VERSION, chunk_document
 from citeline.pipeline.embed import Embedder
 from citeline.pipeline.isolate import extract_isolated
 from citeline.pipeline.locate import locators_for, locators_json
-from citeline.pipeline.walk import SourceFile
+from citeline.pipeline.walk import FileStat, SourceFile
 from citeline.schemas.document import Canonical, Chunk, segments_from_json
-from citeline.schemas.errors import DocumentError, TooLarge, Unreadable, Vanished
+from citeline.schemas.errors import DocumentError, TooLarge, Unreadable, UnsupportedType, Vanished
 from citeline.schemas.options import ExtractOptions
 from citeline.schemas.paths import os_path
 from citeline.schemas.settings import IndexSettings
@@ -56,10 +56,34 @@ class Prepared:
     canonical: Canonical
     rows: list[dict] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)  # wall time per stage, for bench/
+    stat: FileStat | None = None  # of the bytes read (None when re-chunked from the record)
 
     @property
     def truncated(self) -> int:
         return sum(1 for row in self.rows if row["truncated"])
+
+
+@dataclass(frozen=True)
+class Known:
+    """What a document's record says it was indexed from: the same bytes read by the same
+    extractor version need no work (its other stamps were checked when it was planned)."""
+
+    sha256: str
+    extractor: str
+    extractor_version: str
+
+    @classmethod
+    def of(cls, record: dict) -> "Known":
+        return cls(record["sha256"], record["extractor"], record["extractor_version"])
+
+
+@dataclass(frozen=True)
+class Unchanged:
+    """A file whose stat moved but whose bytes are still the indexed ones: only its stat is new."""
+
+    file: SourceFile
+    doc_id: str
+    stat: FileStat
 
 
 def tag(exc: BaseException, stage: Stage) -> BaseException:
@@ -70,7 +94,13 @@ def tag(exc: BaseException, stage: Stage) -> BaseException:
 
 
 def read_source(path: str, max_bytes: int, root: str | None = None) -> bytes:
-    """The file's bytes, refusing files over ``max_bytes`` before loading them.
+    """The file's bytes, refusing files over ``max_bytes`` before loading them (``read_stat``)."""
+    return read_stat(path, max_bytes, root)[0]
+
+
+def read_stat(path: str, max_bytes: int, root: str | None = None) -> tuple[bytes, FileStat]:
+    """The file's bytes and the stat they were read under, refusing files over ``max_bytes``
+    before loading them.
 
     The bytes returned are the bytes hashed and indexed, so a file caught mid-write
     (its size, mtime or inode moved while it was opened and read) is refused rather
@@ -112,7 +142,7 @@ def read_source(path: str, max_bytes: int, root: str | None = None) -> bytes:
     if changed(before, opened) or changed(opened, after) or len(data) != after.st_size:
         raise Vanished(f"the file changed while it was being read ({before.st_size:,} bytes before opening, "
                        f"{len(data):,} read, {after.st_size:,} now); it is read again on the next attempt")
-    return data
+    return data, FileStat.of(after)
 
 
 _SYMLINK = ("a symbolic link (or a path through one) where the listing found a regular file: "
@@ -136,8 +166,13 @@ def extract_bytes(data: bytes, name: str, options: ExtractOptions) -> Canonical:
     return module.extract(data, name, options)
 
 
-def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: IndexSettings) -> Prepared:
+def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: IndexSettings,
+            known: Known | None = None) -> Prepared | Unchanged:
     """Read, extract, chunk and embed one file, within ``settings.timeout_s`` in all.
+
+    The file is read once: its bytes are hashed, and when they are ``known`` (the
+    indexed ones, for the same extractor) nothing else is done; otherwise the same
+    bytes are extracted.
 
     The limit is checked between stages and between groups of ``EMBED_GROUP`` chunks,
     and handed to the extractor as what is left of it (an isolated extractor is killed
@@ -153,13 +188,16 @@ def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: I
     deadline = Deadline(settings.timeout_s)
     marks = [time.perf_counter()]
     try:
-        data = read_source(file.source, settings.max_bytes, file.root)
+        data, seen = read_stat(file.source, settings.max_bytes, file.root)
+        sha256 = hashlib.sha256(data).hexdigest()
+        if known is not None and is_known(data, sha256, Path(file.path).name, known):
+            return Unchanged(file, doc_id_for(file.source), seen)
         marks.append(time.perf_counter())
         stage = Stage.EXTRACT
         options = ExtractOptions(ocr_lang=settings.ocr_lang, time_limit_s=_left(deadline),
                                  whisper_model=settings.whisper_model)
         canonical = extract_bytes(data, Path(file.path).name, options)
-        prepared = Prepared(file, doc_id_for(file.source), hashlib.sha256(data).hexdigest(), len(data), canonical)
+        prepared = Prepared(file, doc_id_for(file.source), sha256, len(data), canonical, stat=seen)
         marks.append(time.perf_counter())
         deadline.check("the end of extraction")
         stage = Stage.CHUNK
@@ -174,6 +212,17 @@ def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: I
         return prepared
     except Exception as exc:  # safe: re-raised at once, only tagged with the stage it reached
         raise tag(exc, stage)
+
+
+def is_known(data: bytes, sha256: str, name: str, known: Known) -> bool:
+    """Whether these bytes are the indexed ones and today's extractor for them is the one that read them."""
+    if sha256 != known.sha256:
+        return False
+    try:
+        module = extractors.for_bytes(data[:SNIFF_BYTES], name)
+    except UnsupportedType:  # no extractor claims it now: index it again, to record why it fails
+        return False
+    return (module.NAME, module.VERSION) == (known.extractor, known.extractor_version)
 
 
 def _left(deadline: Deadline) -> float | None:

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from citeline.pipeline.prepare import Prepared, doc_id_for
-from citeline.pipeline.walk import SourceFile
+from citeline.pipeline.prepare import Prepared, Unchanged, doc_id_for
+from citeline.pipeline.walk import FileStat, SourceFile
 from citeline.schemas.stamp import IndexStamp, Stamp
 from citeline.schemas.status import DocError, DocStatus
 
@@ -64,7 +64,20 @@ def indexed_record(prepared: Prepared, prior: Prior, stamp: IndexStamp, count: i
         "segments": canonical.segments_json(),
         "notes": "\n".join(canonical.notes) or None,
         **Stamp(stamp, canonical.extractor, canonical.extractor_version).columns(),
+        **stat_columns(prepared.stat),
     }
+
+
+def unchanged_record(unchanged: Unchanged) -> dict:
+    """A document whose bytes were read and found unchanged: only the stat it now shows is new."""
+    return {"doc_id": unchanged.doc_id, **stat_columns(unchanged.stat)}
+
+
+def stat_columns(stat: FileStat | None) -> dict:
+    """The stat columns of a record; none when nothing was read (they keep their stored values)."""
+    if stat is None:
+        return {}
+    return {"size": stat.size, "mtime_ns": stat.mtime_ns, "inode": stat.inode, "device": stat.device}
 
 
 def failed_record(file: SourceFile, prior: Prior, error: DocError, rows: int) -> dict:

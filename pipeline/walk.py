@@ -6,7 +6,30 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+import pathspec
+
 from citeline.schemas.paths import escape
+
+IGNORE_FILE = ".citelineignore"
+# Folders no one means to index: version control, dependencies, caches. Hidden folders
+# (.git, .venv) are skipped anyway; these catch the visible ones, and a ``!node_modules/``
+# line in .citelineignore (or --include) brings one back.
+DEFAULT_EXCLUDE = ("node_modules/", "__pycache__/", "venv/", "site-packages/", "bower_components/",
+                   ".git/", ".hg/", ".svn/", ".venv/", ".tox/")
+
+
+@dataclass(frozen=True)
+class FileStat:
+    """What a listing saw of a file, enough to tell it unchanged without reading it."""
+
+    size: int
+    mtime_ns: int
+    inode: int
+    device: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> "FileStat":
+        return cls(st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
 
 
 @dataclass(frozen=True)
@@ -16,40 +39,97 @@ class SourceFile:
     source: str  # absolute, resolved
     root: str
     path: str  # relative to root, with forward slashes
+    stat: FileStat | None = None  # as listed; None when the file was named by a record
 
 
-def list_files(root: str | Path) -> list[SourceFile]:
-    """Every regular file under ``root`` (or ``root`` itself if it is a file), sorted.
+@dataclass(frozen=True)
+class Selection:
+    """Which files of a folder to index: gitignore-style patterns, relative to the folder.
+
+    ``exclude`` lines follow the defaults and the folder's ``.citelineignore``, so later
+    lines win as in a .gitignore (``!pattern`` re-includes). With ``include`` given, only
+    files matching one of its patterns are indexed.
+    """
+
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+
+def check_patterns(selection: Selection) -> None:
+    """Raise ValueError, naming the pattern, when one of ``selection`` cannot be parsed."""
+    for pattern in (*selection.include, *selection.exclude):
+        try:
+            pathspec.GitIgnoreSpec.from_lines([pattern])
+        except ValueError as exc:
+            raise ValueError(f"{pattern!r} is not a gitignore-style pattern: {exc}") from None
+
+
+def list_files(root: str | Path, selection: Selection = Selection()) -> list[SourceFile]:
+    """Every regular file under ``root`` (or ``root`` itself if it is a file) that ``selection`` keeps, sorted.
 
     Names that are not UTF-8 are ``escape``d, so one such file cannot stop a sync.
     Hidden files and folders (a leading dot: .git, .citeline) are skipped, and so is
     every symlink: one can lead out of the root (indexing a folder must not read the
     machine), dangle or loop, and one inside the root only repeats its target; so are
     FIFOs, sockets and devices. Sources are read the same way (pipeline/beneath.py).
+    Excluded folders are not walked at all, and no file is opened here: each is
+    ``lstat``ed once, and that stat is kept to skip unchanged files (pipeline/plan.py).
 
     Raises:
         FileNotFoundError: ``root`` does not exist.
+        ValueError: a pattern of ``selection`` or of ``.citelineignore`` is malformed.
     """
     base = Path(root).expanduser().resolve(strict=True)
-    if base.is_file():
-        return [SourceFile(escape(str(base)), escape(str(base.parent)), escape(base.name))]
+    if base.is_file():  # named on its own: indexed whatever the patterns say
+        st = base.lstat()
+        return [SourceFile(escape(str(base)), escape(str(base.parent)), escape(base.name), FileStat.of(st))]
+    excluded, included = _specs(base, selection)
     found = []
     for folder, dirs, files in os.walk(base, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        rel = Path(folder).relative_to(base).as_posix()
+        prefix = "" if rel == "." else rel + "/"
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not excluded.match_file(f"{prefix}{d}/"))
         for name in sorted(files):
-            if name.startswith("."):
+            if name.startswith(".") or excluded.match_file(prefix + name):
+                continue
+            if included is not None and not included.match_file(prefix + name):
                 continue
             candidate = Path(folder) / name
-            if not _inside_and_regular(candidate, base):
+            st = _regular_stat(candidate)
+            if st is None:
                 continue
-            found.append(SourceFile(escape(str(candidate)), escape(str(base)),
-                                    escape(candidate.relative_to(base).as_posix())))
+            found.append(SourceFile(escape(str(candidate)), escape(str(base)), escape(prefix + name), FileStat.of(st)))
     return found
 
 
-def _inside_and_regular(candidate: Path, base: Path) -> bool:
-    """Whether ``candidate`` is itself a regular file (not a link to one); os.walk stays under ``base``."""
+def _specs(base: Path, selection: Selection) -> tuple[pathspec.PathSpec, pathspec.PathSpec | None]:
+    """The exclude spec (defaults, then ``.citelineignore``, then ``--exclude``) and the include spec."""
+    lines = [*DEFAULT_EXCLUDE, *_ignore_file_lines(base), *selection.exclude]
+    included = pathspec.GitIgnoreSpec.from_lines(selection.include) if selection.include else None
+    return pathspec.GitIgnoreSpec.from_lines(lines), included
+
+
+def _ignore_file_lines(base: Path) -> list[str]:
+    """The lines of ``base/.citelineignore``; none when it is missing or not a regular file."""
+    path = base / IGNORE_FILE
     try:
-        return stat.S_ISREG(candidate.lstat().st_mode)
+        if not stat.S_ISREG(path.lstat().st_mode):
+            return []
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except FileNotFoundError:
+        return []
+    for number, line in enumerate(lines, 1):
+        try:
+            pathspec.GitIgnoreSpec.from_lines([line])
+        except ValueError as exc:
+            raise ValueError(f"{path}, line {number}: {line!r} is not a gitignore-style pattern: {exc}") from None
+    return lines
+
+
+def _regular_stat(candidate: Path) -> os.stat_result | None:
+    """``candidate``'s own stat if it is a regular file (not a link to one); os.walk stays under ``base``."""
+    try:
+        st = candidate.lstat()
     except OSError:  # gone since the folder was listed
-        return False
+        return None
+    return st if stat.S_ISREG(st.st_mode) else None

@@ -10,6 +10,7 @@ class DocStatus(StrEnum):
 
     INDEXED = "indexed"
     FAILED = "failed"
+    SKIPPED = "skipped"  # a run's outcome only (read, found unchanged), never a stored status
 
 
 class Stage(str, Enum):

@@ -44,6 +44,8 @@ STAMP_FIELDS = [
     pa.field(name, pa.int32() if name == "embed_dim" else pa.string(), nullable=False) for name in STAMP_COLUMNS
 ]
 
+STAT_FIELDS = [pa.field("mtime_ns", pa.int64()), pa.field("inode", pa.int64()), pa.field("device", pa.int64())]
+
 DOCUMENTS_SCHEMA = pa.schema(
     [
         pa.field("doc_id", pa.string(), nullable=False),
@@ -52,6 +54,9 @@ DOCUMENTS_SCHEMA = pa.schema(
         pa.field("path", pa.string(), nullable=False),  # relative to root
         pa.field("sha256", pa.string()),  # of the bytes last read
         pa.field("size", pa.int64()),
+        # The stat the bytes were read under: a file that still shows it is not read again.
+        # Added after indexes existed (Store.migrate_documents adds them, empty: hash once).
+        *STAT_FIELDS,
         pa.field("status", pa.string(), nullable=False),
         pa.field("stage", pa.string()),
         pa.field("reason", pa.string()),

@@ -2,8 +2,8 @@
 
 ``prepare_document`` runs on the task runner — threads here, Dask workers on a cluster —
 and is named by the file's path, so the Prefect UI shows one task run per document
-with the failure reason as its message. ``write_document`` is called from the flow
-itself, one at a time: LanceDB duplicates rows when two writers upsert the same keys.
+with the failure reason as its message. ``write_documents`` is called from the flow
+itself, one batch at a time: LanceDB duplicates rows when two writers upsert the same keys.
 """
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from prefect.states import Failed
 from citeline.index.faults import is_storage_error
 from citeline.index.store import chunk_table
 from citeline.pipeline.plan import Todo
-from citeline.pipeline.record import Prior, indexed_record
-from citeline.pipeline.prepare import Prepared, error_kind, is_bad_input, prepare
+from citeline.pipeline.record import Prior, indexed_record, unchanged_record
+from citeline.pipeline.prepare import Prepared, Unchanged, error_kind, is_bad_input, prepare
 from citeline.schemas.errors import DocumentError
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
@@ -41,11 +41,12 @@ def prepare_document(todo: Todo, stamp: IndexStamp, settings: IndexSettings):
     in citeline and is raised, so the run stops with its traceback.
 
     Returns:
-        Prepared, or a Failed state carrying a DocError whose message is the reason.
+        Prepared; Unchanged when the file's bytes are the ``todo.known`` ones; or a Failed
+        state carrying a DocError whose message is the reason.
     """
     embedder = embedder_for(settings)
     try:
-        return prepare(todo.file, embedder, stamp, settings)
+        return prepare(todo.file, embedder, stamp, settings, todo.known)
     except (DocumentError, OSError) as exc:
         if not is_bad_input(exc) or (isinstance(exc, DocumentError) and exc.transient):
             raise
@@ -55,33 +56,52 @@ def prepare_document(todo: Todo, stamp: IndexStamp, settings: IndexSettings):
         return Failed(message=f"{error.stage}: {error.reason()}", data=error)
 
 
-@task(task_run_name="write {prepared.file.path}", cache_policy=NO_CACHE, persist_result=False)
-def write_document(prepared: Prepared, prior: Prior, stamp: IndexStamp, settings: IndexSettings):
-    """Replace the document's chunks, count them in the store, then record the document.
+@task(task_run_name="write {label}", cache_policy=NO_CACHE, persist_result=False)
+def write_documents(batch: list[tuple[Prepared | Unchanged, Prior]], stamp: IndexStamp, settings: IndexSettings,
+                    label: str):
+    """Replace the documents' chunks in one commit, count them in the store, then record them in one more.
+
+    An Unchanged document (read, and its bytes found to be the indexed ones) only has its
+    new stat recorded, in the same records commit.
 
     A write that the storage refuses (disk full, I/O error: an OSError, or LanceDB's
-    ``LanceError(IO)``, see index/faults.py) fails this document alone; any other
-    exception is a bug and stops the run.
+    ``LanceError(IO)``, see index/faults.py) fails the whole batch, which the flow then
+    writes again one document at a time, so the document the storage refuses fails
+    alone; any other exception is a bug and stops the run. A kill between the two commits
+    leaves the new chunks under old records: their stat is the old one, so the next sync
+    reads those files and writes them again.
+
+    Args:
+        label: the task run's name: the path of a lone document, else how many there are.
 
     Returns:
-        Outcome, or a Failed state (the old chunks are untouched: the replace is one commit).
+        an Outcome per document, in order, or a Failed state carrying a DocError (the old
+        chunks are untouched: the replace is one commit).
     """
-    log = get_logger(path=prepared.file.path)
     store = store_for(settings.db)
     try:
         with write_lock():
             started = time.perf_counter()
-            count = store.replace_chunks(stamp, prepared.doc_id, chunk_table(prepared.rows, stamp))
-            store.upsert_document(indexed_record(prepared, prior, stamp, count))
-            written = time.perf_counter() - started
+            new = {p.doc_id: chunk_table(p.rows, stamp) for p, _ in batch if isinstance(p, Prepared)}
+            counts = store.replace_chunks_of(stamp, new) if new else {}
+            store.upsert_documents([indexed_record(p, prior, stamp, counts[p.doc_id]) if isinstance(p, Prepared)
+                                    else unchanged_record(p) for p, prior in batch])
+            written = (time.perf_counter() - started) / len(batch)
     except Exception as exc:  # safe: only a storage error (disk full, I/O) is kept; the rest re-raised
         if not is_storage_error(exc):
             raise
         error = DocError("write", error_kind(exc), str(exc))
-        log.error("document.failed", stage="write", kind=error.kind, reason=error.message)
+        if len(batch) == 1:
+            get_logger(path=batch[0][0].file.path).error("document.failed", stage="write", kind=error.kind,
+                                                         reason=error.message)
         return Failed(message=f"write: {error.reason()}", data=error)
-    seconds = {**prepared.seconds, "write": written}
-    log.info("document.indexed", chunks=count, truncated=prepared.truncated,
-             seconds={stage: round(s, 4) for stage, s in seconds.items()})
-    return Outcome(prepared.file.path, DocStatus.INDEXED, chunks=count, truncated=prepared.truncated)
+    return [indexed(p, counts[p.doc_id], written) if isinstance(p, Prepared)
+            else Outcome(p.file.path, DocStatus.SKIPPED) for p, _ in batch]
 
+
+def indexed(prepared: Prepared, count: int, written: float) -> Outcome:
+    """The outcome of a written document, logged with its seconds per stage (its share of the batch write)."""
+    seconds = {**prepared.seconds, "write": written}
+    get_logger(path=prepared.file.path).info("document.indexed", chunks=count, truncated=prepared.truncated,
+                                             seconds={stage: round(s, 4) for stage, s in seconds.items()})
+    return Outcome(prepared.file.path, DocStatus.INDEXED, chunks=count, truncated=prepared.truncated)

@@ -24,7 +24,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
 
 # Every method through which a sync writes the index; the first of the pair is where the disk fills.
 WRITES = {
-    "chunk-commit": (Store, "replace_chunks"),
+    "chunk-commit": (Store, "replace_chunks_of"),
     "record-upsert": (Store, "upsert_documents"),
     "fts-build": (LanceTable, "create_index"),
     "optimize": (LanceTable, "optimize"),

@@ -26,14 +26,14 @@ def test_a_failed_write_leaves_the_old_version_searchable(docs: Path, tmp_path, 
     victim.write_text(victim.read_text() + "\n\nA new closing paragraph about zebras crossing.\n")
     bystander.write_text(bystander.read_text() + "\n\nA new closing paragraph about giraffes.\n")
 
-    real_replace = Store.replace_chunks
+    real_replace = Store.replace_chunks_of
 
-    def disk_full_for_the_victim(self, stamp, doc_id, rows, staged=False):
-        if doc_id == victim_id:
+    def disk_full_for_the_victim(self, stamp, docs, staged=False):
+        if victim_id in docs:  # the victim's batch is refused, so it is written again one by one
             raise OSError(28, "No space left on device (injected fault)")
-        return real_replace(self, stamp, doc_id, rows, staged)
+        return real_replace(self, stamp, docs, staged)
 
-    monkeypatch.setattr(Store, "replace_chunks", disk_full_for_the_victim)
+    monkeypatch.setattr(Store, "replace_chunks_of", disk_full_for_the_victim)
     state = index_folder(str(docs), settings, return_state=True)
     summary = state.result(raise_on_failure=False)
 
@@ -51,7 +51,7 @@ def test_a_failed_write_leaves_the_old_version_searchable(docs: Path, tmp_path, 
     assert "zebras" not in contents and "giraffes" in contents
     assert check_index(store) == []
 
-    monkeypatch.setattr(Store, "replace_chunks", real_replace)
+    monkeypatch.setattr(Store, "replace_chunks_of", real_replace)
     rerun = index_folder(str(docs), settings, return_state=True).result()
     assert (rerun.indexed, rerun.failed, rerun.skipped) == (1, 0, 1)
     assert store.document_rows(["status"], f"doc_id = '{victim_id}'")[0]["status"] == "indexed"
