@@ -40,8 +40,12 @@ def error_text(exc: BaseException) -> str:
 
 
 def kind_of(exc: BaseException) -> str:
-    """``IndexMismatch`` -> ``index-mismatch``: the error's kind, stable for scripts."""
-    return re.sub(r"(?<!^)(?=[A-Z])", "-", type(exc).__name__).lower()
+    """The error's class as a stable kind for scripts.
+
+    >>> kind_of(KeyError()), kind_of(type("LLMError", (Exception,), {})())
+    ('key-error', 'llm-error')
+    """
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "-", type(exc).__name__).lower()
 
 
 def as_cli_error(exc: CitelineError) -> CliError:
