@@ -20,6 +20,7 @@ from citeline.schemas.errors import CitelineError
 # 3 the run finished but some documents failed.
 EXIT_DOCUMENTS_FAILED = 3
 JSON_FLAG = "--json"
+JSON_META = "citeline.json"
 
 
 class CliError(click.ClickException):
@@ -89,7 +90,7 @@ class CitelineGroup(click.Group):
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.ClickException as exc:
-            if _wants_json(args):
+            if getattr(exc, "as_json", False) or _wants_json(args):
                 click.echo(json.dumps(error_json(exc), indent=2))
             else:
                 exc.show()
@@ -101,9 +102,13 @@ class CitelineGroup(click.Group):
 
     def invoke(self, ctx):
         try:
-            return super().invoke(ctx)
-        except CitelineError as exc:  # raised outside a command's cli_errors block: still known
-            raise as_cli_error(exc) from None
+            try:
+                return super().invoke(ctx)
+            except CitelineError as exc:  # raised outside a command's cli_errors block: still known
+                raise as_cli_error(exc) from None
+        except click.ClickException as exc:
+            exc.as_json = ctx.meta.get(JSON_META, False)  # --json given, or CITELINE_<COMMAND>_JSON set
+            raise
 
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "auto_envvar_prefix": ENV_PREFIX}
@@ -129,13 +134,33 @@ def verbosity() -> int:
     return ctx.meta.get("citeline.verbosity", 0) if ctx else 0
 
 
+class _JsonOption(click.Option):
+    """--json reads CITELINE_<COMMAND>_JSON, named for the flag, not for its ``as_json`` parameter."""
+
+    def resolve_envvar_value(self, ctx: click.Context) -> str | None:
+        if self.envvar is None and ctx.auto_envvar_prefix:
+            return _env(f"{ctx.auto_envvar_prefix}_JSON")
+        return super().resolve_envvar_value(ctx)
+
+
+def _remember_json(ctx: click.Context, param, value: bool) -> bool:
+    ctx.meta[JSON_META] = value  # meta is shared with the group's context, which renders errors
+    return value
+
+
+def _env(name: str) -> str | None:
+    import os
+
+    return os.environ.get(name) or None
+
+
 def output_options(command):
     """--json (one JSON object on stdout, errors included), -q and -v."""
     command = click.option("-v", "--verbose", count=True, expose_value=False, callback=_verbosity,
                            is_eager=True, help="More on stderr: per-document lines and Prefect's own; -vv debug.")(command)
     command = click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=_verbosity, is_eager=True,
                            help="Only errors and the final line.")(command)
-    return click.option(JSON_FLAG, "as_json", is_flag=True,
+    return click.option(JSON_FLAG, "as_json", is_flag=True, cls=_JsonOption, callback=_remember_json,
                         help="One JSON object on stdout; errors as {\"error\": {kind, message, help}}.")(command)
 
 

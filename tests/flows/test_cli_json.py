@@ -46,7 +46,7 @@ def test_index_json_reports_the_summary_and_failures_and_exits_3(indexed):
     (["search", "dropout training"], "results"),
     (["search", "dropout training", "--retriever", "bm25"], "results"),
     (["search", "dropout training", "--retriever", "hybrid"], "results"),
-    (["ask", "when does dropout apply?", "--retriever", "dense"], "query"),
+    (["ask", "when does dropout apply?", "--retriever", "dense", "--cut", "0.99"], "query"),
     (["check"], "ok"),
     (["gc"], "tables"),
     (["retry"], "summary"),
@@ -112,6 +112,8 @@ def test_options_read_citeline_environment_variables(indexed):
                                                                  "CITELINE_SEARCH_RETRIEVER": "bm25",
                                                                  "CITELINE_SEARCH_JSON": "1"})
     assert json.loads(result.stdout)["retriever"] == "bm25"
+    failed = CliRunner().invoke(cli, ["status", "--db", str(db) + "-missing"], env={"CITELINE_STATUS_JSON": "1"})
+    assert json.loads(failed.stdout)["error"]["kind"] == "no-index"
 
 
 def test_every_command_has_short_help_and_output_options():
