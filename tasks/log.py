@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
 
 import structlog
 
