@@ -95,7 +95,7 @@ def test_every_stderr_line_of_a_piped_run_is_json(folder, tmp_path):
     names = {e["event"] for e in events}
     assert {"run.started", "run.planned", "document.indexed", "document.failed", "run.finished"} <= names
     indexed = [e for e in events if e["event"] == "document.indexed"]
-    assert all(e["flow_run_id"] and e["task_run_id"] and len(e["document_id"]) == 64 for e in indexed), indexed
+    assert all(e["flow_run_id"] and e["task_run_id"] and e["document_id"] for e in indexed), indexed
     assert any(e.get("logger") == "prefect.task_runs" for e in events)  # Prefect's own lines, as JSON too
     assert done.stdout.startswith("indexed 2, failed 1")
 
