@@ -143,9 +143,9 @@ def serve(path, db, model, cron, strategy, name, as_json):
         raise click.UsageError("set PREFECT_API_URL to a running server (`prefect server start`): "
                                "without one, Prefect schedules nothing")
     settings = IndexSettings(db=str(Path(db).resolve()), model=model_for(db, model), strategy=strategy.upper())
-    name = name or f"sync-{Path(path).resolve().name}"
+    name = name or f"sync-{Path(path).expanduser().resolve().name}"
     if as_json:  # serving blocks: what is served is the one object printed
-        click.echo(json.dumps({"deployment": f"index-folder/{name}", "root": str(Path(path).resolve()),
+        click.echo(json.dumps({"deployment": f"index-folder/{name}", "root": str(Path(path).expanduser().resolve()),
                                "db": settings.db, "cron": cron}, indent=2))
     serve_folder(path, settings, cron, name)
 
