@@ -10,7 +10,7 @@ import os
 
 import click
 
-from citeline.common import cli_errors, model_for
+from citeline.common import cli_errors, model_for, output_options
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 from citeline.schemas.retrieval import DEFAULT_RETRIEVER, ENV_RERANKER, RERANK, RETRIEVERS
 from citeline.schemas.text import visible, visible_lines
@@ -24,7 +24,6 @@ QUOTE_WIDTH = 100  # characters of the quote shown in the sources table
               help="Index location: a local folder or any LanceDB URI.")
 @click.option("--model", envvar=ENV_MODEL, default=None,
               help="Embedding model (default: the one the index was built with).")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
 @click.option("-k", default=4, show_default=True, type=click.IntRange(1, 20),
               help="At most this many sources pass the gate.")
 @click.option("--retriever", default=DEFAULT_RETRIEVER, show_default=True, type=click.Choice(RETRIEVERS),
@@ -42,6 +41,7 @@ QUOTE_WIDTH = 100  # characters of the quote shown in the sources table
               help="Also require a rerank score strictly over this (only when reranking).")
 @click.option("--generate", is_flag=True,
               help="Send the prompt to CITELINE_LLM_URL / CITELINE_LLM_MODEL and check the answer's citations.")
+@output_options
 def ask(query, db, model, as_json, k, retriever, rerank_flag, reranker, cosine_weight, cut, min_rerank_score,
         generate):
     """Answer QUERY from the index with numbered, located sources, or refuse.
@@ -60,16 +60,21 @@ def ask(query, db, model, as_json, k, retriever, rerank_flag, reranker, cosine_w
 
     options = AskOptions(k=k, retriever=retriever, rerank=rerank_flag, cut=cut, min_rerank_score=min_rerank_score)
     with cli_errors():
+        client = _chat_client() if generate else None  # an endpoint not configured fails before retrieval
         searcher = _searcher(db, model, reranker if reranking else None, cosine_weight)
         answer = run_ask(searcher, query, options)
-        if generate and not answer.refused:
-            from citeline.query.llm import ChatClient
-
-            answer = run_generate(answer, ChatClient.from_env(os.environ))
+        if client is not None and not answer.refused:
+            answer = run_generate(answer, client)
     if as_json:
         click.echo(json.dumps(answer.to_dict(), indent=2))  # \uXXXX: no raw U+202E or C1 reaches a terminal
     else:
         _print(answer, generate)
+
+
+def _chat_client():
+    from citeline.query.llm import ChatClient
+
+    return ChatClient.from_env(os.environ)
 
 
 def _searcher(db: str, model: str | None, reranker: str | None, cosine_weight: float | None):

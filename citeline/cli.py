@@ -9,10 +9,12 @@ from pathlib import Path
 import click
 
 from citeline.ask_cmd import ask
-from citeline.common import EXIT_DOCUMENTS_FAILED, cli_errors, error_text, model_for
+from citeline.common import (CONTEXT_SETTINGS, EXIT_DOCUMENTS_FAILED, CitelineGroup, CliError, as_cli_error,
+                             cli_errors, model_for, output_options, verbosity)
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 from citeline.eval_cmd import eval_command
 from citeline.schemas.errors import CitelineError
+from citeline.schemas.retrieval import BM25, DENSE, RETRIEVERS
 from citeline.schemas.settings import DEFAULT_STRATEGY, STRATEGIES
 from citeline.schemas.stamp import STAMP_COLUMNS, Stamp, is_current
 from citeline.schemas.status import DocStatus
@@ -23,13 +25,17 @@ db_option = click.option("--db", envvar=ENV_DB, default=DEFAULTS["db"], show_def
 model_option = click.option("--model", envvar=ENV_MODEL, default=None,
                             help="Embedding model: a packaged alias or a local sentence-transformers folder "
                                  f"(default: the index's own model, else {DEFAULTS['model']}).")
-json_option = click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
 
 
-@click.group()
+@click.group(cls=CitelineGroup, context_settings=CONTEXT_SETTINGS)
 @click.version_option(package_name="citeline")
 def cli() -> None:
-    """Index folders into LanceDB and search them with exact citations."""
+    """Index folders into LanceDB and search them with exact citations.
+
+    Every option also reads CITELINE_<COMMAND>_<OPTION> (e.g. CITELINE_INDEX_STRATEGY=C);
+    --db and --model read CITELINE_DB and CITELINE_MODEL. Exit codes: 0 fine, 1 error,
+    2 bad arguments, 3 some documents failed (README, "Exit codes").
+    """
 
 
 @cli.command()
@@ -62,7 +68,7 @@ def cli() -> None:
 @click.option("--token-vectors", is_flag=True,
               help="Also store word-piece vectors (~80 KiB per chunk) so MaxSim reranking needs no "
                    "forward pass per candidate; later runs keep them current.")
-@click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (a terminal only).")
 @click.option("--include", multiple=True, metavar="GLOB",
               help="Index only files matching GLOB (gitignore syntax, relative to PATH); repeatable.")
 @click.option("--exclude", multiple=True, metavar="GLOB",
@@ -71,8 +77,9 @@ def cli() -> None:
                    "Indexed files now excluded are forgotten.")
 @click.option("--verify", is_flag=True,
               help="Hash every file, even those whose size and modification time are unchanged.")
+@output_options
 def index(path, db, model, strategy, budget, overlap, precision, max_failed, max_bytes, timeout_s, wait_s, ocr_lang,
-          whisper_model, dask, token_vectors, progress, include, exclude, verify):
+          whisper_model, dask, token_vectors, progress, include, exclude, verify, as_json):
     """Index (or re-sync) PATH: a folder or one file."""
     if overlap >= budget:
         raise click.UsageError(f"--overlap ({overlap}) must be smaller than --budget ({budget})")
@@ -91,30 +98,42 @@ def index(path, db, model, strategy, budget, overlap, precision, max_failed, max
     settings = IndexSettings(db=db, model=model_for(db, model), strategy=strategy.upper(), budget=budget, overlap=overlap,
                              precision=precision, max_bytes=max_bytes, timeout_s=timeout_s, ocr_lang=ocr_lang,
                              whisper_model=whisper_model, token_vectors=token_vectors)
-    with index_progress(progress and sys.stderr.isatty()), cli_errors():
+    with index_progress(progress and verbosity() >= 0), cli_errors():
         flow = index_folder.with_options(task_runner=task_runner_for(dask)) if dask else index_folder
         state = flow(path, settings, max_failed=max_failed, wait_s=wait_s, selection=selection, verify=verify,
                      return_state=True)
-    _print_run(state)
+    _print_run(state, as_json)
 
 
-def _print_run(state) -> None:
+def _print_run(state, as_json: bool = False) -> None:
     """Print a run's summary and failures, then exit as README's "Exit codes" says.
 
     A bug's exception is raised again, so its traceback is printed and the exit is 1.
     """
+    from citeline.flows.ingest import DOCUMENTS_FAILED
+
     summary = state.result(raise_on_failure=False)
     if isinstance(summary, CitelineError):
-        raise click.ClickException(error_text(summary))
+        raise as_cli_error(summary)
     if isinstance(summary, BaseException):
         raise summary
     if not hasattr(summary, "line"):
-        raise click.ClickException(f"the index run failed: {state.message}")
-    click.echo(summary.line())
-    for failure in summary.failures:
-        click.echo(f"  FAILED {visible(failure.path)} [{failure.stage}] {visible(failure.reason)}")
-    if state.is_failed():
-        raise click.ClickException(state.message)
+        raise CliError(f"the run failed: {state.message}", kind="run-failed")
+    error = state.is_failed() and state.name != DOCUMENTS_FAILED  # past --max-failed, or stopped (disk full)
+    if as_json:
+        report = {"state": state.name, "summary": {k: v for k, v in asdict(summary).items() if k != "failures"},
+                  "failures": [asdict(f) for f in summary.failures]}
+        if error:
+            report["error"] = {"kind": "run-failed", "message": state.message, "help": ""}
+        click.echo(json.dumps(report, indent=2))
+    else:
+        click.echo(summary.line())
+        for failure in summary.failures:
+            click.echo(f"  FAILED {visible(failure.path)} [{failure.stage}] {visible(failure.reason)}")
+    if error:
+        if as_json:
+            sys.exit(1)
+        raise CliError(state.message, kind="run-failed")
     if summary.failures:
         sys.exit(EXIT_DOCUMENTS_FAILED)
 
@@ -127,7 +146,8 @@ def _print_run(state) -> None:
 @click.option("--strategy", type=click.Choice(STRATEGIES, case_sensitive=False), default=DEFAULT_STRATEGY,
               show_default=True)
 @click.option("--name", default=None, help="Deployment name (default: sync-<folder name>).")
-def serve(path, db, model, cron, strategy, name):
+@output_options
+def serve(path, db, model, cron, strategy, name, as_json):
     """Keep PATH indexed on a schedule; needs a Prefect server (PREFECT_API_URL)."""
     import os
 
@@ -138,6 +158,10 @@ def serve(path, db, model, cron, strategy, name):
         raise click.UsageError("set PREFECT_API_URL to a running server (`prefect server start`): "
                                "without one, Prefect schedules nothing")
     settings = IndexSettings(db=str(Path(db).resolve()), model=model_for(db, model), strategy=strategy.upper())
+    name = name or f"sync-{Path(path).expanduser().resolve().name}"
+    if as_json:  # serving blocks: what is served is the one object printed
+        click.echo(json.dumps({"deployment": f"index-folder/{name}", "root": str(Path(path).expanduser().resolve()),
+                               "db": settings.db, "cron": cron}, indent=2))
     serve_folder(path, settings, cron, name)
 
 
@@ -147,7 +171,8 @@ def serve(path, db, model, cron, strategy, name):
 @model_option
 @click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
               help="Seconds to wait for another writer of the same index.")
-def retry(path, db, model, wait_s):
+@output_options
+def retry(path, db, model, wait_s, as_json):
     """Index again only the documents that failed (under PATH if given)."""
     from citeline.flows.retry import retry_failed
     from citeline.schemas.settings import IndexSettings
@@ -157,7 +182,7 @@ def retry(path, db, model, wait_s):
         stamp = Store.existing(db).require_stamp()
         settings = IndexSettings(db=db, model=model_for(db, model), strategy=stamp.strategy)
         state = retry_failed(settings, path, wait_s=wait_s, return_state=True)
-    _print_run(state)
+    _print_run(state, as_json)
 
 
 @cli.command()
@@ -168,7 +193,8 @@ def retry(path, db, model, wait_s):
               help="A new chunk strategy (default: keep the index's).")
 @click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
               help="Seconds to wait for another writer of the same index.")
-def reindex(db, model, strategy, wait_s):
+@output_options
+def reindex(db, model, strategy, wait_s, as_json):
     """Rebuild the index for another model or strategy beside the live one, then switch.
 
     Uses the stored canonical text (no re-extraction); queries use the old index until
@@ -182,7 +208,7 @@ def reindex(db, model, strategy, wait_s):
         stamp = Store.existing(db).require_stamp()
         settings = IndexSettings(db=db, model=model, strategy=(strategy or stamp.strategy).upper())
         state = reindex_flow(settings, wait_s=wait_s, return_state=True)
-    _print_run(state)
+    _print_run(state, as_json)
 
 
 @cli.command()
@@ -190,7 +216,8 @@ def reindex(db, model, strategy, wait_s):
 @click.option("--yes", is_flag=True, help="Drop them; without it, only list what would go.")
 @click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
               help="Seconds to wait for another writer of the same index.")
-def gc(db, yes, wait_s):
+@output_options
+def gc(db, yes, wait_s, as_json):
     """List (or with --yes drop) chunks tables that are not the active one.
 
     The table a running or interrupted re-index is building is kept: `citeline reindex`
@@ -199,24 +226,31 @@ def gc(db, yes, wait_s):
     from citeline.index.lock import writer_lock
     from citeline.index.store import Store
 
+    tables = []
     with cli_errors():
         store = Store.existing(db)
         with writer_lock(db, wait_s):
             building = store.staging_table()
-            idle = [(name, stamp) for name, stamp, active in store.chunk_tables() if not active]
-            for name, stamp in idle:
-                what = f"{name}: {stamp.embed_model} ({stamp.embed_dim}-d), strategy {stamp.strategy}, " \
-                       f"{store.count_chunks(table=name)} rows"
-                if name == building:
-                    click.echo(f"keeping {what}: a re-index to it has not switched yet "
-                               "(run the same `citeline reindex` again to finish it)")
+            for name, stamp, active in store.chunk_tables():
+                if active:
                     continue
-                click.echo(f"{'dropping' if yes else 'would drop'} {what}")
-                if yes:
+                action = "keep" if name == building else "drop" if yes else "would-drop"
+                tables.append({"table": name, "model": stamp.embed_model, "dim": stamp.embed_dim,
+                               "strategy": stamp.strategy, "rows": store.count_chunks(table=name), "action": action})
+                if action == "drop":
                     store.drop_table(name)
-            if not [name for name, _ in idle if name != building]:
-                click.echo("nothing to drop: only the active chunks table exists" if not idle
-                           else "nothing else to drop")
+    if as_json:
+        click.echo(json.dumps({"tables": tables}, indent=2))
+        return
+    for t in tables:
+        what = f"{t['table']}: {t['model']} ({t['dim']}-d), strategy {t['strategy']}, {t['rows']} rows"
+        if t["action"] == "keep":
+            click.echo(f"keeping {what}: a re-index to it has not switched yet "
+                       "(run the same `citeline reindex` again to finish it)")
+        else:
+            click.echo(f"{'dropping' if yes else 'would drop'} {what}")
+    if not [t for t in tables if t["action"] != "keep"]:
+        click.echo("nothing to drop: only the active chunks table exists" if not tables else "nothing else to drop")
 
 
 @cli.command()
@@ -224,7 +258,8 @@ def gc(db, yes, wait_s):
 @db_option
 @click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
               help="Seconds to wait for another writer of the same index.")
-def rm(path, db, wait_s):
+@output_options
+def rm(path, db, wait_s, as_json):
     """Forget the documents under PATH: a file or folder, typically one renamed or deleted.
 
     A sync forgets files gone from the folder it syncs; this removes what no sync reaches
@@ -238,18 +273,24 @@ def rm(path, db, wait_s):
         removal = remove_path(path, db, wait_s)
     if not removal.paths:
         roots = ", ".join(visible(r) for r in removal.known_roots) or "none"
-        raise click.ClickException(f"no document is indexed under {visible(removal.target)} (synced roots: {roots})")
+        raise CliError(f"no document is indexed under {visible(removal.target)} (synced roots: {roots})",
+                       kind="not-indexed")
+    still_exists = Path(path).expanduser().exists()
+    if as_json:
+        click.echo(json.dumps({"target": removal.target, "removed": list(removal.paths),
+                               "roots_forgotten": list(removal.roots), "still_exists": still_exists}, indent=2))
+        return
     for source in removal.paths:
         click.echo(f"removed {visible(source)}")
     click.echo(f"removed {len(removal.paths)} documents under {visible(removal.target)}")
-    if Path(path).expanduser().exists():
+    if still_exists:
         click.echo(f"note: {visible(path)} still exists: a sync of it, or of a folder above it, indexes it again")
 
 
 @cli.command()
 @db_option
 @click.option("--failed", is_flag=True, help="Only failed documents.")
-@json_option
+@output_options
 def status(db, failed, as_json):
     """Documents in the index: status, failure reason, chunk count, stamps."""
     from citeline.index.store import Store
@@ -296,9 +337,12 @@ def _status_doc(d: dict, active) -> dict:
 @db_option
 @model_option
 @click.option("-k", default=8, show_default=True, type=click.IntRange(min=1, max=1000), help="How many chunks.")
-@json_option
-def search(query, db, model, k, as_json):
-    """Dense search: the chunks nearest to QUERY, with exact locators."""
+@click.option("--retriever", default=DENSE, show_default=True, type=click.Choice(RETRIEVERS),
+              help="dense (cosine), bm25 (full text), hybrid (RRF of both) or rerank (MaxSim over the hybrid "
+                   "top 25), as in ask; no refusal gate here.")
+@output_options
+def search(query, db, model, k, retriever, as_json):
+    """The chunks nearest to QUERY by one retriever, with exact locators."""
     from citeline.index.store import Store
     from citeline.pipeline.embed import get_embedder
     from citeline.query.cite import build_citations
@@ -306,20 +350,25 @@ def search(query, db, model, k, as_json):
 
     with cli_errors():
         Store.existing(db)  # before the model is looked up: a mistyped --db fails first, creating nothing
-        hits = Searcher.open(db, get_embedder(model_for(db, model))).dense(query, k)
+        searcher = Searcher.open(db, get_embedder(model_for(db, model)))
+        hits = searcher.search(query, retriever, k)
+        if retriever == BM25:
+            hits = searcher.fill_distances(query, hits)  # every hit shows its cosine distance
     citations = build_citations(hits)
     if as_json:
-        click.echo(json.dumps({"query": query, "results": [c.to_dict() for c in citations]}, indent=2))
+        click.echo(json.dumps({"query": query, "retriever": retriever,
+                               "results": [c.to_dict() for c in citations]}, indent=2))
         return
     for c in citations:
+        rerank = "" if c.rerank_score is None else f", rerank {c.rerank_score:.3f}"
         click.echo(f"[{c.index}] {visible(c.document)}{visible(c.fragment)}  {visible(c.label)}  "
-                   f"(cosine distance {c.distance:.3f})")
+                   f"(cosine distance {c.distance:.3f}{rerank})")
         click.echo("    " + "\n    ".join(visible_lines(c.quote)))
 
 
 @cli.command()
 @db_option
-@json_option
+@output_options
 @click.option("--repair", is_flag=True,
               help="Fix what can be fixed safely (index affected documents again, delete orphan chunks, "
                    "rebuild the full-text index, remove a killed writer's temp files), then check again.")
@@ -361,7 +410,7 @@ def _check_and_repair(db: str, as_json: bool, wait_s: float) -> None:
         if isinstance(report, CitelineError):
             raise report
     if not hasattr(report, "remaining"):
-        raise click.ClickException(f"the repair run failed: {state.message}")
+        raise CliError(f"the repair run failed: {state.message}", kind="run-failed")
     if as_json:
         click.echo(json.dumps({
             "ok": not report.remaining,
@@ -415,4 +464,4 @@ def main() -> None:
     env.apply()
     log.configure()
     watchdog.start()  # what this command starts (the temporary Prefect server) dies with it
-    cli()
+    cli(prog_name="citeline")

@@ -1,20 +1,56 @@
-"""What every command shares: turning citeline's errors into CLI failures, the default model."""
+"""What every command shares: output options (--json, -q, -v), errors as text or JSON, exit
+codes, the default model.
+
+A new command gets the conventions with two lines: ``@output_options`` on it (it then
+takes ``as_json``), and ``cli.add_command(it)``; its errors are rendered by the group.
+"""
 from __future__ import annotations
+
+import json
+import re
+import sys
 
 import click
 
-from citeline.config import DEFAULTS
+from citeline.config import DEFAULTS, ENV_PREFIX
 from citeline.schemas.errors import CitelineError
 
 # Exit codes (README, "Exit codes"): 0 every document fine, 1 an error (click's own for
 # ClickException, Python's for a bug's traceback), 2 bad arguments (click's UsageError),
 # 3 the run finished but some documents failed.
 EXIT_DOCUMENTS_FAILED = 3
+JSON_FLAG = "--json"
+JSON_META = "citeline.json"
+
+
+class CliError(click.ClickException):
+    """A known failure: printed as its message and help, or as ``{"error": {...}}`` under --json."""
+
+    def __init__(self, message: str, kind: str = "error", help: str = ""):
+        super().__init__(message)
+        self.kind = kind
+        self.help = help
+
+    def format_message(self) -> str:
+        return self.message + (f"\n{self.help}" if self.help else "")
 
 
 def error_text(exc: BaseException) -> str:
     """The message with its ``Help:`` notes, as a user should read it."""
     return f"{exc}" + "".join(f"\n{n}" for n in getattr(exc, "__notes__", []))
+
+
+def kind_of(exc: BaseException) -> str:
+    """The error's class as a stable kind for scripts.
+
+    >>> kind_of(KeyError()), kind_of(type("LLMError", (Exception,), {})())
+    ('key-error', 'llm-error')
+    """
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "-", type(exc).__name__).lower()
+
+
+def as_cli_error(exc: CitelineError) -> CliError:
+    return CliError(str(exc), kind_of(exc), "\n".join(getattr(exc, "__notes__", [])))
 
 
 class cli_errors:
@@ -25,8 +61,107 @@ class cli_errors:
 
     def __exit__(self, exc_type, exc, tb):
         if exc is not None and isinstance(exc, CitelineError):
-            raise click.ClickException(error_text(exc)) from None
+            raise as_cli_error(exc) from None
         return False
+
+
+def error_json(exc: click.ClickException) -> dict:
+    """``{"error": {"kind", "message", "help"}}`` for any click failure."""
+    if isinstance(exc, CliError):
+        return {"error": {"kind": exc.kind, "message": exc.message, "help": exc.help}}
+    if isinstance(exc, click.UsageError):
+        command = exc.ctx.command_path if exc.ctx else "citeline"
+        return {"error": {"kind": "usage", "message": exc.format_message(),
+                          "help": f"Try '{command} -h' for help."}}
+    return {"error": {"kind": "error", "message": exc.format_message(), "help": ""}}
+
+
+def _wants_json(args: list[str]) -> bool:
+    return JSON_FLAG in args[: args.index("--")] if "--" in args else JSON_FLAG in args
+
+
+class CitelineGroup(click.Group):
+    """The command group: ``-h``, ``CITELINE_*`` environment variables, errors as JSON on request."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        args = list(sys.argv[1:] if args is None else args)
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.ClickException as exc:
+            if getattr(exc, "as_json", False) or _wants_json(args):
+                click.echo(json.dumps(error_json(exc), indent=2))
+            else:
+                exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+    def invoke(self, ctx):
+        try:
+            try:
+                return super().invoke(ctx)
+            except CitelineError as exc:  # raised outside a command's cli_errors block: still known
+                raise as_cli_error(exc) from None
+        except click.ClickException as exc:
+            exc.as_json = ctx.meta.get(JSON_META, False)  # --json given, or CITELINE_<COMMAND>_JSON set
+            raise
+
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "auto_envvar_prefix": ENV_PREFIX}
+
+
+def _verbosity(ctx: click.Context, param, value) -> int:
+    """-v/-q into the context; the terminal's log handler is set as soon as it is known."""
+    from citeline.progress import configure_terminal
+
+    if param.name == "verbose":
+        ctx.meta["citeline.verbose"] = value
+    else:
+        ctx.meta["citeline.quiet"] = value
+    verbosity = -1 if ctx.meta.get("citeline.quiet") else ctx.meta.get("citeline.verbose", 0)
+    ctx.meta["citeline.verbosity"] = verbosity
+    configure_terminal(verbosity)
+    return value
+
+
+def verbosity() -> int:
+    """-1 for -q, 0 by default, 1 for -v, 2 for -vv (the current command's)."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.meta.get("citeline.verbosity", 0) if ctx else 0
+
+
+class _JsonOption(click.Option):
+    """--json reads CITELINE_<COMMAND>_JSON, named for the flag, not for its ``as_json`` parameter."""
+
+    def resolve_envvar_value(self, ctx: click.Context) -> str | None:
+        if self.envvar is None and ctx.auto_envvar_prefix:
+            return _env(f"{ctx.auto_envvar_prefix}_JSON")
+        return super().resolve_envvar_value(ctx)
+
+
+def _remember_json(ctx: click.Context, param, value: bool) -> bool:
+    ctx.meta[JSON_META] = value  # meta is shared with the group's context, which renders errors
+    return value
+
+
+def _env(name: str) -> str | None:
+    import os
+
+    return os.environ.get(name) or None
+
+
+def output_options(command):
+    """--json (one JSON object on stdout, errors included), -q and -v."""
+    command = click.option("-v", "--verbose", count=True, expose_value=False, callback=_verbosity,
+                           is_eager=True, help="More on stderr: per-document lines and Prefect's own; -vv debug.")(command)
+    command = click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=_verbosity, is_eager=True,
+                           help="Only errors and the final line.")(command)
+    return click.option(JSON_FLAG, "as_json", is_flag=True, cls=_JsonOption, callback=_remember_json,
+                        help="One JSON object on stdout; errors as {\"error\": {kind, message, help}}.")(command)
 
 
 def model_for(db: str, model: str | None) -> str:

@@ -1,12 +1,14 @@
 """``citeline eval``: measure every chunking strategy and retriever on a corpus with ground truth."""
 from __future__ import annotations
 
+import json
 import sys
 from contextlib import contextmanager
 from typing import Iterator
 
 import click
 
+from citeline.common import output_options, verbosity
 from citeline.config import ENV_MODEL
 from citeline.schemas.retrieval import RETRIEVERS
 from citeline.schemas.settings import DEFAULT_MODEL, STRATEGIES
@@ -66,7 +68,8 @@ def _split(value: str, param) -> list[str]:
 @click.option("--precision", default="auto", show_default=True, type=click.Choice(["auto", "fp32", "bf16"]),
               help="Encoder precision; auto uses bf16 where the CPU has native support.")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
-def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model, precision, progress):
+@output_options
+def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model, precision, progress, as_json):
     """Index CORPUS_DIR once per strategy, run every retriever over its queries, and report.
 
     CORPUS_DIR holds docs/, ground_truth.jsonl and out_of_domain.jsonl. Writes
@@ -83,13 +86,17 @@ def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model,
     try:
         corpus = load_corpus(corpus_dir)
         config = EvalConfig(strategies=strategies, retrievers=retrievers, ks=ks, model=model, precision=precision)
-        with _bar(progress and sys.stderr.isatty()) as bar:
+        with _bar(progress and verbosity() >= 0 and sys.stderr.isatty()) as bar:
             results = run_evaluation(corpus, config, db_dir=db_dir, progress=bar)
     except (EvalError, CitelineError) as exc:
         notes = "".join(f"\n{n}" for n in getattr(exc, "__notes__", []))
         raise click.ClickException(f"{exc}{notes}") from None
     report = write(results, out_dir)
-    _echo_summary(results, report)
+    if as_json:
+        click.echo(json.dumps({"report": str(report), "runs": results["runs"], "recommended": results["recommended"],
+                               "skipped": results["skipped"]}, indent=2, default=str))
+    else:
+        _echo_summary(results, report)
 
 
 def _echo_summary(results: dict, report) -> None:

@@ -21,11 +21,16 @@ from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import STAMP_COLUMNS, IndexStamp
 from citeline.schemas.status import DocError, DocStatus, Outcome, RunSummary
 from citeline.tasks.document import prepare_document, write_documents
-from citeline.tasks.log import get_logger
+from citeline.tasks.log import Events, get_logger
 from citeline.tasks.record import as_failures, forget_deleted, record_failures
 from citeline.tasks.report import publish_report
 from citeline.tasks.store import stamp_for, store_for
 from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
+
+# The final state's name when documents failed: a Failed-type state, drawn red in the runs list
+# (a Completed "PartialSuccess" was drawn green, like a clean run). The CLI exits 3 on it.
+DOCUMENTS_FAILED = "DocumentsFailed"
+TOO_MANY_FAILED = "TooManyFailed"  # past --max-failed: the CLI exits 1
 
 RECORD_COLUMNS = ["doc_id", "root", "source", "path", "status", "sha256", "attempts", "created_at", *STAT_COLUMNS,
                   *STAMP_COLUMNS]
@@ -43,23 +48,24 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
     with its stage and reason while the rest go on.
 
     Returns:
-        RunSummary; the run ends Completed, "PartialSuccess" when some documents failed,
-        Failed when more than ``max_failed`` did.
+        RunSummary; the run ends Completed, Failed "DocumentsFailed" when some documents
+        failed, Failed "TooManyFailed" when more than ``max_failed`` did.
     """
     log = get_logger(flow="index-folder", root=root)
+    log.info(Events.RUN_STARTED)
     with writer_lock(settings.db, wait_s):
         store = store_for(settings.db)
         stamp = stamp_for(settings)
         store.chunks(stamp, create=True)  # refuse an index of another model before any work
         if removed := store.clean_temp_files():
-            log.warning("run.cleaned", leftover_files=removed)
+            log.warning(Events.RUN_CLEANED, leftover_files=removed)
         store.migrate_documents()  # the plan reads the stat columns
         marks = [time.perf_counter()]
         plan = plan_folder(root, store, stamp, selection, verify)
         if synced_root(root) not in store.roots():
             store.add_root(synced_root(root))
         marks.append(time.perf_counter())
-        log.info("run.planned", total=len(plan.todo), skipped=len(plan.skip), gone=len(plan.gone))
+        log.info(Events.RUN_PLANNED, total=len(plan.todo), skipped=len(plan.skip), gone=len(plan.gone))
         outcomes, failed = run_documents(plan.todo, stamp, settings)
         unchanged = sum(o.status == DocStatus.SKIPPED for o in outcomes)
         outcomes = [o for o in outcomes if o.status == DocStatus.INDEXED]
@@ -77,14 +83,14 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
             if not is_storage_error(exc):
                 raise
             stopped = exc
-            log.error("run.stopped", reason=str(exc))
+            log.error(Events.RUN_STOPPED, reason=str(exc))
         summary = RunSummary(
             indexed=len(outcomes), failed=len(failures), skipped=len(plan.skip) + unchanged, deleted=deleted,
             chunks=sum(o.chunks for o in outcomes), truncated=sum(o.truncated for o in outcomes),
             rows=store.count_chunks(), failures=tuple(failures),
         )
     seconds = dict(zip(("plan", "documents", "finish"), (round(b - a, 4) for a, b in zip(marks, marks[1:]))))
-    log.info("run.finished", seconds=seconds, **{k: v for k, v in summary.__dict__.items() if k != "failures"})
+    log.info(Events.RUN_FINISHED, seconds=seconds, **{k: v for k, v in summary.__dict__.items() if k != "failures"})
     publish_report(summary, root)
     return stopped_state(summary, stopped) if stopped else final_state(summary, max_failed)
 
@@ -215,7 +221,7 @@ def batch_label(items: list[tuple[Todo, Prepared | Unchanged]]) -> str:
 
 
 def log_finished(todo: Todo, status: DocStatus) -> None:
-    get_logger().info("document.finished", path=todo.file.path, status=status)
+    get_logger().info(Events.DOCUMENT_FINISHED, path=todo.file.path, status=status)
 
 
 def as_doc_error(result, state) -> DocError:
@@ -247,10 +253,10 @@ def stopped_state(summary: RunSummary, exc: Exception):
 
 
 def final_state(summary: RunSummary, max_failed: int | None):
-    """Failed beyond the tolerated number of failures; PartialSuccess below it."""
+    """Completed when every document is fine; otherwise Failed, named for what happened."""
     if max_failed is not None and summary.failed > max_failed:
-        return Failed(message=f"{summary.failed} documents failed (more than {max_failed}). {summary.line()}",
-                      data=summary)
+        return Failed(name=TOO_MANY_FAILED, data=summary,
+                      message=f"{summary.failed} documents failed (more than {max_failed}). {summary.line()}")
     if summary.failed:
-        return Completed(name="PartialSuccess", message=summary.line(), data=summary)
+        return Failed(name=DOCUMENTS_FAILED, message=summary.line(), data=summary)
     return Completed(message=summary.line(), data=summary)

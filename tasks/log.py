@@ -1,5 +1,12 @@
-"""Structured logs: structlog renders JSON into the stdlib logger "citeline", which
-Prefect forwards to the UI (PREFECT_LOGGING_EXTRA_LOGGERS).
+"""Structured logs: structlog events through the stdlib logger "citeline", which Prefect
+forwards to the UI (PREFECT_LOGGING_EXTRA_LOGGERS).
+
+Each record carries its message as one JSON object (what the Prefect UI and any plain
+handler show) and the event itself as ``record.citeline_event``, a dict: the CLI's
+formatter (:func:`formatter`, a structlog ``ProcessorFormatter``) renders that dict as a
+JSON line or for a terminal, and its progress bar reads the event name from it, never
+parsing a message. Every event carries the ``flow_run_id`` and ``task_run_id`` of the
+Prefect run it was logged in.
 
 The logger is wrapped on its own (``structlog.wrap_logger``) instead of through
 ``structlog.configure``, so a host application's structlog setup survives ``import
@@ -8,18 +15,64 @@ to choose the level; a library user keeps the one their logging config gives.
 """
 from __future__ import annotations
 
+import json
 import logging
 
 import structlog
 
+from citeline.schemas.text import visible
+
 LOGGER = "citeline"
+EVENT = "citeline_event"  # the LogRecord attribute holding the event dict
+
+
+class Events:
+    """The event names the flows log and the CLI's progress bar and filters read."""
+
+    RUN_STARTED = "run.started"
+    RUN_PLANNED = "run.planned"
+    RUN_FINISHED = "run.finished"
+    RUN_STOPPED = "run.stopped"
+    RUN_CLEANED = "run.cleaned"
+    DOCUMENT_FINISHED = "document.finished"
+    DOCUMENT_INDEXED = "document.indexed"
+    DOCUMENT_FAILED = "document.failed"
+    DOCUMENT_DELETED = "document.deleted"
+    DOCUMENT_REEMBEDDED = "document.reembedded"
+    # One line per document: shown on a terminal only with -v (the summary lists failures).
+    PER_DOCUMENT = frozenset({DOCUMENT_FINISHED, DOCUMENT_INDEXED, DOCUMENT_FAILED, DOCUMENT_DELETED,
+                              DOCUMENT_REEMBEDDED})
+
+
+def add_run_ids(logger, method: str, event: dict) -> dict:
+    """The Prefect flow run and task run the event was logged in, when there is one."""
+    from prefect.context import FlowRunContext, TaskRunContext
+
+    task_run = TaskRunContext.get()
+    flow_run = FlowRunContext.get()
+    if task_run is not None:
+        event.setdefault("task_run_id", str(task_run.task_run.id))
+        event.setdefault("flow_run_id", str(task_run.task_run.flow_run_id))
+        doc_ids = [v.doc_id for v in (task_run.parameters or {}).values() if isinstance(getattr(v, "doc_id", None), str)]
+        if doc_ids:  # a task given a prepared document (write)
+            event.setdefault("document_id", doc_ids[0])
+    if flow_run is not None and flow_run.flow_run is not None:
+        event.setdefault("flow_run_id", str(flow_run.flow_run.id))
+    return event
+
+
+def _to_record(logger, method: str, event: dict) -> tuple[tuple, dict]:
+    """The record's message is the event as JSON; the dict rides along for formatters."""
+    return (json.dumps(event, sort_keys=True, default=str),), {"extra": {EVENT: event}}
+
 
 _PROCESSORS = [
     structlog.contextvars.merge_contextvars,
     structlog.stdlib.add_log_level,
+    add_run_ids,
     structlog.processors.TimeStamper(fmt="iso", utc=True),
     structlog.processors.format_exc_info,
-    structlog.processors.JSONRenderer(sort_keys=True),
+    _to_record,
 ]
 
 
@@ -29,7 +82,47 @@ def configure(level: int = logging.INFO) -> None:
 
 
 def get_logger(**context):
-    """A structlog logger bound to ``context`` that writes JSON into the "citeline" logger."""
+    """A structlog logger bound to ``context`` that logs into the "citeline" logger.
+
+    Run ids, and the document id of a task given a prepared document, are added per event.
+    """
     logger = structlog.wrap_logger(logging.getLogger(LOGGER), processors=_PROCESSORS,
                                    wrapper_class=structlog.stdlib.BoundLogger)
     return logger.bind(**context)
+
+
+def event_of(record: logging.LogRecord) -> dict | None:
+    """The structlog event a citeline record carries; None for anyone else's record."""
+    return getattr(record, EVENT, None)
+
+
+def _from_record(logger, method: str, event: dict) -> dict:
+    """A citeline record's own event; another library's record (Prefect's) as an event."""
+    record = event["_record"]
+    own = event_of(record)
+    if own is not None:
+        return {**own, "_record": record, "_from_structlog": False}
+    event.update(level=record.levelname.lower(), logger=record.name)
+    for key in ("flow_run_id", "task_run_id"):
+        if getattr(record, key, None):
+            event[key] = str(getattr(record, key))
+    return event
+
+
+def _visible_values(logger, method: str, event: dict) -> dict:
+    """Text from documents printed on a terminal shows its control characters as escapes."""
+    return {k: visible(v) if isinstance(v, str) else v for k, v in event.items()}
+
+
+def formatter(tty: bool) -> structlog.stdlib.ProcessorFormatter:
+    """JSON lines for a pipe or file; a console renderer for a terminal."""
+    timestamp = structlog.processors.TimeStamper(fmt="iso", utc=True)
+    if tty:
+        chain = [_visible_values, structlog.processors.TimeStamper(fmt="%H:%M:%S", utc=False),
+                 structlog.dev.ConsoleRenderer(colors=True, pad_event_to=24)]
+    else:
+        chain = [structlog.processors.JSONRenderer(sort_keys=True)]
+    return structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[_from_record, timestamp, structlog.processors.format_exc_info],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *chain],
+    )

@@ -1,15 +1,23 @@
-"""What operators see in the Prefect UI after a run: a summary and the failed documents."""
+"""What operators see in the Prefect UI after a run: a summary, the failed documents, a
+``failed-documents`` tag on the run and one ``citeline.document.failed`` event per failed
+document (deploy/automation-failed-documents.yaml notifies on them)."""
 from __future__ import annotations
 
+import hashlib
 import re
 from datetime import datetime, timezone
 
 from prefect import task
+from prefect.context import TaskRunContext
+from prefect.events import emit_event
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from citeline.schemas.status import RunSummary
+from citeline.schemas.status import Failure, RunSummary
 from citeline.schemas.text import visible
+
+FAILED_TAG = "failed-documents"  # on a flow run in which documents failed: filterable in the runs list
+FAILED_EVENT = "citeline.document.failed"
 
 # Markdown that text from a document could use to end a table cell (|), make a link ([]()),
 # open code or emphasis, or start a heading; each is written backslash-escaped.
@@ -30,6 +38,35 @@ def publish_report(summary: RunSummary, root: str) -> None:
     )
     create_markdown_artifact(key="index-summary", markdown=_markdown(summary, root),
                              description=f"Index run over {root}")
+    if summary.failures:
+        tag_flow_run(FAILED_TAG)
+        for failure in summary.failures:
+            emit_failure(failure, root)
+
+
+def tag_flow_run(tag: str) -> None:
+    """Add ``tag`` to the flow run this task runs in (tags show in the UI's runs list)."""
+    from prefect.client.orchestration import get_client
+
+    context = TaskRunContext.get()
+    if context is None:  # called outside a run (``.fn()`` in a test): nothing to tag
+        return
+    with get_client(sync_client=True) as client:
+        run = client.read_flow_run(context.task_run.flow_run_id)
+        if tag not in run.tags:
+            client.update_flow_run(run.id, tags=[*run.tags, tag])
+
+
+def emit_failure(failure: Failure, root: str) -> None:
+    """One event per failed document; Prefect relates it to this flow run and task run."""
+    key = hashlib.sha256(failure.path.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    emit_event(
+        event=FAILED_EVENT,
+        resource={"prefect.resource.id": f"citeline.document.{key}", "prefect.resource.name": failure.path,
+                  "citeline.stage": failure.stage, "citeline.root": root},
+        payload={"path": failure.path, "stage": failure.stage, "reason": failure.reason,
+                 "attempts": failure.attempts},
+    )
 
 
 def _markdown(summary: RunSummary, root: str) -> str:

@@ -3,18 +3,23 @@
 Ephemeral mode loses task-run records when the process exits, so this is the only way
 an operator sees failed documents in the UI; this test walks it end to end.
 """
+import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "docs"
+SCREENSHOT = ROOT / "docs" / "prefect-runs-failed-documents.png"
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 
@@ -28,12 +33,12 @@ def free_port() -> int:
 def server(tmp_path):
     port = free_port()
     env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect-home"),
-           "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1"}
-    prefect = Path(sys.executable).with_name("prefect")
-    proc = subprocess.Popen([str(prefect), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+           "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1",
+           "PREFECT_UI_API_URL": f"http://127.0.0.1:{port}/api"}  # the UI's default is port 4200
+    proc = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/api"
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 240  # minutes under load on two shared cores
     while time.monotonic() < deadline:
         try:
             urllib.request.urlopen(f"{url}/health", timeout=2)
@@ -42,31 +47,58 @@ def server(tmp_path):
             time.sleep(0.5)
     else:
         proc.kill()
-        pytest.fail("prefect server did not come up in 90 s")
+        pytest.fail("prefect server did not come up in 240 s")
     yield url, env
     proc.terminate()
     proc.wait(timeout=30)
 
 
-def test_failed_document_visible_in_the_server_after_the_run(server, tmp_path):
+@pytest.fixture
+def webhook():
+    """A local HTTP endpoint that records what the notification block posts to it."""
+    received = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    httpd = HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_port}/hook", received
+    httpd.shutdown()
+
+
+def test_failed_document_visible_in_the_server_after_the_run(server, webhook, tmp_path):
+    """Failed in the runs list (red, named DocumentsFailed, tagged), one event per failed
+    document, and the deploy/ Automation notifies on it."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey, LogFilter, LogFilterFlowRunId
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     url, env = server
+    hook, received = webhook
+    env = {**env, "PREFECT_API_URL": url}
+    applied = subprocess.run([sys.executable, str(ROOT / "deploy" / "automation.py"), "--webhook", hook], env=env,
+                             capture_output=True, text=True, timeout=300)
+    assert applied.returncode == 0, applied.stderr[-2000:]
     folder = tmp_path / "docs"
     shutil.copytree(EXAMPLES, folder)
     (folder / "broken.md").write_bytes(b"caf\xe9 latin-1 bytes")
     done = subprocess.run([sys.executable, "-m", "citeline", "index", str(folder), "--db", str(tmp_path / "db"),
-                           "--no-progress"], env={**env, "PREFECT_API_URL": url},
-                          capture_output=True, text=True, timeout=600)
+                           "--no-progress"], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 3, done.stderr[-2000:]  # 3: the run finished, broken.md failed
 
     with temporary_settings({PREFECT_API_URL: url}), get_client(sync_client=True) as client:
         runs = client.read_flow_runs()
         assert [r.name for r in runs] == [f"index {folder}"]
         run = runs[0]
-        assert run.state.name == "PartialSuccess"
+        assert run.state.is_failed() and run.state.name == "DocumentsFailed"  # drawn red, not green
+        assert "failed-documents" in run.tags
         tasks = {t.name: t for t in client.read_task_runs()}
         assert tasks["broken.md"].state.is_failed()
         assert tasks["broken.md"].state.message.startswith("extract: undecodable: not valid UTF-8")
@@ -75,6 +107,40 @@ def test_failed_document_visible_in_the_server_after_the_run(server, tmp_path):
         assert "broken.md" in str(table[0].data)
         logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])))
         assert any('"event": "document.failed"' in log.message and "broken.md" in log.message for log in logs)
+    deadline = time.monotonic() + 120
+    while not received and time.monotonic() < deadline:
+        time.sleep(1)
+    assert received and "broken.md failed to index" in received[0]["subject"], received
+    assert "undecodable" in received[0]["body"]
+    badge = screenshot_runs_list(url.removesuffix("/api"), tmp_path / "runs.png")
+    assert "DocumentsFailed" in badge
+    if os.environ.get("CITELINE_UPDATE_SCREENSHOTS"):
+        shutil.copy(tmp_path / "runs.png", SCREENSHOT)
+
+
+def screenshot_runs_list(ui: str, path: Path) -> str:
+    """The runs page in headless Chromium (Debian's, no download): the run's state badge text."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1600,1000"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    try:
+        driver.get(f"{ui}/runs")
+        badges = WebDriverWait(driver, 120).until(
+            lambda d: [b for b in d.find_elements(By.CSS_SELECTOR, "[class*=state-badge]") if b.text.strip()])
+        time.sleep(2)  # let the list finish drawing
+        driver.save_screenshot(str(path))
+        failed = [b for b in badges if "failed" in (b.get_attribute("class") or "")]
+        assert failed, [(b.text, b.get_attribute("class")) for b in badges]
+        return failed[0].text
+    finally:
+        driver.quit()
 
 
 def test_served_deployment_syncs_the_folder_when_triggered(server, tmp_path):

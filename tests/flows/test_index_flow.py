@@ -35,7 +35,7 @@ def test_bad_file_fails_alone_and_books_balance(docs, tmp_path):
     s = settings(tmp_path)
     state, summary = run(docs, s)
 
-    assert state.name == "PartialSuccess" and state.is_completed()
+    assert state.name == "DocumentsFailed" and state.is_failed()
     assert (summary.indexed, summary.failed) == (2, 1)
     docs_by_path = records(s)
     broken = docs_by_path["broken.md"]
@@ -187,7 +187,7 @@ def test_a_hanging_extractor_fails_alone_at_the_time_limit(tmp_path, monkeypatch
     finally:
         extractors.unregister(hostile_extractors.NAME)
         sys.modules.pop("hostile_extractors", None)
-    assert state.name == "PartialSuccess"
+    assert state.name == "DocumentsFailed"
     assert (summary.indexed, summary.failed) == (2, 1)
     stuck = records(settings(tmp_path))["stuck.hang"]
     assert stuck["status"] == "failed" and stuck["reason"].startswith("timeout:")

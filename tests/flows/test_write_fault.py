@@ -37,7 +37,7 @@ def test_a_failed_write_leaves_the_old_version_searchable(docs: Path, tmp_path, 
     state = index_folder(str(docs), settings, return_state=True)
     summary = state.result(raise_on_failure=False)
 
-    assert state.name == "PartialSuccess" and (summary.indexed, summary.failed) == (1, 1)
+    assert state.name == "DocumentsFailed" and (summary.indexed, summary.failed) == (1, 1)
     assert summary.failures[0].path == "04-dropout.md" and summary.failures[0].stage == "write"
     record = store.document_rows(where=f"doc_id = '{victim_id}'")[0]
     assert (record["status"], record["stage"]) == ("failed", "write")

@@ -182,7 +182,7 @@ def test_good_documents_beside_them_are_indexed_intact(runs, name):
 def test_the_run_finishes_partially_successful_and_the_index_checks_clean(runs):
     first = runs["first"]
     summary = first.result(raise_on_failure=False)
-    assert first.name == "PartialSuccess", first.message
+    assert first.name == "DocumentsFailed", first.message
     failing = len(HOSTILE) + 2 + (0 if IS_ROOT else 1)  # + huge.txt, vanishes.md (+ no-permission.md)
     assert (summary.indexed, summary.failed) == (len(GOOD) + 1, failing)  # + changed.md
     assert runs["check_first"] == []

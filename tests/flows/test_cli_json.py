@@ -1,0 +1,124 @@
+"""`citeline X --json` prints one JSON object on stdout for every command, errors included.
+
+Success runs use the fake embedder under the session's Prefect harness; errors are the
+ones a script meets first: no index, a bad argument, a missing endpoint or server.
+"""
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from citeline.cli import cli
+from fakes import FAKE
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+def run_json(*args, env=None):
+    """The command's stdout parsed as one JSON object (stderr carries only log lines)."""
+    result = CliRunner().invoke(cli, [str(a) for a in args] + ["--json"], env=env)
+    try:
+        return result.exit_code, json.loads(result.stdout)
+    except ValueError:
+        raise AssertionError(f"not JSON (exit {result.exit_code}): {result.stdout!r}\n{result.stderr}") from None
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory, prefect_harness):
+    folder = tmp_path_factory.mktemp("docs")
+    (folder / "dropout.md").write_text("# Dropout\n\nDropout zeroes random units during training only.\n")
+    (folder / "broken.md").write_bytes(b"caf\xe9 latin-1")
+    db = tmp_path_factory.mktemp("index") / "db"
+    code, report = run_json("index", folder, "--db", db, "--model", FAKE)
+    return folder, db, code, report
+
+
+def test_index_json_reports_the_summary_and_failures_and_exits_3(indexed):
+    _, _, code, report = indexed
+    assert code == 3
+    assert report["state"] == "DocumentsFailed"
+    assert (report["summary"]["indexed"], report["summary"]["failed"]) == (1, 1)
+    assert [(f["path"], f["stage"]) for f in report["failures"]] == [("broken.md", "extract")]
+
+
+@pytest.mark.parametrize("args, key", [
+    (["status"], "documents"),
+    (["search", "dropout training"], "results"),
+    (["search", "dropout training", "--retriever", "bm25"], "results"),
+    (["search", "dropout training", "--retriever", "hybrid"], "results"),
+    (["ask", "when does dropout apply?", "--retriever", "dense", "--cut", "0.99"], "query"),
+    (["check"], "ok"),
+    (["gc"], "tables"),
+    (["retry"], "summary"),
+])
+def test_every_reading_command_prints_json(indexed, args, key):
+    _, db, _, _ = indexed
+    code, report = run_json(*args, "--db", db)
+    assert code in (0, 3) and key in report
+
+
+def test_search_retrievers_return_their_name_and_distances(indexed):
+    _, db, _, _ = indexed
+    for retriever in ("dense", "bm25", "hybrid"):
+        _, report = run_json("search", "dropout", "--db", db, "--retriever", retriever)
+        assert report["retriever"] == retriever
+        assert report["results"] and all(r["distance"] is not None for r in report["results"])
+
+
+def test_rm_and_reindex_print_json(indexed, tmp_path):
+    folder, db, _, _ = indexed
+    code, report = run_json("reindex", "--db", db, "--model", FAKE, "--strategy", "C")
+    assert code == 0 and report["state"] == "Completed", report
+    code, report = run_json("rm", folder / "dropout.md", "--db", db)
+    assert code == 0 and report["removed"] and report["still_exists"] is True
+
+
+@pytest.mark.parametrize("args, code, kind", [
+    (["status", "--db", "{missing}"], 1, "no-index"),
+    (["search", "q", "--db", "{missing}"], 1, "no-index"),
+    (["check", "--db", "{missing}"], 1, "no-index"),
+    (["gc", "--db", "{missing}"], 1, "no-index"),
+    (["retry", "--db", "{missing}"], 1, "no-index"),
+    (["reindex", "--db", "{missing}", "--model", FAKE], 1, "no-index"),
+    (["rm", "x", "--db", "{missing}"], 1, "no-index"),
+    (["ask", "q", "--db", "{missing}", "--retriever", "dense"], 1, "no-index"),
+    (["ask", "q", "--db", "{missing}", "--generate"], 1, "llm-error"),
+    (["index", "{missing}"], 2, "usage"),
+    (["search", "q", "--retriever", "nope"], 2, "usage"),
+    (["eval", "{missing}", "--out", "x"], 2, "usage"),
+    (["serve", "{tmp}"], 2, "usage"),
+    (["nope"], 2, "usage"),
+])
+def test_errors_are_json_objects(args, code, kind, tmp_path, monkeypatch):
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    args = [a.format(missing=tmp_path / "missing", tmp=tmp_path) for a in args]
+    env = {"CITELINE_LLM_URL": "", "CITELINE_LLM_MODEL": "", "PREFECT_API_URL": None}
+    exit_code, report = run_json(*args, env=env)
+    assert exit_code == code
+    assert set(report) == {"error"} and set(report["error"]) == {"kind", "message", "help"}
+    assert report["error"]["kind"] == kind and report["error"]["message"]
+
+
+def test_generate_without_an_endpoint_fails_before_opening_the_index(tmp_path):
+    """The cheap check first: no index is needed to learn the endpoint is missing."""
+    _, report = run_json("ask", "q", "--db", tmp_path / "missing", "--generate",
+                         env={"CITELINE_LLM_URL": "", "CITELINE_LLM_MODEL": ""})
+    assert report["error"]["kind"] == "llm-error" and "CITELINE_LLM_URL" in report["error"]["help"]
+
+
+def test_options_read_citeline_environment_variables(indexed):
+    _, db, _, _ = indexed
+    result = CliRunner().invoke(cli, ["search", "dropout"], env={"CITELINE_DB": str(db),
+                                                                 "CITELINE_SEARCH_RETRIEVER": "bm25",
+                                                                 "CITELINE_SEARCH_JSON": "1"})
+    assert json.loads(result.stdout)["retriever"] == "bm25"
+    failed = CliRunner().invoke(cli, ["status", "--db", str(db) + "-missing"], env={"CITELINE_STATUS_JSON": "1"})
+    assert json.loads(failed.stdout)["error"]["kind"] == "no-index"
+
+
+def test_every_command_has_short_help_and_output_options():
+    for name, command in cli.commands.items():
+        result = CliRunner().invoke(cli, [name, "-h"])
+        assert result.exit_code == 0, name
+        for option in ("--json", "-q, --quiet", "-v, --verbose"):
+            assert option in result.stdout, (name, option)
