@@ -76,6 +76,7 @@ def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model,
     from citeline.evaluation.dataset import load_corpus
     from citeline.evaluation.harness import EvalConfig, EvalError, run_evaluation
     from citeline.evaluation.report import write
+    from citeline.pipeline.embedder import ModelNotFound
     from citeline.schemas.errors import CitelineError
 
     if max(ks) > 20:
@@ -85,7 +86,7 @@ def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model,
         config = EvalConfig(strategies=strategies, retrievers=retrievers, ks=ks, model=model, precision=precision)
         with _bar(progress and sys.stderr.isatty()) as bar:
             results = run_evaluation(corpus, config, db_dir=db_dir, progress=bar)
-    except (EvalError, CitelineError) as exc:
+    except (EvalError, CitelineError, ModelNotFound) as exc:  # ModelNotFound: e.g. --model's extra missing
         notes = "".join(f"\n{n}" for n in getattr(exc, "__notes__", []))
         raise click.ClickException(f"{exc}{notes}") from None
     report = write(results, out_dir)
