@@ -65,8 +65,10 @@ def _split(value: str, param) -> list[str]:
               help="Embedding model: a packaged alias or a local sentence-transformers folder.")
 @click.option("--precision", default="auto", show_default=True, type=click.Choice(["auto", "fp32", "bf16"]),
               help="Encoder precision; auto uses bf16 where the CPU has native support.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=300.0, show_default=True,
+              help="Seconds one document may take to be read, chunked and embedded (as for index).")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
-def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model, precision, progress):
+def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model, precision, timeout_s, progress):
     """Index CORPUS_DIR once per strategy, run every retriever over its queries, and report.
 
     CORPUS_DIR holds docs/, ground_truth.jsonl and out_of_domain.jsonl. Writes
@@ -83,7 +85,8 @@ def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model,
         raise click.UsageError(f"--k cut-offs must be at most the depth 20, got {max(ks)}")
     try:
         corpus = load_corpus(corpus_dir)
-        config = EvalConfig(strategies=strategies, retrievers=retrievers, ks=ks, model=model, precision=precision)
+        config = EvalConfig(strategies=strategies, retrievers=retrievers, ks=ks, model=model, precision=precision,
+                            timeout_s=timeout_s)
         with _bar(progress and sys.stderr.isatty()) as bar:
             results = run_evaluation(corpus, config, db_dir=db_dir, progress=bar)
     except (EvalError, CitelineError, ModelNotFound) as exc:  # ModelNotFound: e.g. --model's extra missing
