@@ -16,7 +16,6 @@ from citeline.pipeline import embed
 from citeline.pipeline.embed import get_embedder
 from citeline.pipeline.embed_st import MINILM, MPNET_NAME, SentenceTransformerEmbedder
 from citeline.pipeline.packaged import MPNET, SplitModel, assembled_folder, is_ready
-from citeline.schemas.settings import IndexSettings
 from citeline.schemas.tables import chunks_table_name
 
 QUESTION = "What does dropout zero out during training?"
