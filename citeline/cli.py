@@ -202,8 +202,13 @@ def reindex(db, model, strategy, wait_s, as_json):
     """
     from citeline.flows.reindex import reindex as reindex_flow
     from citeline.index.store import Store
+    from citeline.pipeline.embed import ModelNotFound, get_embedder
     from citeline.schemas.settings import IndexSettings
 
+    try:
+        get_embedder(model)  # an unknown name or a missing extra: one clear line, not a failed flow
+    except ModelNotFound as exc:
+        raise click.ClickException(error_text(exc)) from None
     with cli_errors():
         stamp = Store.existing(db).require_stamp()
         settings = IndexSettings(db=db, model=model, strategy=(strategy or stamp.strategy).upper())

@@ -67,9 +67,12 @@ def _split(value: str, param) -> list[str]:
               help="Embedding model: a packaged alias or a local sentence-transformers folder.")
 @click.option("--precision", default="auto", show_default=True, type=click.Choice(["auto", "fp32", "bf16"]),
               help="Encoder precision; auto uses bf16 where the CPU has native support.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=300.0, show_default=True,
+              help="Seconds one document may take to be read, chunked and embedded (as for index).")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
 @output_options
-def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model, precision, progress, as_json):
+def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model, precision, timeout_s, progress,
+                 as_json):
     """Index CORPUS_DIR once per strategy, run every retriever over its queries, and report.
 
     CORPUS_DIR holds docs/, ground_truth.jsonl and out_of_domain.jsonl. Writes
@@ -79,16 +82,18 @@ def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model,
     from citeline.evaluation.dataset import load_corpus
     from citeline.evaluation.harness import EvalConfig, EvalError, run_evaluation
     from citeline.evaluation.report import write
+    from citeline.pipeline.embedder import ModelNotFound
     from citeline.schemas.errors import CitelineError
 
     if max(ks) > 20:
         raise click.UsageError(f"--k cut-offs must be at most the depth 20, got {max(ks)}")
     try:
         corpus = load_corpus(corpus_dir)
-        config = EvalConfig(strategies=strategies, retrievers=retrievers, ks=ks, model=model, precision=precision)
+        config = EvalConfig(strategies=strategies, retrievers=retrievers, ks=ks, model=model, precision=precision,
+                            timeout_s=timeout_s)
         with _bar(progress and verbosity() >= 0 and sys.stderr.isatty()) as bar:
             results = run_evaluation(corpus, config, db_dir=db_dir, progress=bar)
-    except (EvalError, CitelineError) as exc:
+    except (EvalError, CitelineError, ModelNotFound) as exc:  # ModelNotFound: e.g. --model's extra missing
         notes = "".join(f"\n{n}" for n in getattr(exc, "__notes__", []))
         raise click.ClickException(f"{exc}{notes}") from None
     report = write(results, out_dir)

