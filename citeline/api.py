@@ -48,6 +48,7 @@ class DocumentInfo:
     document_id: str
     path: str
     source: str
+    root: str
     title: str
     status: str
     stage: str | None
@@ -61,7 +62,7 @@ class DocumentInfo:
     @classmethod
     def from_row(cls, row: dict) -> "DocumentInfo":
         return cls(
-            document_id=row["doc_id"], path=row["path"], source=row["source"], title=row.get("title") or "",
+            document_id=row["doc_id"], path=row["path"], source=row["source"], root=row["root"], title=row.get("title") or "",
             status=row["status"], stage=row.get("stage"), reason=row.get("reason"),
             chunk_count=row["chunk_count"], truncated=row["truncated"], attempts=row["attempts"],
             notes=row.get("notes") or "", stamps=tuple((k, row.get(k)) for k in STAMP_COLUMNS),
@@ -300,6 +301,17 @@ class Index:
         doc = self.document(path)
         rows = self.snapshot().searcher.store.chunk_rows(list(CHUNK_FIELDS), equals("doc_id", doc.document_id))
         return tuple(ChunkInfo.from_row(r) for r in sorted(rows, key=lambda r: r["ordinal"]))
+
+    def chunk(self, chunk_id: str) -> ChunkInfo:
+        """One chunk by its id, from the snapshot queries read.
+
+        Raises:
+            KeyError: no such chunk in the active table.
+        """
+        rows = self.snapshot().searcher.store.chunk_rows(list(CHUNK_FIELDS), equals("chunk_id", chunk_id))
+        if not rows:
+            raise KeyError(f"no chunk {chunk_id!r} in the index at {self.uri}")
+        return ChunkInfo.from_row(rows[0])
 
     def canonical(self, document_id: str) -> str:
         """The document's canonical text (what every ``start``/``end`` counts in)."""

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from citeline.api_cmd import api
 from citeline.ask_cmd import ask
 from citeline.common import EXIT_DOCUMENTS_FAILED, cli_errors, error_text, model_for
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
@@ -391,6 +392,7 @@ def _check_ocr_lang(lang: str) -> None:
 # Commands that live in their own modules (each imports its heavy parts lazily).
 cli.add_command(ask)
 cli.add_command(eval_command)
+cli.add_command(api)
 
 
 def main() -> None:
