@@ -292,6 +292,10 @@ def _page_routes(app: FastAPI, index: Index) -> None:
         doc = index.document(chunk.document_id)
         return _page(views.viewer_page(index, doc, chunk))
 
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> Response:
+        return Response(status_code=204)
+
     @app.get("/static/{name}", include_in_schema=False)
     def static(name: str) -> Response:
         if name not in STATIC:

@@ -49,7 +49,8 @@ function showSources(data) {
                                       "data-path": c.path || c.document});
     const link = element("a", "[" + c.index + "] " + c.label, {class: "citation", href: "/view/" + c.chunk_id + "#cited",
                                                               target: "_blank", rel: "noopener"});
-    item.append(link, " ", element("code", c.fragment, {class: "fragment"}), " ",
+    item.append(link, " ", element("span", c.path || c.document, {class: "document"}), " ",
+                element("code", c.fragment, {class: "fragment"}), " ",
                 element("span", "distance " + number(c.distance), {class: "distance"}));
     if (c.rerank_score !== null && c.rerank_score !== undefined) {
       item.append(" ", element("span", "rerank " + number(c.rerank_score), {class: "rerank"}));
