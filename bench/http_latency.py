@@ -12,7 +12,7 @@ out_of_domain.jsonl, asked round-robin.
 
 The ratio HTTP / in-process is of medians measured in the same run on the same machine.
 
-    .venv/bin/python bench/http_latency.py --db DB [--seconds 20] [--token-vectors]
+    .venv/bin/python bench/http_latency.py --db DB [--seconds 20] [--questions N] [--token-vectors]
 
 Without --db the corpus is indexed (strategy E) into a temporary folder first.
 --token-vectors first adds stored word-piece vectors to the index at DB (it writes to it:
@@ -176,12 +176,14 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--rounds", type=int, default=1, help="passes over the questions in process")
+    parser.add_argument("--questions", type=int, default=0, help="use only the first N questions (0: all)")
     parser.add_argument("--token-vectors", action="store_true")
     args = parser.parse_args()
     db = args.db or build_index(args.corpus)
     if args.token_vectors:
         print(f"token vectors added for {add_token_vectors(db)} chunks", file=sys.stderr)
     qs = questions(args.corpus)
+    qs = qs[:args.questions] if args.questions else qs
     from citeline.index.store import Store
 
     report = {"cpu": cpu_name(), "cores": os.cpu_count(), "chunks": Store(db).count_chunks(),
