@@ -29,6 +29,7 @@ run: setup
 	$(VENV)/bin/citeline index examples/docs
 	$(VENV)/bin/citeline search "Why does dropout only apply during training?" -k 3
 	$(VENV)/bin/citeline ask "Why does dropout only apply during training?"
+	@echo "Ask in a browser: $(VENV)/bin/citeline api  (then open http://127.0.0.1:8000/)"
 
 test: setup
 	$(VENV)/bin/pytest

@@ -1,0 +1,17 @@
+"""citeline: index folders into LanceDB and search them with exact citations.
+
+``from citeline import Index`` is the library's door (citeline/api.py). It is looked up
+on first use (PEP 562), so ``import citeline`` stays cheap and loads neither LanceDB
+nor a model.
+"""
+from __future__ import annotations
+
+__all__ = ["Index"]
+
+
+def __getattr__(name: str):
+    if name == "Index":
+        from citeline.api import Index
+
+        return Index
+    raise AttributeError(f"module 'citeline' has no attribute {name!r}")

@@ -63,6 +63,7 @@ def ask(query, db, model, as_json, k, retriever, rerank_flag, reranker, cosine_w
         client = _chat_client() if generate else None  # an endpoint not configured fails before retrieval
         searcher = _searcher(db, model, reranker if reranking else None, cosine_weight)
         answer = run_ask(searcher, query, options)
+        answer = _located(searcher, answer)
         if client is not None and not answer.refused:
             answer = run_generate(answer, client)
     if as_json:
@@ -93,6 +94,17 @@ def _searcher(db: str, model: str | None, reranker: str | None, cosine_weight: f
     searcher = Searcher.open(db, embedder)
     searcher.reranker = chosen
     return searcher
+
+
+def _located(searcher, answer):
+    """The answer, its citations given the ``uri`` of their source files (``Index.ask`` does the same)."""
+    from dataclasses import replace
+
+    from citeline.api import sources_of
+    from citeline.query.cite import with_sources
+
+    sources = sources_of(searcher.store, {c.document_id for c in answer.citations}) if answer.citations else {}
+    return replace(answer, citations=tuple(with_sources(answer.citations, sources)))
 
 
 def _print(answer, generated: bool) -> None:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import click
 
+from citeline.api_cmd import api
 from citeline.ask_cmd import ask
-from citeline.common import (CONTEXT_SETTINGS, EXIT_DOCUMENTS_FAILED, CitelineGroup, CliError, as_cli_error,
+from citeline.common import (CONTEXT_SETTINGS, EXIT_DOCUMENTS_FAILED, CitelineGroup, CliError, as_cli_error, error_text,
                              cli_errors, model_for, output_options, verbosity)
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 from citeline.eval_cmd import eval_command
@@ -460,6 +461,7 @@ def _check_ocr_lang(lang: str) -> None:
 # Commands that live in their own modules (each imports its heavy parts lazily).
 cli.add_command(ask)
 cli.add_command(eval_command)
+cli.add_command(api)
 
 
 def main() -> None:

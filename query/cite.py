@@ -8,12 +8,17 @@ chunk that source ``n`` was built from, and the quote is the chunk's ``content``
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import PurePosixPath
+from urllib.parse import quote
 
 from citeline.schemas.locator import (
     CharRange, Locator, Page, Passage, RowRange, SheetRange, Slide, TimeSpan, bounding_range, locator_from_dict,
 )
 from citeline.schemas.retrieval import ChunkRow, Citation, Hit
+
+FRAGMENT_SAFE = "!:,'=."  # what a fragment keeps unencoded: page=3, t=1.5,2, 'Sheet'!A1:D9
 
 
 def build_citations(hits: Sequence[Hit]) -> list[Citation]:
@@ -50,7 +55,35 @@ def citation_from_hit(index: int, hit: Hit) -> Citation:
         chunk_id=chunk.chunk_id,
         start=chunk.start,
         end=chunk.end,
+        path=chunk.path,
     )
+
+
+def with_sources(citations: Sequence[Citation], sources: Mapping[str, str]) -> list[Citation]:
+    """The citations, each given the ``uri`` that opens its source file at the cited place.
+
+    Args:
+        citations: citations built from hits.
+        sources: absolute source path by document id (the documents table's ``source``);
+            a citation whose document is missing keeps ``uri`` "".
+    """
+    return [replace(c, uri=source_uri(sources[c.document_id], c.fragment)) if c.document_id in sources else c
+            for c in citations]
+
+
+def source_uri(source: str, fragment: str) -> str:
+    """A ``file://`` URI of ``source`` with the citation's fragment, percent-encoded.
+
+    A sheet range (``'Q1 sales'!A1:D9``) becomes the fragment as it is; the others
+    already start with ``#``.
+
+    >>> source_uri("/data/talk.mp3", "#t=12.00,19.50")
+    'file:///data/talk.mp3#t=12.00,19.50'
+    >>> source_uri("/data/Q1 book.xlsx", "'Q1 sales'!A1:D9")
+    "file:///data/Q1%20book.xlsx#'Q1%20sales'!A1:D9"
+    """
+    path = quote(PurePosixPath(source).as_posix(), safe="/")
+    return f"file://{path}#" + quote(fragment.removeprefix("#"), safe=FRAGMENT_SAFE)
 
 
 def document_name(chunk: ChunkRow) -> str:

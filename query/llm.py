@@ -10,7 +10,7 @@ import json
 import socket
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from citeline.schemas.errors import LLMError
@@ -90,14 +90,54 @@ class ChatClient:
             body["max_tokens"] = max_tokens
         return _answer_text(self._post(body))
 
+    def stream(self, prompt: str, max_tokens: int | None = None) -> Iterator[str]:
+        """Send ``prompt`` with ``stream: true`` and yield the reply's text as it arrives.
+
+        The server answers with server-sent events, one ``data: {json}`` line per delta
+        (``choices[0].delta.content``), ended by ``data: [DONE]``.
+
+        Raises:
+            LLMError: as :meth:`complete`; also when the stream ends with no text.
+        """
+        body = {"model": self.model, "messages": [{"role": "user", "content": prompt}],
+                "temperature": 0, "stream": True}
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        url = chat_url(self.url)
+        produced = False
+        with self._open(body) as response:
+            for raw in response:
+                line = raw.decode("utf-8", "replace").strip()
+                if not line.startswith("data:"):
+                    continue
+                data = line.removeprefix("data:").strip()
+                if data == "[DONE]":
+                    break
+                text = _delta_text(data, url)
+                if text:
+                    produced = True
+                    yield text
+        if not produced:
+            raise LLMError("the model returned an empty answer")
+
     def _post(self, body: dict) -> dict:
+        url = chat_url(self.url)
+        with self._open(body) as response:
+            raw = response.read()
+        try:
+            return json.loads(raw)
+        except ValueError as exc:
+            snippet = raw[:_SNIPPET].decode("utf-8", "replace")
+            raise LLMError(f"{url} returned something other than JSON: {snippet!r}") from exc
+
+    def _open(self, body: dict):
+        """The open HTTP response to ``body``; every failure to get one is an ``LLMError``."""
         url = chat_url(self.url)
         request = urllib.request.Request(
             url, data=json.dumps(body).encode(), headers=self._headers(), method="POST"
         )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                raw = response.read()
+            return urllib.request.urlopen(request, timeout=self.timeout)
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode("utf-8", "replace")[:_SNIPPET]
             raise LLMError(f"{url} answered HTTP {exc.code} {exc.reason}: {detail}") from exc
@@ -107,17 +147,20 @@ class ChatClient:
             if isinstance(exc.reason, (TimeoutError, socket.timeout)):
                 raise LLMError(f"{url} did not answer within {self.timeout:g} s") from exc
             raise LLMError(f"cannot reach {url}: {exc.reason}") from exc
-        try:
-            return json.loads(raw)
-        except ValueError as exc:
-            snippet = raw[:_SNIPPET].decode("utf-8", "replace")
-            raise LLMError(f"{url} returned something other than JSON: {snippet!r}") from exc
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         return headers
+
+
+def _delta_text(data: str, url: str) -> str:
+    """The text of one streamed chunk (``choices[0].delta.content``; "" for a role-only delta)."""
+    try:
+        return json.loads(data)["choices"][0]["delta"].get("content") or ""
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise LLMError(f"{url} streamed something other than a chat delta: {data[:_SNIPPET]!r}") from exc
 
 
 def _answer_text(reply: dict) -> str:

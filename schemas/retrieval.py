@@ -95,8 +95,10 @@ class Citation:
     """What the server attaches to the model's ``[index]``: never written by the model.
 
     ``quote`` is the chunk's ``content`` (== canonical text[start:end]), never the
-    embedded ``text``. ``chunk_id``, ``start`` and ``end`` are kept so the quote can be
-    re-checked against the canonical text; ``to_dict`` leaves them out.
+    embedded ``text``. ``chunk_id``, ``start`` and ``end`` (canonical offsets) let a
+    client re-check the quote against the canonical text; ``path`` is the document's path
+    under its synced folder and ``uri`` opens the source at the place (``file:///…/a.pdf#page=3``;
+    "" until :func:`query.cite.with_sources` knows the document's source file).
     """
 
     index: int
@@ -110,9 +112,11 @@ class Citation:
     chunk_id: str = ""
     start: int | None = None
     end: int | None = None
+    path: str = ""
+    uri: str = ""
 
     def to_dict(self) -> dict:
-        """The JSON form of ``citeline ask --json`` (SPEC §5)."""
+        """The JSON form of ``citeline ask --json`` (SPEC §5), plus what a client links with."""
         return {
             "index": self.index,
             "document_id": self.document_id,
@@ -122,6 +126,11 @@ class Citation:
             "quote": self.quote,
             "distance": self.distance,
             "rerank_score": self.rerank_score,
+            "chunk_id": self.chunk_id,
+            "path": self.path,
+            "start": self.start,
+            "end": self.end,
+            "uri": self.uri,
         }
 
 

@@ -15,7 +15,8 @@ from citeline.schemas.stamp import IndexStamp
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 JSON_KEYS = ["query", "refused", "threshold", "citations", "prompt"]
-CITATION_KEYS = ["index", "document_id", "document", "label", "fragment", "quote", "distance", "rerank_score"]
+CITATION_KEYS = ["index", "document_id", "document", "label", "fragment", "quote", "distance", "rerank_score",
+                 "chunk_id", "path", "start", "end", "uri"]
 
 
 def hit(i, distance, rerank_score=None):

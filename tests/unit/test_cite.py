@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import pytest
 
-from citeline.query.cite import build_citations, citation_from_hit, verify_quote
+from citeline.query.cite import build_citations, citation_from_hit, verify_quote, with_sources
 from citeline.schemas.locator import CharRange, Page, SheetRange, TimeSpan
 from citeline.schemas.retrieval import ChunkRow, Citation, Hit
 
@@ -70,6 +70,7 @@ def test_text_chunk_cites_title_section_and_its_own_char_range():
         chunk_id=f"c{start}",
         start=start,
         end=start + len(content),
+        path="guides/guide.md",
     )
 
 
@@ -201,7 +202,24 @@ def test_to_dict_has_exactly_the_json_fields():
         "quote": "Open the app.",
         "distance": 0.25,
         "rerank_score": None,
+        "chunk_id": c.chunk_id,
+        "path": "guides/guide.md",
+        "start": c.start,
+        "end": c.end,
+        "uri": "",
     }
+
+
+def test_with_sources_gives_each_citation_a_uri_at_its_place():
+    pdf = replace(citation_from_hit(1, _hit(_row("Open the app."))), fragment="#page=3", document_id="p")
+    sheet = replace(pdf, fragment="'Q1 sales'!A1:D9", document_id="x")
+    media = replace(pdf, fragment="#t=12.00,19.50", document_id="m")
+    text = citation_from_hit(4, _hit(_row("Open the app.")))
+    sources = {"p": "/data/a.pdf", "x": "/data/book.xlsx", "m": "/data/talk.mp3", text.document_id: "/d/a b.md"}
+    got = [c.uri for c in with_sources([pdf, sheet, media, text], sources)]
+    assert got == ["file:///data/a.pdf#page=3", "file:///data/book.xlsx#'Q1%20sales'!A1:D9",
+                   "file:///data/talk.mp3#t=12.00,19.50", f"file:///d/a%20b.md#char={text.start},{text.end}"]
+    assert with_sources([pdf], {})[0].uri == ""
 
 
 def test_hits_are_values_that_citing_cannot_change():

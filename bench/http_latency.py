@@ -1,0 +1,210 @@
+"""Warm latency of ``citeline api`` against the same calls in process (``Index``), and its memory.
+
+Over an index of the dev corpus (~1k chunks): the questions of ground_truth.jsonl and
+out_of_domain.jsonl, asked round-robin.
+
+- in process: ``Index.search(q, k=8)`` (dense) and ``Index.ask(q)`` (the default: MaxSim
+  rerank of the hybrid top 25, gate, citations, prompt; no generation), one client;
+- over HTTP: ``GET /search?q=…&k=8`` and ``POST /ask {"question": q}`` against
+  ``citeline api`` running as its own process, with 1 and 4 concurrent clients
+  (keep-alive connections), each for ``--seconds``;
+- RSS of the service process after start and after the runs (/proc/PID/status VmRSS).
+
+The ratio HTTP / in-process is of medians measured in the same run on the same machine.
+
+    .venv/bin/python bench/http_latency.py --db DB [--seconds 20] [--questions N] [--token-vectors]
+
+Without --db the corpus is indexed (strategy E) into a temporary folder first.
+--token-vectors first adds stored word-piece vectors to the index at DB (it writes to it:
+use a copy), so MaxSim reranks without running the model over the candidates.
+"""
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from citeline.tasks import env  # noqa: E402
+
+env.apply()
+
+DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "dev"
+K = 8
+
+
+def questions(corpus: Path) -> list[str]:
+    rows = [json.loads(line) for name in ("ground_truth.jsonl", "out_of_domain.jsonl")
+            for line in (corpus / name).read_text().splitlines() if line.strip()]
+    return [row.get("course") or row.get("query") for row in rows]
+
+
+def percentiles(samples: list[float]) -> dict:
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    return {"n": len(samples), "p50_ms": round(statistics.median(ordered) * 1000, 2), "p95_ms": round(p95 * 1000, 2)}
+
+
+def in_process(db: str, qs: list[str], rounds: int) -> dict:
+    from citeline import Index
+
+    index = Index.open(db)
+    for q in qs[:3]:
+        index.ask(q)  # warm: model, reranker, caches
+    out = {}
+    for name, call in (("search", lambda q: index.search(q, K)), ("ask", lambda q: index.ask(q))):
+        samples = []
+        for q in qs * rounds:
+            start = time.perf_counter()
+            call(q)
+            samples.append(time.perf_counter() - start)
+        out[name] = percentiles(samples)
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_service(db: str) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "citeline", "api", "--db", db, "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit("citeline api exited")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", "/health")
+            if b'"ready":true' in conn.getresponse().read():
+                return proc, port
+        except OSError:
+            time.sleep(0.5)
+    raise SystemExit("citeline api did not become ready")
+
+
+def request(conn: http.client.HTTPConnection, kind: str, q: str) -> None:
+    if kind == "search":
+        conn.request("GET", f"/search?{urllib.parse.urlencode({'q': q, 'k': K})}")
+    else:
+        conn.request("POST", "/ask", body=json.dumps({"question": q}), headers={"Content-Type": "application/json"})
+    response = conn.getresponse()
+    body = response.read()
+    if response.status != 200:
+        raise RuntimeError(f"{kind} {q!r}: HTTP {response.status} {body[:200]!r}")
+
+
+def over_http(port: int, kind: str, qs: list[str], clients: int, seconds: float) -> dict:
+    samples: list[float] = []
+    lock = threading.Lock()
+    stop = time.monotonic() + seconds
+
+    def client(offset: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        request(conn, kind, qs[offset])  # warm this connection
+        i = offset
+        mine = []
+        while time.monotonic() < stop:
+            q = qs[i % len(qs)]
+            start = time.perf_counter()
+            request(conn, kind, q)
+            mine.append(time.perf_counter() - start)
+            i += clients
+        with lock:
+            samples.extend(mine)
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+    began = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return {**percentiles(samples), "per_s": round(len(samples) / (time.monotonic() - began), 1)}
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
+
+
+def cpu_name() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def build_index(corpus: Path) -> str:
+    db = os.path.join(tempfile.mkdtemp(prefix="http-latency-"), "db")
+    done = subprocess.run([sys.executable, "-m", "citeline", "index", str(corpus / "docs"), "--db", db,
+                           "--no-progress"], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(done.stdout + done.stderr)
+    return db
+
+
+def add_token_vectors(db: str) -> int:
+    from citeline.index.store import Store
+    from citeline.pipeline.embed import get_embedder
+    from citeline.tasks.tokens import fill_token_vectors
+
+    store = Store(db)
+    stamp = store.stamp()
+    added, _ = fill_token_vectors(store, stamp, lambda: get_embedder(stamp.embed_model))
+    return added
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db")
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--rounds", type=int, default=1, help="passes over the questions in process")
+    parser.add_argument("--questions", type=int, default=0, help="use only the first N questions (0: all)")
+    parser.add_argument("--token-vectors", action="store_true")
+    args = parser.parse_args()
+    db = args.db or build_index(args.corpus)
+    if args.token_vectors:
+        print(f"token vectors added for {add_token_vectors(db)} chunks", file=sys.stderr)
+    qs = questions(args.corpus)
+    qs = qs[:args.questions] if args.questions else qs
+    from citeline.index.store import Store
+
+    report = {"cpu": cpu_name(), "cores": os.cpu_count(), "chunks": Store(db).count_chunks(),
+              "token_vectors": any(n.startswith("tokens_") for n in Store(db).table_names()),
+              "load_before": os.getloadavg()[0], "seconds": args.seconds}
+    report["in_process"] = in_process(db, qs, args.rounds)
+    proc, port = start_service(db)
+    try:
+        report["rss_mb_started"] = rss_mb(proc.pid)
+        report["http"] = {f"{kind} x{clients}": over_http(port, kind, qs, clients, args.seconds)
+                          for kind in ("search", "ask") for clients in (1, 4)}
+        report["rss_mb_after"] = rss_mb(proc.pid)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    report["load_after"] = os.getloadavg()[0]
+    report["ratio_p50_1_client"] = {
+        kind: round(report["http"][f"{kind} x1"]["p50_ms"] / report["in_process"][kind]["p50_ms"], 2)
+        for kind in ("search", "ask")}
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,409 @@
+"""citeline as a library: ``from citeline import Index``.
+
+One ``Index`` is one index location with one embedding model, loaded once. Queries
+read a snapshot (a ``Searcher`` over one version of the active chunks table) that is
+swapped whole when the index changes (:meth:`Index.refresh`), so a query running
+beside a sync sees the old or the new version of a document, never a mix. Searches
+may run from many threads: a snapshot is only read, and the model is loaded (and
+warmed) under a lock before the first query.
+
+>>> from citeline import Index  # doctest: +SKIP
+>>> index = Index.create(".citeline")  # doctest: +SKIP
+>>> index.sync("examples/docs").line()  # doctest: +SKIP
+>>> index.ask("Why does dropout only apply during training?").to_dict()  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+
+from citeline.common import model_for
+from citeline.index.check import Violation, check_index, source_warnings
+from citeline.index.filters import equals, one_of
+from citeline.index.store import Store, index_exists, no_index_message
+from citeline.pipeline.embed import Embedder, get_embedder
+from citeline.query.ask import Answer, AskOptions
+from citeline.query.ask import ask as run_ask
+from citeline.query.ask import generate as run_generate
+from citeline.query.cite import (
+    build_citations, locator_fragment, locator_label, parse_locators, with_sources,
+)
+from citeline.query.search import Searcher
+from citeline.schemas.errors import NoIndex
+from citeline.schemas.retrieval import BM25, DENSE, RETRIEVERS, Citation
+from citeline.schemas.stamp import STAMP_COLUMNS, IndexStamp
+from citeline.schemas.status import DocStatus, RunSummary
+
+DOCUMENT_COLUMNS = ("doc_id", "path", "source", "root", "title", "status", "stage", "reason", "chunk_count",
+                    "truncated", "attempts", "notes", *STAMP_COLUMNS)
+CHUNK_FIELDS = ("chunk_id", "doc_id", "path", "title", "section", "ordinal", "start", "end", "content", "locators")
+
+
+@dataclass(frozen=True)
+class DocumentInfo:
+    """One document of the index as ``citeline status --json`` describes it."""
+
+    document_id: str
+    path: str
+    source: str
+    root: str
+    title: str
+    status: str
+    stage: str | None
+    reason: str | None
+    chunk_count: int
+    truncated: int
+    attempts: int
+    notes: str
+    stamps: tuple[tuple[str, object], ...]
+
+    @classmethod
+    def from_row(cls, row: dict) -> "DocumentInfo":
+        return cls(
+            document_id=row["doc_id"], path=row["path"], source=row["source"], root=row["root"], title=row.get("title") or "",
+            status=row["status"], stage=row.get("stage"), reason=row.get("reason"),
+            chunk_count=row["chunk_count"], truncated=row["truncated"], attempts=row["attempts"],
+            notes=row.get("notes") or "", stamps=tuple((k, row.get(k)) for k in STAMP_COLUMNS),
+        )
+
+    @property
+    def failed(self) -> bool:
+        return self.status == DocStatus.FAILED
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "stamps": dict(self.stamps)}
+
+
+@dataclass(frozen=True)
+class ChunkInfo:
+    """One stored chunk: its canonical range, the quote, and where it sits in the source."""
+
+    chunk_id: str
+    document_id: str
+    path: str
+    ordinal: int
+    start: int
+    end: int
+    section: str
+    content: str
+    label: str
+    fragment: str
+    locators: tuple[dict, ...]
+
+    @classmethod
+    def from_row(cls, row: dict) -> "ChunkInfo":
+        locators = parse_locators(row.get("locators") or "")
+        return cls(
+            chunk_id=row["chunk_id"], document_id=row["doc_id"], path=row["path"], ordinal=row["ordinal"],
+            start=row["start"], end=row["end"], section=row.get("section") or "", content=row["content"],
+            label=locator_label(row.get("title") or row["path"], row.get("section") or "", locators),
+            fragment=locator_fragment(locators, row["start"], row["end"]),
+            locators=tuple(asdict(loc) for loc in locators),
+        )
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "locators": list(self.locators)}
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """``citeline check``: violations (the index is inconsistent) and warnings (sources gone)."""
+
+    violations: tuple[Violation, ...]
+    warnings: tuple[Violation, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def to_dict(self) -> dict:
+        return {"ok": self.ok, "violations": [asdict(v) for v in self.violations],
+                "warnings": [asdict(w) for w in self.warnings]}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What queries read: one version of the active table, and the version it was opened at."""
+
+    searcher: Searcher
+    table: str
+    version: int
+    sources: dict[str, str] = field(default_factory=dict, compare=False)  # doc_id -> source, filled lazily
+
+
+class Index:
+    """One citeline index and the model it is searched with.
+
+    Use :meth:`open` for an index that exists and :meth:`create` for a new location.
+
+    Args:
+        uri: any LanceDB URI (a local folder by default).
+        model: the embedding model; None takes the model stamped on the index (else the default).
+    """
+
+    def __init__(self, uri: str, model: str | None = None):
+        from citeline.tasks import env
+
+        env.apply()  # Prefect and Hugging Face read these when a method first imports them
+        self.uri = str(uri)
+        self.model = model_for(self.uri, model)
+        self._embedder: Embedder | None = None
+        self._snapshot: Snapshot | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, uri: str, model: str | None = None) -> "Index":
+        """The index at ``uri``, model loaded and stamp checked.
+
+        Raises:
+            NoIndex: nothing has been indexed at ``uri`` (nothing is created there).
+            IndexMismatch: ``model`` is not the model the index was built with.
+            ModelNotFound: ``model`` names no known model.
+        """
+        if not index_exists(str(uri)):
+            raise NoIndex(no_index_message(str(uri)))
+        index = cls(uri, model)
+        index.snapshot()
+        return index
+
+    @classmethod
+    def create(cls, uri: str, model: str | None = None) -> "Index":
+        """An index at ``uri`` to :meth:`sync` into (an existing one is opened as it is).
+
+        Raises:
+            IndexMismatch: an index exists there built with another model.
+        """
+        index = cls(uri, model)
+        if index_exists(index.uri):
+            index.snapshot()
+        return index
+
+    # ---- reading ---------------------------------------------------------------------
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = get_embedder(self.model)
+        return self._embedder
+
+    def snapshot(self) -> Snapshot:
+        """The snapshot queries read now (opened on first use).
+
+        Raises:
+            NoIndex: nothing has been indexed yet.
+        """
+        current = self._snapshot
+        if current is not None:
+            return current
+        with self._lock:
+            if self._snapshot is None:
+                self._snapshot = self._open_snapshot()
+            return self._snapshot
+
+    def _open_snapshot(self) -> Snapshot:
+        store = Store.existing(self.uri)
+        searcher = Searcher(store, self.embedder, store.require_stamp())
+        searcher.query_vector("warm up")  # loads the weights once, before any thread queries
+        searcher.default_reranker()
+        table = store.active_table()
+        return Snapshot(searcher, table, searcher.reader.table.version)
+
+    def refresh(self) -> bool:
+        """Re-open the index when a writer committed since the snapshot was taken.
+
+        Returns:
+            True when a new snapshot replaced the old one.
+        """
+        if not index_exists(self.uri):
+            return False
+        store = Store(self.uri)
+        table = store.active_table()
+        current = self._snapshot
+        if current is not None and current.table == table and store.db.open_table(table).version == current.version:
+            return False
+        with self._lock:
+            self._snapshot = self._open_snapshot()
+        return True
+
+    @property
+    def stamp(self) -> IndexStamp:
+        return self.snapshot().searcher.stamp
+
+    def search(self, query: str, k: int = 8, retriever: str = DENSE) -> tuple[Citation, ...]:
+        """The ``k`` best chunks for ``query`` by ``retriever``, as located citations (no gate).
+
+        Raises:
+            ValueError: an unknown retriever or ``k`` < 1.
+        """
+        if retriever not in RETRIEVERS:
+            raise ValueError(f"unknown retriever {retriever!r}; choose one of {list(RETRIEVERS)}")
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        snap = self.snapshot()
+        hits = snap.searcher.search(query, retriever, k)
+        if retriever == BM25:
+            hits = snap.searcher.fill_distances(query, hits)
+        return tuple(self._located(snap, build_citations(hits)))
+
+    def ask(self, query: str, generate: bool = False, client=None, **options) -> Answer:
+        """Sources and prompt for ``query``, or a refusal: the object ``citeline ask --json`` prints.
+
+        Args:
+            query: the question.
+            generate: also send the prompt to the chat endpoint and check the answer's ``[n]``.
+            client: the ``ChatClient`` to use (default: from the environment).
+            **options: ``AskOptions`` fields: k, retriever, rerank, cut, min_rerank_score, depth.
+
+        Raises:
+            Uncalibrated: no cut given and none calibrated for the index's model.
+            LLMError: ``generate`` and the endpoint failed.
+        """
+        if not query.strip():
+            raise ValueError("the question is empty")
+        snap = self.snapshot()
+        answer = run_ask(snap.searcher, query, AskOptions(**options))
+        answer = replace(answer, citations=tuple(self._located(snap, answer.citations)))
+        if generate and not answer.refused:
+            answer = run_generate(answer, client or chat_client())
+        return answer
+
+    def _located(self, snap: Snapshot, citations: Sequence[Citation]) -> list[Citation]:
+        missing = {c.document_id for c in citations} - set(snap.sources)
+        if missing:
+            snap.sources.update(sources_of(snap.searcher.store, missing))
+        return with_sources(citations, snap.sources)
+
+    def documents(self) -> tuple[DocumentInfo, ...]:
+        """Every document, failed ones first, then by path."""
+        store = Store.existing(self.uri)
+        docs = [DocumentInfo.from_row(r) for r in store.document_rows(list(DOCUMENT_COLUMNS))]
+        return tuple(sorted(docs, key=lambda d: (not d.failed, d.path, d.source)))
+
+    def document(self, path: str) -> DocumentInfo:
+        """One document by its id, its absolute source path or its path under the synced folder.
+
+        Raises:
+            KeyError: no such document, or a relative path that names several.
+        """
+        store = Store.existing(self.uri)
+        for column in ("doc_id", "source", "path"):
+            rows = store.document_rows(list(DOCUMENT_COLUMNS), equals(column, str(path)))
+            if len(rows) == 1:
+                return DocumentInfo.from_row(rows[0])
+            if len(rows) > 1:
+                raise KeyError(f"{len(rows)} documents have the path {path!r}; give the absolute path or the id")
+        raise KeyError(f"no document {path!r} in the index at {self.uri}")
+
+    def chunks(self, path: str) -> tuple[ChunkInfo, ...]:
+        """The chunks of one document (see :meth:`document`), in reading order."""
+        doc = self.document(path)
+        rows = self.snapshot().searcher.store.chunk_rows(list(CHUNK_FIELDS), equals("doc_id", doc.document_id))
+        return tuple(ChunkInfo.from_row(r) for r in sorted(rows, key=lambda r: r["ordinal"]))
+
+    def chunk(self, chunk_id: str) -> ChunkInfo:
+        """One chunk by its id, from the snapshot queries read.
+
+        Raises:
+            KeyError: no such chunk in the active table.
+        """
+        rows = self.snapshot().searcher.store.chunk_rows(list(CHUNK_FIELDS), equals("chunk_id", chunk_id))
+        if not rows:
+            raise KeyError(f"no chunk {chunk_id!r} in the index at {self.uri}")
+        return ChunkInfo.from_row(rows[0])
+
+    def canonical(self, document_id: str) -> str:
+        """The document's canonical text (what every ``start``/``end`` counts in)."""
+        rows = Store.existing(self.uri).document_rows(["canonical"], equals("doc_id", document_id))
+        if not rows:
+            raise KeyError(f"no document {document_id!r} in the index at {self.uri}")
+        return rows[0]["canonical"] or ""
+
+    def check(self) -> CheckReport:
+        """The index's fsck (``citeline check``), read-only."""
+        store = Store.existing(self.uri)
+        return CheckReport(tuple(check_index(store)), tuple(source_warnings(store)))
+
+    # ---- writing ---------------------------------------------------------------------
+
+    def sync(self, path: str, max_failed: int | None = None, wait_s: float = 0.0, **options) -> RunSummary:
+        """Index (or re-sync) ``path`` (the ``citeline index`` flow), then re-open for queries.
+
+        Args:
+            path: a folder or one file.
+            max_failed: fail the run when more documents than this fail.
+            wait_s: seconds to wait for another writer.
+            **options: ``IndexSettings`` fields (strategy, budget, overlap, max_bytes, timeout_s, …).
+
+        Returns:
+            The run summary; failed documents are listed in ``failures``.
+
+        Raises:
+            CitelineError: the run could not finish (another model's index, a busy writer,
+                more than ``max_failed`` failures); a bug's exception as it was raised.
+        """
+        from citeline.flows.ingest import index_folder
+        from citeline.schemas.settings import IndexSettings
+
+        settings = IndexSettings(db=self.uri, model=self.model, **options)
+        state = index_folder(str(path), settings, max_failed=max_failed, wait_s=wait_s, return_state=True)
+        summary = _result(state)
+        self.refresh()
+        return summary
+
+    def delete(self, path: str, wait_s: float = 0.0):
+        """Forget the documents under ``path`` (``citeline rm``); returns the ``Removal``."""
+        from citeline.flows.remove import remove_path
+
+        Store.existing(self.uri)
+        removal = remove_path(str(path), self.uri, wait_s)
+        self.refresh()
+        return removal
+
+    def reindex(self, model: str, strategy: str | None = None, wait_s: float = 0.0):
+        """Rebuild for another model (``citeline reindex``), then query with it.
+
+        Returns:
+            The ``ReindexSummary``; ``switched`` says whether queries moved to the new model.
+        """
+        from citeline.flows.reindex import reindex as reindex_flow
+        from citeline.schemas.settings import IndexSettings
+
+        stamp = Store.existing(self.uri).require_stamp()
+        settings = IndexSettings(db=self.uri, model=model, strategy=(strategy or stamp.strategy).upper())
+        summary = _result(reindex_flow(settings, wait_s=wait_s, return_state=True))
+        if summary.switched:
+            with self._lock:
+                self.model, self._embedder, self._snapshot = model, None, None
+        return summary
+
+
+def sources_of(store: Store, doc_ids) -> dict[str, str]:
+    """The absolute source path of each given document, by id (what a citation's ``uri`` opens)."""
+    rows = store.document_rows(["doc_id", "source"], one_of("doc_id", sorted(doc_ids)))
+    return {r["doc_id"]: r["source"] for r in rows}
+
+
+def chat_client():
+    """The chat endpoint from CITELINE_LLM_* or, failing those, the standard OPENAI_* variables."""
+    from citeline.query.llm import ENV_API_KEY, ENV_MODEL, ENV_URL, ChatClient
+
+    env = dict(os.environ)
+    env.setdefault(ENV_URL, os.environ.get("OPENAI_BASE_URL", ""))
+    env.setdefault(ENV_MODEL, os.environ.get("OPENAI_MODEL", ""))
+    env.setdefault(ENV_API_KEY, os.environ.get("OPENAI_API_KEY", ""))
+    return ChatClient.from_env({k: v for k, v in env.items() if v})
+
+
+def _result(state):
+    """A flow's return value; its exception, a citeline error or a bug, raised as it came."""
+    result = state.result(raise_on_failure=False)
+    if isinstance(result, BaseException):
+        raise result
+    if state.is_failed() and hasattr(result, "line"):
+        from citeline.schemas.errors import CitelineError
+
+        raise CitelineError(state.message or result.line())
+    return result
+

@@ -1,0 +1,58 @@
+"""``citeline api``: serve the index over HTTP with the ask page (citeline/service.py).
+
+Register it with ``cli.add_command(api)``.
+"""
+from __future__ import annotations
+
+import ipaddress
+
+import click
+
+from citeline.common import cli_errors
+from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
+
+ENV_TOKEN = "CITELINE_API_TOKEN"
+
+
+@click.command("api")
+@click.option("--db", envvar=ENV_DB, default=DEFAULTS["db"], show_default=True,
+              help="Index location: a local folder or any LanceDB URI.")
+@click.option("--model", envvar=ENV_MODEL, default=None,
+              help="Embedding model (default: the one the index was built with).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind; anything but loopback needs --token.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--token", envvar=ENV_TOKEN, default=None,
+              help=f"Bearer token every request but /health must carry [env {ENV_TOKEN}]; "
+                   "open the page once as /?token=TOKEN.")
+def api(db, model, host, port, token):
+    """Serve the index: JSON API, the ask page at /, OpenAPI docs at /docs.
+
+    The model is loaded once; the index is re-opened when a sync commits, so
+    `citeline index` may run beside it.
+    """
+    if not is_loopback(host) and not token:
+        raise click.UsageError(f"--host {host} is reachable from other machines: set --token or {ENV_TOKEN}")
+    import uvicorn
+
+    from citeline.api import Index
+    from citeline.service import create_app
+
+    with cli_errors():
+        app = create_app(Index.create(db, model), token=token)
+    click.echo(f"citeline api: http://{host}:{port}/ (index {db}; OpenAPI at /docs)", err=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding ``host`` keeps the service on this machine.
+
+    >>> is_loopback("127.0.0.1"), is_loopback("::1"), is_loopback("localhost"), is_loopback("0.0.0.0")
+    (True, True, True, False)
+    """
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,309 @@
+"""``citeline api``: the Python API over HTTP (FastAPI), the ask page and the source viewers.
+
+One ``Index`` per process: the model is loaded once at start, and a background thread
+re-opens the index when a writer commits (``Index.refresh``), so a query during a sync
+sees the old or the new version of a document, never a mix. Errors are JSON
+``{"error": {"status", "type", "message"}}`` with the status saying whose fault it is.
+
+Nothing a request names is used as a path: ``/sources/{document_id}`` looks the id up
+in the documents table and reads the recorded source beneath its synced folder with
+no symlink on the way (``pipeline.prepare.read_source``), or answers 404.
+"""
+from __future__ import annotations
+
+import hmac
+import json
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import asynccontextmanager
+from importlib import resources
+from typing import Literal
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException
+
+from citeline.api import Index, chat_client
+from citeline.query.answer_check import check_answer
+from citeline.query.thresholds import Uncalibrated
+from citeline.schemas.errors import CitelineError, IndexMismatch, LLMError, NoIndex
+from citeline.schemas.retrieval import DEFAULT_RETRIEVER, DENSE, RETRIEVERS
+from citeline import views
+
+MAX_BODY = 16 * 1024  # bytes of a request body: a question and a few options
+MAX_QUESTION = 2000  # characters
+MAX_ASK_K = 20
+MAX_SEARCH_K = 100
+ID = re.compile(r"^[0-9a-f]{32}$")  # document and chunk ids (pipeline/prepare.py)
+OPEN_PATHS = ("/health",)  # the only path a token does not guard
+TOKEN_COOKIE = "citeline_token"
+STATIC = {"ask.js": "text/javascript", "style.css": "text/css"}
+# Pages run only the scripts this server ships: an escaping bug still could not run a
+# document's <script> or inline handler.
+PAGE_CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; media-src 'self'; "
+            "frame-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'self'")
+
+Retriever = Literal[RETRIEVERS]  # type: ignore[valid-type]
+
+
+class AskRequest(BaseModel):
+    """The body of ``POST /ask``; ``generate`` streams the answer as server-sent events."""
+
+    model_config = ConfigDict(extra="forbid")
+    question: str = Field(min_length=1, max_length=MAX_QUESTION)
+    k: int = Field(4, ge=1, le=MAX_ASK_K)
+    retriever: Retriever = DEFAULT_RETRIEVER
+    rerank: bool = False
+    cut: float | None = Field(None, ge=0, le=2)
+    generate: bool = False
+
+
+def create_app(index: Index, token: str | None = None, poll_s: float = 1.0) -> FastAPI:
+    """The service over ``index``.
+
+    Args:
+        index: the index to serve (its model is loaded here if the index exists).
+        token: when set, every request but ``/health`` needs ``Authorization: Bearer <token>``
+            (or the cookie the page sets after ``/?token=<token>``).
+        poll_s: how often to look for a writer's commit; 0 never looks.
+    """
+    stop = threading.Event()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        watcher = threading.Thread(target=_watch, args=(index, poll_s, stop), daemon=True, name="citeline-refresh")
+        if poll_s > 0:
+            watcher.start()
+        yield
+        stop.set()
+
+    app = FastAPI(title="citeline", summary="Ask an index; every answer cites the exact place.",
+                  lifespan=lifespan, docs_url="/docs", redoc_url=None)
+    app.state.index = index
+    _guard(app, token)
+    _errors(app)
+    _json_routes(app, index)
+    _page_routes(app, index)
+    try:
+        index.snapshot()  # the model loads now, not on the first question
+    except IndexMismatch:
+        pass  # no index yet (503) or another model's (409): each request says so
+    return app
+
+
+def _watch(index: Index, poll_s: float, stop: threading.Event) -> None:
+    from citeline.tasks.log import get_logger
+
+    while not stop.wait(poll_s):
+        try:
+            if index.refresh():
+                get_logger(service="api").info("api.reopened", uri=index.uri)
+        except Exception as exc:  # noqa: BLE001 - a failed re-open keeps serving the old snapshot
+            get_logger(service="api").warning("api.reopen_failed", reason=str(exc))
+
+
+# ---- middleware: size bound and token ------------------------------------------------
+
+
+def _guard(app: FastAPI, token: str | None) -> None:
+    @app.middleware("http")
+    async def guard(request: Request, call_next):
+        length = request.headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
+            return _error(413, "TooLarge", f"request bodies are limited to {MAX_BODY} bytes")
+        if request.headers.get("transfer-encoding", "").lower() == "chunked":
+            return _error(411, "LengthRequired", "send a Content-Length")
+        if token and request.url.path not in OPEN_PATHS and not _authorised(request, token):
+            if request.url.path == "/" and _same(request.query_params.get("token", ""), token):
+                response = await call_next(request)
+                response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
+                return response
+            return _error(401, "Unauthorized", "send Authorization: Bearer <token>",
+                          headers={"WWW-Authenticate": "Bearer"})
+        return await call_next(request)
+
+
+def _authorised(request: Request, token: str) -> bool:
+    header = request.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() == "bearer" and _same(value.strip(), token):
+        return True
+    return _same(request.cookies.get(TOKEN_COOKIE, ""), token)
+
+
+def _same(given: str, token: str) -> bool:
+    return hmac.compare_digest(given.encode(), token.encode())
+
+
+# ---- errors ------------------------------------------------------------------------------
+
+
+def status_for(exc: BaseException) -> int:
+    """The HTTP status of an error: 400 bad input, 404 unknown, 409 model mismatch, 503 no index yet."""
+    if isinstance(exc, NoIndex):
+        return 503
+    if isinstance(exc, IndexMismatch):
+        return 409
+    if isinstance(exc, KeyError):
+        return 404
+    if isinstance(exc, LLMError):
+        return 502
+    if isinstance(exc, (ValueError, Uncalibrated)):
+        return 400
+    return 500
+
+
+def _error(status: int, kind: str, message: str, headers: dict | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"status": status, "type": kind, "message": message}}, status, headers=headers)
+
+
+def _message(exc: BaseException) -> str:
+    text = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+    return str(text) + "".join(f"\n{n}" for n in getattr(exc, "__notes__", []))
+
+
+def _errors(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError):
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        return _error(400, "BadRequest", problems)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException):
+        return _error(exc.status_code, "HTTPError", str(exc.detail), headers=exc.headers)
+
+    for kind in (CitelineError, KeyError, ValueError):
+        @app.exception_handler(kind)
+        async def known(request: Request, exc: Exception):
+            return _error(status_for(exc), type(exc).__name__, _message(exc))
+
+
+def _checked_id(value: str, what: str = "document") -> str:
+    if not ID.match(value):
+        raise ValueError(f"not a {what} id: expected 32 hexadecimal characters")
+    return value
+
+
+# ---- JSON endpoints ------------------------------------------------------------------------
+
+
+def _json_routes(app: FastAPI, index: Index) -> None:
+    @app.get("/health", tags=["service"])
+    def health() -> dict:
+        """Alive, and whether an index is open (no token needed)."""
+        try:
+            stamp = index.stamp
+        except NoIndex:
+            return {"ok": True, "ready": False, "model": index.model}
+        return {"ok": True, "ready": True, "model": stamp.embed_model, "dim": stamp.embed_dim,
+                "strategy": stamp.strategy}
+
+    @app.post("/ask", tags=["query"])
+    def ask(body: AskRequest):
+        """Sources and prompt for a question, or a refusal (the ``citeline ask --json`` object).
+
+        With ``generate: true`` the response is ``text/event-stream``: ``sources`` (that
+        object), ``delta`` events with the answer's text, then ``done`` with the checked
+        answer and its ``answer_checks`` (or ``error``).
+        """
+        options = body.model_dump(exclude={"question", "generate"})
+        answer = index.ask(body.question, **options)
+        if body.generate and not answer.refused:
+            try:
+                client = chat_client()
+            except LLMError as exc:  # no endpoint configured: said before any stream starts
+                return _error(400, "LLMError", _message(exc))
+            return StreamingResponse(_generation(answer, client), media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-store"})
+        return _answer_json(answer)
+
+    @app.get("/search", tags=["query"])
+    def search(q: str = Query(min_length=1, max_length=MAX_QUESTION),
+               k: int = Query(8, ge=1, le=MAX_SEARCH_K), retriever: Retriever = DENSE) -> dict:
+        """The k best chunks by one retriever, with their locators (no refusal gate)."""
+        return {"query": q, "results": [c.to_dict() for c in index.search(q, k, retriever)]}
+
+    @app.get("/documents", tags=["documents"])
+    def documents() -> dict:
+        """Every document: status, reason, chunk count, stamps; failed ones first."""
+        return {"documents": [d.to_dict() for d in index.documents()]}
+
+    @app.get("/documents/{document_id}", tags=["documents"])
+    def document(document_id: str) -> dict:
+        return index.document(_checked_id(document_id)).to_dict()
+
+    @app.get("/documents/{document_id}/chunks", tags=["documents"])
+    def chunks(document_id: str) -> dict:
+        return {"chunks": [c.to_dict() for c in index.chunks(_checked_id(document_id))]}
+
+    @app.get("/sources/{document_id}", tags=["documents"])
+    def source(document_id: str, request: Request) -> Response:
+        """The original file's bytes, with its content type and HTTP range support."""
+        doc = index.document(_checked_id(document_id))
+        data = views.source_bytes(doc)
+        return views.ranged(data, views.content_type(doc.path), request.headers.get("range"))
+
+
+def _answer_json(answer) -> dict:
+    data = answer.to_dict()
+    if answer.refused:
+        data["refusal"] = answer.refusal.to_dict()
+    return data
+
+
+def _event(name: str, data) -> str:
+    # json.dumps never emits a raw newline, so one data: line carries the whole value.
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n"
+
+
+def _generation(answer, client) -> Iterator[str]:
+    """Server-sent events: the sources, the answer as it arrives, then the checked answer."""
+    yield _event("sources", _answer_json(answer))
+    parts: list[str] = []
+    try:
+        for text in client.stream(answer.prompt):
+            parts.append(text)
+            yield _event("delta", {"text": text})
+    except LLMError as exc:
+        yield _event("error", {"status": 502, "type": "LLMError", "message": str(exc)})
+        return
+    check = check_answer("".join(parts), [c.index for c in answer.citations])
+    yield _event("done", {"answer": check.answer, "answer_checks": check.to_dict()})
+
+
+# ---- pages ------------------------------------------------------------------------------------
+
+
+def _page_routes(app: FastAPI, index: Index) -> None:
+    @app.get("/", include_in_schema=False)
+    def ask_page() -> HTMLResponse:
+        return _page(views.ask_page())
+
+    @app.get("/library", include_in_schema=False)
+    def library() -> HTMLResponse:
+        return _page(views.documents_page(index.documents()))
+
+    @app.get("/view/{chunk_id}", include_in_schema=False)
+    def view(chunk_id: str) -> HTMLResponse:
+        chunk = index.chunk(_checked_id(chunk_id, "chunk"))
+        doc = index.document(chunk.document_id)
+        return _page(views.viewer_page(index, doc, chunk))
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> Response:
+        return Response(status_code=204)
+
+    @app.get("/static/{name}", include_in_schema=False)
+    def static(name: str) -> Response:
+        if name not in STATIC:
+            raise KeyError(f"no static file {name!r}")
+        body = resources.files("citeline").joinpath("web", name).read_bytes()
+        return Response(body, media_type=STATIC[name], headers={"Cache-Control": "no-cache"})
+
+
+def _page(html: str) -> HTMLResponse:
+    return HTMLResponse(html, headers={"Content-Security-Policy": PAGE_CSP, "X-Content-Type-Options": "nosniff",
+                                       "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"})

@@ -1,0 +1,237 @@
+"""What ``citeline api`` shows a person: the ask page, the documents page, the source viewers.
+
+Every string that came from a document (paths, titles, reasons, quotes, cell values)
+goes through :func:`esc` on its way into a page; the pages also forbid inline script
+(service.PAGE_CSP), so an escaping slip still could not run a document's code.
+"""
+from __future__ import annotations
+
+import html
+import io
+import mimetypes
+import re
+from collections.abc import Sequence
+from pathlib import PurePosixPath
+
+from fastapi.responses import Response
+
+from citeline.api import ChunkInfo, DocumentInfo, Index
+from citeline.extractors.sheet import display
+from citeline.pipeline.prepare import read_source
+from citeline.schemas.errors import DocumentError
+from citeline.schemas.locator import Page, SheetRange, TimeSpan, locator_from_dict
+from citeline.schemas.settings import IndexSettings
+
+MAX_SOURCE_BYTES = IndexSettings().max_bytes  # the indexer reads nothing larger either
+MAX_TABLE_CELLS = 20_000
+TEXT_SUFFIXES = (".md", ".markdown", ".txt", ".text", ".rst", ".csv", ".tsv", ".html", ".htm")
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+
+
+class SourceUnavailable(KeyError):
+    """The document's source file is gone, replaced by a link, or unreadable now."""
+
+
+def esc(text) -> str:
+    return html.escape("" if text is None else str(text), quote=True)
+
+
+# ---- /sources ----------------------------------------------------------------------------
+
+
+def source_bytes(doc: DocumentInfo) -> bytes:
+    """The recorded source's bytes, read beneath its synced folder with no symlink on the way.
+
+    Raises:
+        SourceUnavailable: the file is gone, a link now, too large or unreadable.
+    """
+    root = doc.root if doc.root and doc.root != doc.source else None
+    try:
+        return read_source(doc.source, MAX_SOURCE_BYTES, root)
+    except (DocumentError, OSError) as exc:
+        raise SourceUnavailable(f"the source of document {doc.document_id} cannot be served: {exc}") from None
+
+
+def content_type(path: str) -> str:
+    """What the browser is told the bytes are: text as plain text (never HTML), PDFs, media,
+    workbooks; anything else as an opaque download."""
+    suffix = PurePosixPath(path).suffix.lower()
+    if suffix in TEXT_SUFFIXES or not suffix:
+        return "text/plain; charset=utf-8"
+    if suffix == ".pdf":
+        return "application/pdf"
+    if suffix in (".xlsx", ".xlsm"):
+        return XLSX
+    guessed = mimetypes.guess_type(f"x{suffix}")[0] or ""
+    if suffix in (".ogg", ".oga", ".opus"):
+        guessed = "audio/ogg"
+    return guessed if guessed.startswith(("audio/", "video/")) else "application/octet-stream"
+
+
+def ranged(data: bytes, ctype: str, header: str | None) -> Response:
+    """The bytes whole (200) or the one range asked for (206; 416 when unsatisfiable).
+
+    Only single ranges are served: media players ask for one at a time.
+    """
+    headers = {"Accept-Ranges": "bytes", "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
+    if ctype != "application/pdf":
+        headers["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    if ctype == "application/octet-stream":
+        headers["Content-Disposition"] = "attachment"
+    size = len(data)
+    if not header:
+        return Response(data, 200, headers=headers, media_type=ctype)
+    span = byte_range(header, size)
+    if span is None:
+        return Response(b"", 416, headers={**headers, "Content-Range": f"bytes */{size}"})
+    first, last = span
+    headers["Content-Range"] = f"bytes {first}-{last}/{size}"
+    return Response(data[first:last + 1], 206, headers=headers, media_type=ctype)
+
+
+def byte_range(header: str, size: int) -> tuple[int, int] | None:
+    """The inclusive (first, last) byte of one ``Range: bytes=…`` over ``size`` bytes, or None.
+
+    >>> byte_range("bytes=0-99", 1000), byte_range("bytes=900-", 1000), byte_range("bytes=-10", 1000)
+    ((0, 99), (900, 999), (990, 999))
+    >>> byte_range("bytes=1000-", 1000), byte_range("bytes=5-1", 1000), byte_range("items=0-1", 9)
+    (None, None, None)
+    """
+    match = _RANGE.match(header.strip())
+    if not match or size == 0 or match.groups() == ("", ""):
+        return None
+    first, last = match.groups()
+    if first == "":
+        return max(size - int(last), 0), size - 1
+    start, end = int(first), min(int(last) if last else size - 1, size - 1)
+    return (start, end) if start <= end else None
+
+
+# ---- pages ------------------------------------------------------------------------------------
+
+
+def _layout(title: str, body: str) -> str:
+    return (
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        f"<title>{esc(title)}</title><link rel=\"stylesheet\" href=\"/static/style.css\"></head>"
+        "<body><nav><a href=\"/\">Ask</a> <a href=\"/library\">Documents</a> <a href=\"/docs\">API</a></nav>"
+        f"{body}<script src=\"/static/ask.js\"></script></body></html>\n"
+    )
+
+
+def ask_page() -> str:
+    """The question box; ask.js fills in the answer, the sources or the refusal."""
+    return _layout("citeline — ask", """
+<main>
+<h1>Ask the index</h1>
+<form id="ask"><input id="question" name="question" type="search" maxlength="2000" required
+  placeholder="Ask a question about the indexed documents" autofocus>
+  <label><input id="generate" type="checkbox"> generate an answer</label>
+  <button type="submit">Ask</button></form>
+<p id="status" role="status"></p>
+<section id="answer" hidden><h2>Answer</h2><div id="answer-text"></div><p id="checks"></p></section>
+<section id="refusal" hidden><h2>No answer</h2><p id="refusal-message"></p></section>
+<section id="results" hidden><h2>Sources</h2><ol id="sources"></ol></section>
+</main>""")
+
+
+def documents_page(docs: Sequence[DocumentInfo]) -> str:
+    """Every document with status, reason, chunk count and stamps, failed ones first."""
+    rows = "".join(
+        f"<tr class=\"{esc(d.status)}\"><td>{esc(d.status)}</td><td>{esc(d.path)}</td>"
+        f"<td>{esc(d.stage or '')}</td><td>{esc(d.reason or '')}</td><td>{d.chunk_count}</td>"
+        f"<td>{esc(_stamps(d))}</td><td>{esc(d.notes)}</td></tr>"
+        for d in docs
+    )
+    failed = sum(d.failed for d in docs)
+    return _layout("citeline — documents", f"""
+<main><h1>Documents</h1><p>{len(docs)} documents, {failed} failed.</p>
+<table id="documents"><thead><tr><th>status</th><th>path</th><th>stage</th><th>reason</th><th>chunks</th>
+<th>stamps</th><th>notes</th></tr></thead><tbody>{rows}</tbody></table></main>""")
+
+
+def _stamps(doc: DocumentInfo) -> str:
+    stamps = dict(doc.stamps)
+    keys = ("extractor", "extractor_version", "embed_model", "strategy", "pipeline_version")
+    return ", ".join(f"{k}={stamps[k]}" for k in keys if stamps.get(k) is not None)
+
+
+def viewer_page(index: Index, doc: DocumentInfo, chunk: ChunkInfo) -> str:
+    """The source opened at the chunk: PDF page, media span, sheet range, or highlighted text."""
+    first = locator_from_dict(chunk.locators[0]) if chunk.locators else None
+    source = f"/sources/{doc.document_id}"
+    if isinstance(first, Page):
+        body = (f"<iframe id=\"pdf\" src=\"{esc(source + chunk.fragment)}\" title=\"{esc(doc.path)}\"></iframe>"
+                + _quote(chunk))
+    elif isinstance(first, TimeSpan):
+        spans = [locator_from_dict(d) for d in chunk.locators if d.get("kind") == "time"]
+        start, end = min(s.start for s in spans), max(s.end for s in spans)
+        tag = "video" if content_type(doc.path).startswith("video/") else "audio"
+        body = (f"<{tag} id=\"player\" controls preload=\"auto\" data-start=\"{start:.2f}\" data-end=\"{end:.2f}\" "
+                f"src=\"{esc(source + chunk.fragment)}\"></{tag}>" + _quote(chunk))
+    elif isinstance(first, SheetRange):
+        # A block's locators are its header row and its rows: a table of each cited range.
+        ranges = dict.fromkeys(loc for loc in map(locator_from_dict, chunk.locators) if isinstance(loc, SheetRange))
+        data = source_bytes(doc)
+        body = "".join(sheet_table(data, where) for where in ranges)
+    else:
+        body = highlighted(index.canonical(doc.document_id), chunk.start, chunk.end)
+    heading = f"<h1>{esc(doc.path)}</h1><p class=\"label\">{esc(chunk.label)} <code>{esc(chunk.fragment)}</code></p>"
+    return _layout(f"{doc.path} — citeline", f"<main class=\"viewer\">{heading}{body}</main>")
+
+
+def _quote(chunk: ChunkInfo) -> str:
+    return f"<blockquote id=\"quote\">{esc(chunk.content)}</blockquote>"
+
+
+def highlighted(canonical: str, start: int, end: int) -> str:
+    """The canonical text with ``[start:end]`` marked; the link's ``#cited`` scrolls to it."""
+    return (f"<pre id=\"text\">{esc(canonical[:start])}<mark id=\"cited\">{esc(canonical[start:end])}</mark>"
+            f"{esc(canonical[end:])}</pre>")
+
+
+def sheet_table(data: bytes, where: SheetRange) -> str:
+    """Exactly the cited range of the workbook as an HTML table, values as the indexer read them."""
+    cells = sheet_cells(data, where.sheet, where.cells)
+    first_col, first_row = _origin(where.cells)
+    head = "".join(f"<th>{_column(first_col + i)}</th>" for i in range(len(cells[0]) if cells else 0))
+    rows = "".join(f"<tr><th>{first_row + r}</th>{''.join(f'<td>{esc(v)}</td>' for v in row)}</tr>"
+                   for r, row in enumerate(cells))
+    return (f"<table class=\"range\" data-range=\"{esc(where.fragment())}\"><caption>{esc(where.fragment())}</caption>"
+            f"<thead><tr><th></th>{head}</tr></thead><tbody>{rows}</tbody></table>")
+
+
+def sheet_cells(data: bytes, sheet: str, cells: str) -> list[list[str]]:
+    """The displayed values of ``sheet!cells`` (cached formula results, as the extractor reads them).
+
+    Raises:
+        KeyError: no such sheet; ValueError: a range that is not A1:B2 or too large.
+    """
+    import openpyxl
+    from openpyxl.utils.cell import range_boundaries
+
+    min_col, min_row, max_col, max_row = range_boundaries(cells)
+    if (max_col - min_col + 1) * (max_row - min_row + 1) > MAX_TABLE_CELLS:
+        raise ValueError(f"the range {cells} is over {MAX_TABLE_CELLS} cells")
+    wb = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+    try:
+        ws = wb[sheet]
+        return [[display(c.value, c.number_format) if c.value is not None else "" for c in row]
+                for row in ws.iter_rows(min_row=min_row, max_row=max_row, min_col=min_col, max_col=max_col)]
+    finally:
+        wb.close()
+
+
+def _origin(cells: str) -> tuple[int, int]:
+    from openpyxl.utils.cell import range_boundaries
+
+    min_col, min_row, _, _ = range_boundaries(cells)
+    return min_col, min_row
+
+
+def _column(number: int) -> str:
+    from openpyxl.utils.cell import get_column_letter
+
+    return get_column_letter(number)

@@ -1,0 +1,271 @@
+"""``citeline api`` in-process (FastAPI's TestClient) over a small index built with the fake embedder."""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from fastapi.testclient import TestClient
+
+import make
+from citeline.api import Index
+from citeline.pipeline import embed
+from citeline.service import MAX_BODY, create_app
+from fakes import FAKE, HashEmbedder
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+CUT = 0.95  # the fake embedder has no calibrated cut
+HOSTILE_NAME = "<img src=x onerror=alert(1)>.md"
+HOSTILE_TEXT = ("# Tricks\n\nThe lighthouse keeper wrote <script>document.title='pwned'</script> and "
+                "<img src=x onerror=\"document.title='pwned'\"> in the margin.\n")
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("served")
+    (root / "notes.md").write_text("# Notes\n\nThe harbour committee meets on Fridays at the pier.\n")
+    (root / HOSTILE_NAME).write_text(HOSTILE_TEXT)
+    (root / "report.pdf").write_bytes(make.two_column_pdf())
+    (root / "sales.xlsx").write_bytes(make.workbook())
+    (root / "bad.pdf").write_bytes(make.truncated_pdf())
+    return root
+
+
+@pytest.fixture(scope="module")
+def index(folder, tmp_path_factory, prefect_harness):
+    index = Index.create(str(tmp_path_factory.mktemp("db") / "db"), model=FAKE)
+    assert index.sync(str(folder)).indexed == 4
+    return index
+
+
+@pytest.fixture(scope="module")
+def client(index):
+    with TestClient(create_app(index, poll_s=0.2)) as client:
+        yield client
+
+
+def ask(client, question, **body):
+    return client.post("/ask", json={"question": question, "cut": CUT, "retriever": "dense", **body})
+
+
+def doc_id(client, path):
+    return next(d["document_id"] for d in client.get("/documents").json()["documents"] if d["path"] == path)
+
+
+def test_health_and_openapi(client):
+    assert client.get("/health").json() == {"ok": True, "ready": True, "model": FAKE, "dim": 64, "strategy": "E"}
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/ask", "/search", "/documents", "/documents/{document_id}", "/documents/{document_id}/chunks",
+            "/sources/{document_id}", "/health"} <= set(paths)
+    assert client.get("/docs").status_code == 200
+
+
+def test_ask_answers_with_located_citations_or_refuses(client, folder):
+    data = ask(client, "harbour committee meets Fridays pier", k=2).json()
+    assert data["refused"] is False and data["citations"][0]["path"] == "notes.md"
+    assert data["citations"][0]["uri"].startswith((folder / "notes.md").as_uri() + "#char=")
+    refused = ask(client, "zzyzx qwertyuiop", cut=0.01).json()
+    assert refused["refused"] is True and refused["refusal"]["message"].startswith("NO ANSWER")
+
+
+def test_search_documents_and_chunks(client):
+    results = client.get("/search", params={"q": "quarterly sales region", "k": 3}).json()["results"]
+    assert len(results) == 3 and all(r["chunk_id"] and r["uri"] for r in results)
+    docs = client.get("/documents").json()["documents"]
+    assert docs[0]["path"] == "bad.pdf" and docs[0]["status"] == "failed"
+    notes = doc_id(client, "notes.md")
+    assert client.get(f"/documents/{notes}").json()["path"] == "notes.md"
+    chunks = client.get(f"/documents/{notes}/chunks").json()["chunks"]
+    assert chunks and chunks[0]["fragment"].startswith("#char=")
+
+
+@pytest.mark.parametrize("body, status", [
+    ({"question": ""}, 400),
+    ({"question": "x", "k": 0}, 400),
+    ({"question": "x", "k": 21}, 400),
+    ({"question": "x", "retriever": "telepathy"}, 400),
+    ({"question": "x", "surprise": 1}, 400),
+    ({"question": "x" * 2001}, 400),
+    ({"question": "x"}, 400),  # the fake model has no calibrated cut: say so, not 500
+])
+def test_bad_ask_requests_are_json_400(client, body, status):
+    response = client.post("/ask", json=body)
+    assert response.status_code == status, response.text
+    assert response.json()["error"]["status"] == status
+
+
+def test_request_size_and_k_are_bounded(client):
+    big = client.post("/ask", content=b"{" + b" " * MAX_BODY + b"}", headers={"Content-Type": "application/json"})
+    assert big.status_code == 413 and big.json()["error"]["type"] == "TooLarge"
+    assert client.get("/search", params={"q": "x", "k": 101}).status_code == 400
+    assert client.get("/search", params={"q": ""}).status_code == 400
+
+
+@pytest.mark.parametrize("ident", [
+    "...", "..%2F..%2Fetc%2Fpasswd", "%2e%2e", "%2Fetc%2Fpasswd", "notes.md", "0" * 31, "G" * 32,
+])
+def test_sources_never_take_a_path_from_the_request(client, ident):
+    response = client.get(f"/sources/{ident}")
+    assert response.status_code in (400, 404), (ident, response.status_code)
+    assert "harbour" not in response.text and "root:" not in response.text
+
+
+def test_sources_serve_the_original_bytes_with_type_and_ranges(client, folder):
+    pdf = doc_id(client, "report.pdf")
+    whole = client.get(f"/sources/{pdf}")
+    assert whole.status_code == 200 and whole.headers["content-type"] == "application/pdf"
+    assert whole.content == (folder / "report.pdf").read_bytes() and whole.headers["accept-ranges"] == "bytes"
+    part = client.get(f"/sources/{pdf}", headers={"Range": "bytes=10-19"})
+    assert part.status_code == 206 and part.content == whole.content[10:20]
+    assert part.headers["content-range"] == f"bytes 10-19/{len(whole.content)}"
+    assert client.get(f"/sources/{pdf}", headers={"Range": "bytes=-4"}).content == whole.content[-4:]
+    assert client.get(f"/sources/{pdf}", headers={"Range": f"bytes={len(whole.content)}-"}).status_code == 416
+    hostile = client.get(f"/sources/{doc_id(client, HOSTILE_NAME)}")
+    assert hostile.headers["content-type"] == "text/plain; charset=utf-8"  # never HTML
+    assert hostile.headers["x-content-type-options"] == "nosniff" and "sandbox" in hostile.headers["content-security-policy"]
+
+
+def test_a_source_swapped_for_a_symlink_or_deleted_is_not_served(client, folder, tmp_path):
+    notes = doc_id(client, "notes.md")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root:x:0:0")
+    original = (folder / "notes.md").read_bytes()
+    (folder / "notes.md").unlink()
+    try:
+        assert client.get(f"/sources/{notes}").status_code == 404  # gone
+        (folder / "notes.md").symlink_to(secret)
+        response = client.get(f"/sources/{notes}")
+        assert response.status_code == 404 and "root:x" not in response.text
+    finally:
+        (folder / "notes.md").unlink()
+        (folder / "notes.md").write_bytes(original)
+    assert client.get(f"/sources/{notes}").content == original
+
+
+def test_pages_escape_what_documents_contribute(client):
+    hostile = doc_id(client, HOSTILE_NAME)
+    (chunk,) = client.get(f"/documents/{hostile}/chunks").json()["chunks"]
+    page = client.get(f"/view/{chunk['chunk_id']}")
+    assert page.status_code == 200 and "script-src 'self'" in page.headers["content-security-policy"]
+    assert "<script>document" not in page.text and "<img src=x" not in page.text
+    assert "&lt;script&gt;document.title=&#x27;pwned&#x27;&lt;/script&gt;" in page.text
+    library = client.get("/library").text
+    assert "<img src=x onerror" not in library and "&lt;img src=x onerror=alert(1)&gt;.md" in library
+
+
+def test_sheet_view_is_a_table_of_exactly_the_range(client):
+    sales = doc_id(client, "sales.xlsx")
+    chunk = next(c for c in client.get(f"/documents/{sales}/chunks").json()["chunks"] if "auditors" in c["content"])
+    page = client.get(f"/view/{chunk['chunk_id']}").text
+    assert "The auditors signed off on 2024-04-02." in page and page.count("class=\"range\"") >= 1
+
+
+def test_token_guards_everything_but_health(index):
+    with TestClient(create_app(index, token="s3cret", poll_s=0)) as client:
+        assert client.get("/health").status_code == 200
+        for path in ("/documents", "/search?q=x", "/", "/docs", "/openapi.json"):
+            assert client.get(path).status_code == 401, path
+        assert client.get("/documents", headers={"Authorization": "Bearer wrong"}).status_code == 401
+        assert client.get("/documents", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+        assert client.get("/?token=s3cret").status_code == 200  # sets the page's cookie
+        assert client.get("/documents").status_code == 200
+
+
+def test_no_index_yet_is_503_and_another_model_is_409(index, tmp_path):
+    with TestClient(create_app(Index.create(str(tmp_path / "empty"), model=FAKE), poll_s=0)) as client:
+        assert client.get("/health").json()["ready"] is False
+        response = client.get("/search", params={"q": "x"})
+        assert response.status_code == 503 and response.json()["error"]["type"] == "NoIndex"
+    other = "fake/other-model"
+    with embed.registered(other, lambda precision, batch_size: HashEmbedder(name=other)):
+        with TestClient(create_app(Index(index.uri, other), poll_s=0)) as client:
+            response = client.get("/search", params={"q": "x"})
+            assert response.status_code == 409 and response.json()["error"]["type"] == "IndexMismatch"
+
+
+class FakeChat(BaseHTTPRequestHandler):
+    """A tiny OpenAI-compatible server that streams a canned answer (the one allowed fake)."""
+
+    ANSWER = ["The committee ", "meets on Fridays [1]. ", "It owns a boat [9]."]
+
+    def do_POST(self):  # noqa: N802 - http.server's name
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        assert body["stream"] is True and "QUESTION" in body["messages"][0]["content"]
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for text in self.ANSWER:
+            chunk = {"choices": [{"index": 0, "delta": {"content": text}}]}
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        self.wfile.write(b"data: [DONE]\n\n")
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def chat_server(monkeypatch):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeChat)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    for name in ("CITELINE_LLM_URL", "CITELINE_LLM_MODEL", "CITELINE_LLM_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}/v1")
+    monkeypatch.setenv("OPENAI_MODEL", "tiny")
+    yield server
+    server.shutdown()
+
+
+def events(text: str) -> list[tuple[str, dict]]:
+    out = []
+    for block in text.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines())
+        out.append((lines["event"], json.loads(lines["data"])))
+    return out
+
+
+def test_generation_streams_and_checks_the_citations(client, chat_server):
+    response = ask(client, "harbour committee meets Fridays pier", k=2, generate=True)
+    assert response.headers["content-type"].startswith("text/event-stream")
+    got = events(response.text)
+    assert [name for name, _ in got] == ["sources", "delta", "delta", "delta", "done"]
+    assert got[0][1]["citations"][0]["path"] == "notes.md"
+    done = got[-1][1]
+    assert done["answer_checks"]["unknown"] == [9] and done["answer_checks"]["cited"] == [1]
+    assert "[9]" not in done["answer"]
+
+
+def test_generation_without_an_endpoint_is_a_json_400(client, monkeypatch):
+    for name in ("CITELINE_LLM_URL", "CITELINE_LLM_MODEL", "OPENAI_BASE_URL", "OPENAI_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    response = ask(client, "harbour committee meets Fridays pier", generate=True)
+    assert response.status_code == 400 and response.json()["error"]["type"] == "LLMError"
+
+
+def test_a_sync_is_seen_after_it_commits_and_queries_never_fail_meanwhile(client, index, folder):
+    statuses, stop = [], threading.Event()
+
+    def query():
+        while not stop.is_set():
+            statuses.append(client.get("/search", params={"q": "zeppelin orchard", "k": 3}).status_code)
+
+    (folder / "late.md").write_text("# Late\n\nA zeppelin landed in the orchard.\n")
+    worker = threading.Thread(target=query)
+    worker.start()
+    try:
+        writer = Index.create(index.uri, model=FAKE)  # another writer, as `citeline index` would be
+        assert writer.sync(str(folder)).indexed == 1
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            top = client.get("/search", params={"q": "zeppelin orchard", "k": 1}).json()["results"][0]
+            if top["path"] == "late.md":
+                break
+            time.sleep(0.2)
+        assert top["path"] == "late.md"
+    finally:
+        stop.set()
+        worker.join()
+        os.unlink(folder / "late.md")
+    assert statuses and set(statuses) == {200}
