@@ -89,7 +89,7 @@ class RerankConfig:
 
 _SPEC = re.compile(r"(?P<list>[a-z0-9]+)(?:\*(?P<weight>[0-9.]+))?@(?P<depth>[0-9]+)"
                    r"(?:\+cos(?P<cos>[0-9.]+))?(?:\+prf(?P<prf>[0-9]+))?")
-DEFAULT_RERANK = RerankConfig()  # chosen on dev with the paired test (docs/query.md)
+DEFAULT_RERANK = RerankConfig(UNION, 50)  # chosen on dev with the paired test (docs/query.md, docs/eval-dev.md)
 
 # What a refusal cut is applied to: a cosine distance (lower passes) or a rerank score (higher passes).
 COSINE = "cosine"
