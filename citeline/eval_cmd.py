@@ -80,7 +80,7 @@ def _split(value: str, param) -> list[str]:
               help="The cosine cut for 'answered honestly' (default: the one ask uses for the model).")
 @click.option("--rerank-configs", "rerank_configs", default=None, callback=_rerank_configs,
               help="More rerank configurations to run beside the default and compare with it, "
-                   "comma-separated LIST[*W]@N[+cosW][+prfM], e.g. dense@50,union@25,hybrid*2@50+cos0.25.")
+                   "comma-separated LIST[*W]@N[+cosW], e.g. dense@50,union@25,hybrid*2@50+cos0.25.")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
 def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model, precision, cut, rerank_configs,
                  progress):

@@ -500,7 +500,7 @@ def _variant_section(r: dict) -> str:
     top = "20" if "20" in variants[0]["recall"] else str(r["config"]["ks"][-1])
     rows = ["## Rerank configurations", "",
             f"The default `rerank` is `{r['config'].get('rerank_default', '')}`; each row reranks another "
-            "candidate list (`LIST[*dense weight]@N[+cos mix weight][+prf M]`) with the same MaxSim. "
+            "candidate list (`LIST[*dense weight]@N[+cos mix weight]`) with the same MaxSim. "
             "Sign tests against the default (+wins/-losses, p) and, for R@20, against dense.", "",
             f"| strategy | configuration | R@1 | R@{top} | MRR | course answered | ticket answered | bluffs "
             "| R@1 vs default | R@20 vs default | MRR vs default | answered vs default | ticket answered vs default "

@@ -16,8 +16,6 @@ from dataclasses import dataclass, field, replace
 from citeline.index.reader import ChunkReader
 from citeline.index.store import Store
 from citeline.pipeline.embed import Embedder
-import numpy as np
-
 from citeline.query.fuse import rrf
 from citeline.query.rerank import MaxSimReranker, Passage, Reranker, rerank
 from citeline.schemas.errors import IndexMismatch
@@ -28,7 +26,6 @@ from citeline.schemas.stamp import IndexStamp
 
 RRF_K = 60
 FUSION_DEPTH = 100  # each list fused is this long, as in the study
-ROCCHIO_BETA = 0.75  # Rocchio's classic weight of the feedback centroid (alpha = 1)
 
 
 @dataclass
@@ -65,27 +62,18 @@ class Searcher:
         self._last_query = (query, vector)
         return vector
 
-    def dense(self, query: str, k: int = 8, prf: int = 0) -> list[Hit]:
-        """The ``k`` nearest chunks; with ``prf`` > 0, nearest to the Rocchio-moved query
-        (see :func:`rocchio`), their ``distance`` still measured from the question."""
-        q = self.query_vector(query)
-        if prf <= 0:
-            return hits_from_rows(self.reader.dense(q, k), DENSE, "distance")
-        first = self.reader.dense(q, prf)
-        moved = rocchio(q, list(self.reader.vectors([r["chunk_id"] for r in first]).values()))
-        hits = hits_from_rows(self.reader.dense(moved, k), DENSE, "distance")
-        return self.fill_distances(query, [replace(h, distance=None) for h in hits])
+    def dense(self, query: str, k: int = 8) -> list[Hit]:
+        return hits_from_rows(self.reader.dense(self.query_vector(query), k), DENSE, "distance")
 
     def bm25(self, query: str, k: int = 8) -> list[Hit]:
         return hits_from_rows(self.reader.bm25(query, k), BM25, "score")
 
-    def hybrid(self, query: str, k: int = 8, depth: int = FUSION_DEPTH, dense_weight: float = 1.0,
-               prf: int = 0) -> list[Hit]:
+    def hybrid(self, query: str, k: int = 8, depth: int = FUSION_DEPTH, dense_weight: float = 1.0) -> list[Hit]:
         """Reciprocal rank fusion of dense and BM25: ranks, never their incomparable scores.
 
         ``dense_weight`` weighs the dense list's RRF terms against BM25's 1.
         """
-        dense, lexical = self.dense(query, depth, prf), self.bm25(query, depth)
+        dense, lexical = self.dense(query, depth), self.bm25(query, depth)
         by_id = {hit.chunk_id: hit for hit in lexical}
         by_id.update({hit.chunk_id: hit for hit in dense})  # a dense hit already knows its distance
         fused = rrf([[h.chunk_id for h in dense], [h.chunk_id for h in lexical]], k=RRF_K, limit=k,
@@ -93,9 +81,9 @@ class Searcher:
         hits = [replace(by_id[f.chunk_id], rank=f.rank, score=f.score, retriever=HYBRID) for f in fused]
         return self.fill_distances(query, hits)
 
-    def union(self, query: str, depth: int, prf: int = 0) -> list[Hit]:
+    def union(self, query: str, depth: int) -> list[Hit]:
         """The dense top ``depth``, then the BM25 top ``depth`` that dense did not find (up to 2 x depth)."""
-        dense = self.dense(query, depth, prf)
+        dense = self.dense(query, depth)
         seen = {hit.chunk_id for hit in dense}
         lexical = [hit for hit in self.bm25(query, depth) if hit.chunk_id not in seen]
         pool = [*dense, *lexical]
@@ -104,11 +92,11 @@ class Searcher:
     def candidates(self, query: str, config: RerankConfig) -> list[Hit]:
         """The list ``config`` hands the reranker, every hit with its ``distance``."""
         if config.candidates == UNION:
-            return self.union(query, config.depth, config.prf)
+            return self.union(query, config.depth)
         if config.candidates == HYBRID:
-            return self.hybrid(query, config.depth, dense_weight=config.dense_weight, prf=config.prf)
+            return self.hybrid(query, config.depth, dense_weight=config.dense_weight)
         if config.candidates == DENSE:
-            return self.dense(query, config.depth, config.prf)
+            return self.dense(query, config.depth)
         return self.fill_distances(query, self.bm25(query, config.depth))
 
     def fill_distances(self, query: str, hits: Sequence[Hit]) -> list[Hit]:
@@ -136,7 +124,7 @@ class Searcher:
             raise ValueError("rerank candidates must come from dense, bm25, hybrid or union")
         config = config or self.rerank_config
         if candidates is not None and candidates != config.candidates:  # the weight was the other list's
-            config = RerankConfig(candidates, config.depth, cosine_weight=config.cosine_weight, prf=config.prf)
+            config = RerankConfig(candidates, config.depth, cosine_weight=config.cosine_weight)
         config = replace(config, depth=max(depth or config.depth, k))
         pool = self.candidates(query, config)
         reranker = reranker or self.default_reranker()
@@ -159,18 +147,6 @@ class Searcher:
         if retriever not in methods:
             raise ValueError(f"unknown retriever {retriever!r}; choose one of {sorted(methods)}")
         return methods[retriever](query, k)
-
-
-def rocchio(query: np.ndarray, feedback: Sequence[np.ndarray], beta: float = ROCCHIO_BETA) -> np.ndarray:
-    """Rocchio's query update with pseudo-relevant documents only: q + beta * mean(d), unit length.
-
-    >>> rocchio(np.array([1.0, 0.0]), [np.array([0.0, 1.0])], beta=1.0).round(3).tolist()
-    [0.707, 0.707]
-    """
-    if not feedback:
-        return query
-    moved = np.asarray(query, dtype=np.float32) + beta * np.mean(np.asarray(feedback, dtype=np.float32), axis=0)
-    return (moved / np.linalg.norm(moved)).astype(np.float32)
 
 
 def hits_from_rows(rows: Sequence[Mapping], retriever: str, score: str) -> list[Hit]:
