@@ -45,14 +45,15 @@ from citeline.index.store import Store  # noqa: E402
 from citeline.index.tokens import TokenVectors  # noqa: E402
 from citeline.pipeline.embed import get_embedder  # noqa: E402
 from citeline.query.maxsim import maxsim, mix  # noqa: E402
-from citeline.query.rerank import DEFAULT_DEPTH, MaxSimReranker, Passage  # noqa: E402
+from citeline.query.rerank import MaxSimReranker, Passage  # noqa: E402
 from citeline.query.search import Searcher  # noqa: E402
 from citeline.query.thresholds import GateQuery, cosine_cut, sweep  # noqa: E402
-from citeline.schemas.retrieval import CHUNK_COLUMNS, COSINE, RERANK, Hit  # noqa: E402
+from citeline.schemas.retrieval import CHUNK_COLUMNS, COSINE, DEFAULT_RERANK, RERANK, Hit  # noqa: E402
 from citeline.tasks.tokens import fill_token_vectors  # noqa: E402
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "dev"
 K = 8
+DEFAULT_DEPTH = DEFAULT_RERANK.depth  # the bench's candidate lists are as long as the product's
 GATE_K = 4
 COSINE_CUTS = [round(0.35 + 0.05 * i, 2) for i in range(9)]  # 0.35 .. 0.75
 MAXSIM_CUTS = [round(0.40 + 0.05 * i, 2) for i in range(10)]  # 0.40 .. 0.85

@@ -12,7 +12,7 @@ import click
 
 from citeline.common import cli_errors, model_for, output_options
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
-from citeline.schemas.retrieval import DEFAULT_RETRIEVER, ENV_RERANKER, RERANK, RETRIEVERS
+from citeline.schemas.retrieval import DEFAULT_RERANK, DEFAULT_RETRIEVER, ENV_RERANKER, RERANK, RETRIEVERS
 from citeline.schemas.text import visible, visible_lines
 
 QUOTE_WIDTH = 100  # characters of the quote shown in the sources table
@@ -27,14 +27,16 @@ QUOTE_WIDTH = 100  # characters of the quote shown in the sources table
 @click.option("-k", default=4, show_default=True, type=click.IntRange(1, 20),
               help="At most this many sources pass the gate.")
 @click.option("--retriever", default=DEFAULT_RETRIEVER, show_default=True, type=click.Choice(RETRIEVERS),
-              help="rerank = MaxSim over the hybrid top 25 (best R@1/MRR on dev; see docs/query.md).")
+              help=f"rerank = MaxSim over the {DEFAULT_RERANK.candidates} top {DEFAULT_RERANK.depth} "
+                   "(best R@1/MRR on dev; see docs/query.md).")
 @click.option("--rerank", "rerank_flag", is_flag=True,
-              help="Rerank the top 25 of --retriever (implied by --retriever rerank).")
+              help=f"Rerank the top {DEFAULT_RERANK.depth} of --retriever (implied by --retriever rerank).")
 @click.option("--reranker", envvar=ENV_RERANKER, default="maxsim", show_default=True,
               help="maxsim (no extra weights), cross-encoder, or a CrossEncoder folder / cached model name "
                    f"[env {ENV_RERANKER}].")
 @click.option("--cosine-weight", type=click.FloatRange(0, 1), default=None,
-              help="Mix the z-scored cosine into the rerank order with this weight (default 0: rerank score only).")
+              help="Mix the z-scored cosine into the rerank order with this weight "
+                   f"(default {DEFAULT_RERANK.cosine_weight:g}; 0: rerank score only).")
 @click.option("--cut", type=click.FloatRange(0, 2), default=None,
               help="Cosine-distance cut: sources must be strictly under it (default: calibrated for the model).")
 @click.option("--min-rerank-score", type=float, default=None,

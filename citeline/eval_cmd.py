@@ -43,6 +43,17 @@ def _ks(ctx, param, value: str) -> tuple[int, ...]:
     return tuple(ks)
 
 
+def _rerank_configs(ctx, param, value: str | None):
+    if not value:
+        return ()
+    from citeline.schemas.retrieval import RerankConfig
+
+    try:
+        return tuple(dict.fromkeys(RerankConfig.parse(spec) for spec in _split(value, param)))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+
+
 def _split(value: str, param) -> list[str]:
     items = [s.strip() for s in value.split(",") if s.strip()]
     if not items:
@@ -69,10 +80,15 @@ def _split(value: str, param) -> list[str]:
               help="Encoder precision; auto uses bf16 where the CPU has native support.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=300.0, show_default=True,
               help="Seconds one document may take to be read, chunked and embedded (as for index).")
+@click.option("--cut", type=click.FloatRange(0, 2), default=None,
+              help="The cosine cut for 'answered honestly' (default: the one ask uses for the model).")
+@click.option("--rerank-configs", "rerank_configs", default=None, callback=_rerank_configs,
+              help="More rerank configurations to run beside the default and compare with it, "
+                   "comma-separated LIST[*W]@N[+cosW], e.g. dense@50,union@25,hybrid*2@50+cos0.25.")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
 @output_options
-def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model, precision, timeout_s, progress,
-                 as_json):
+def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model, precision, timeout_s, cut,
+                 rerank_configs, progress, as_json):
     """Index CORPUS_DIR once per strategy, run every retriever over its queries, and report.
 
     CORPUS_DIR holds docs/, ground_truth.jsonl and out_of_domain.jsonl. Writes
@@ -90,7 +106,7 @@ def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model,
     try:
         corpus = load_corpus(corpus_dir)
         config = EvalConfig(strategies=strategies, retrievers=retrievers, ks=ks, model=model, precision=precision,
-                            timeout_s=timeout_s)
+                            timeout_s=timeout_s, cut=cut, rerank_variants=rerank_configs)
         with _bar(progress and verbosity() >= 0 and sys.stderr.isatty()) as bar:
             results = run_evaluation(corpus, config, db_dir=db_dir, progress=bar)
     except (EvalError, CitelineError, ModelNotFound) as exc:  # ModelNotFound: e.g. --model's extra missing
@@ -111,6 +127,10 @@ def _echo_summary(results: dict, report) -> None:
     for run in results["runs"]:
         click.echo(f"{run['strategy']}/{run['retriever']:<7} R@1 {run['recall'].get('1', float('nan')):.3f}  "
                    f"R@{top} {run['recall'][top]:.3f}  MRR {run['mrr']:.3f}  destroyed {run['destroyed']}")
+    for e in results["answered_honestly"]:
+        phrasings = "  ".join(f"{p} {h['answered']}/{h['queries']}" for p, h in e["by_phrasing"].items())
+        click.echo(f"answered honestly {e['strategy']}/{e['retriever']}: {phrasings}  "
+                   f"bluffs {e['all']['bluffs']}/{e['all']['ood']}")
     rec = results["recommended"]
     if rec:
         click.echo(f"recommended cosine cut {rec['cut']} ({rec['strategy']}/{rec['retriever']}): "

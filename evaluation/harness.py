@@ -24,6 +24,7 @@ from typing import Protocol
 
 from citeline.evaluation import gate as gates
 from citeline.evaluation.dataset import Corpus, Query
+from citeline.evaluation.honest import gated
 from citeline.evaluation.metrics import DEPTH, collapse_ws, destroyed
 from citeline.evaluation.report import summarize
 from citeline.index.store import Store, chunk_table
@@ -31,12 +32,14 @@ from citeline.pipeline.embed import get_embedder
 from citeline.pipeline.prepare import prepare
 from citeline.pipeline.record import Prior, indexed_record
 from citeline.pipeline.walk import list_files
+from citeline.query.ask import AskOptions, retrieve
 from citeline.query.maxsim import maxsim
 from citeline.query.refuse import MAX_CHUNKS
-from citeline.query.rerank import DEFAULT_DEPTH, MaxSimReranker, Passage
-from citeline.query.search import RERANK_CANDIDATES, Searcher
+from citeline.query.rerank import MaxSimReranker, Passage
+from citeline.query.search import Searcher
+from citeline.query.thresholds import Uncalibrated, cosine_cut, rerank_cut
 from citeline.schemas.errors import CitelineError, DocumentError
-from citeline.schemas.retrieval import RERANK, RETRIEVERS, Hit
+from citeline.schemas.retrieval import DEFAULT_RERANK, RERANK, RETRIEVERS, Hit, RerankConfig
 from citeline.schemas.settings import DEFAULT_MODEL, STRATEGIES, IndexSettings
 from citeline.schemas.stamp import PIPELINE_VERSION, IndexStamp
 
@@ -66,8 +69,10 @@ class EvalConfig:
     budget: int = 512
     overlap: int = 64
     timeout_s: float = 300.0  # per document, as `index --timeout`: a bigger model on a busy CPU needs more
-    window: int = MAX_CHUNKS  # chunks the refusal gate looks at
+    window: int = MAX_CHUNKS  # chunks the refusal gate looks at, and ask's default k
     cosine_cuts: tuple[float, ...] = tuple(gates.cosine_grid())
+    cut: float | None = None  # ask's --cut; None: the cut ask itself resolves for the model
+    rerank_variants: tuple[RerankConfig, ...] = ()  # more rerank configurations, run beside the default
 
     def __post_init__(self) -> None:
         unknown = [s for s in self.strategies if s not in STRATEGIES]
@@ -85,11 +90,17 @@ class EvalConfig:
                              overlap=self.overlap, precision=self.precision, batch_size=self.batch_size,
                              timeout_s=self.timeout_s)
 
+    def variants(self) -> tuple[RerankConfig, ...]:
+        """The extra rerank configurations, the default's twin and repeats left out."""
+        return tuple(v for v in dict.fromkeys(self.rerank_variants) if v != DEFAULT_RERANK)
+
     def to_dict(self) -> dict:
         return {
             "strategies": list(self.strategies), "ks": list(self.ks), "depth": self.depth,
             "model": self.model, "precision": self.precision, "budget": self.budget,
             "overlap": self.overlap, "gate_window": self.window, "cosine_cuts": list(self.cosine_cuts),
+            "cut": self.cut, "rerank_default": DEFAULT_RERANK.spec,
+            "rerank_variants": [v.spec for v in self.variants()],
         }
 
 
@@ -123,6 +134,15 @@ class QueryResult:
     top_distances: tuple[float, ...]
     top_relevant: tuple[bool, ...]
     top_scores: tuple[float, ...] | None  # rerank scores, when the rows carry them
+    kept: tuple[bool, ...] | None = None  # per source ask keeps, holds the needle; () refused; None: no cut
+
+
+@dataclass(frozen=True)
+class AskGate:
+    """The gate ``ask`` applies to one retriever's list: its cosine cut and rerank-score cut."""
+
+    cut: float
+    min_rerank_score: float | None = None
 
 
 @dataclass
@@ -168,18 +188,18 @@ class QueryCache:
 class TokenCache:
     """The query side's MaxSim reranker, with each text's word-piece vectors computed once.
 
-    ``MaxSimReranker`` encodes the 25 candidates of every query on the fly; over one
+    ``MaxSimReranker`` encodes the candidates of every query on the fly; over one
     index the same chunks come back for many queries, and the same questions are asked
     of every strategy. Scores are the same function (:func:`query.maxsim.maxsim` of the
     same ``Embedder.token_vectors``), only batched differently (by length, which
     also pads less), so they agree with the product's to float rounding.
     """
 
-    def __init__(self, reranker, queries: dict | None = None):
+    def __init__(self, reranker, queries: dict | None = None, docs: dict | None = None):
         self.reranker = reranker
         self.name = reranker.name
         self.cosine_weight = reranker.cosine_weight
-        self._docs: dict[str, object] = {}
+        self._docs = {} if docs is None else docs  # shared by the rerank configurations of one index
         self._queries = {} if queries is None else queries  # shared across strategies
 
     def score(self, query: str, passages: Sequence[Passage]) -> list[float]:
@@ -196,11 +216,24 @@ class TokenCache:
             cache.update(zip(part, embedder.token_vectors(part)))
 
 
-def _cache_tokens(searcher: Searcher, queries: dict) -> None:
+def _cache_tokens(searcher: Searcher, queries: dict, docs: dict) -> None:
     """Give the searcher a token-caching copy of its default MaxSim reranker, if it has one."""
     default = searcher.default_reranker()
     if type(default) is MaxSimReranker:
-        searcher.reranker = TokenCache(default, queries)
+        searcher.reranker = TokenCache(default, queries, docs)
+
+
+def variant_reranker(searcher: Searcher, variant: RerankConfig):
+    """The default reranker with the variant's cosine weight, sharing the token caches."""
+    default = searcher.default_reranker()
+    if isinstance(default, TokenCache):
+        return TokenCache(MaxSimReranker(searcher.embedder, variant.cosine_weight), default._queries, default._docs)
+    return MaxSimReranker(searcher.embedder, variant.cosine_weight)
+
+
+def variant_label(variant: RerankConfig) -> str:
+    """The retriever name a rerank configuration's run carries, e.g. "rerank[dense@50]"."""
+    return f"{RERANK}[{variant.spec}]"
 
 
 @dataclass
@@ -246,15 +279,24 @@ class Harness:
         """Run every retriever over every query of the corpus on one indexed strategy."""
         searcher = Searcher.open(self.uri(strategy), self.embedder)
         if self.fast_rerank:
-            _cache_tokens(searcher, self._query_tokens)
+            _cache_tokens(searcher, self._query_tokens, {})
         if self.retrievers is None:
             self._resolve(searcher)
+        depth = self.config.depth
+        # ask's own retrieval (BM25 hits get their distances, as the gate needs), ``depth`` long.
+        plan = [(r, lambda q, o=AskOptions(k=depth, retriever=r): retrieve(searcher, q, o),
+                 searcher.default_reranker() if r == RERANK else None) for r in self.retrievers]
+        if RERANK in self.retrievers:
+            for v in self.config.variants():
+                reranker = variant_reranker(searcher, v)
+                plan.append((variant_label(v), lambda q, v=v, m=reranker: searcher.rerank(q, depth, config=v, reranker=m),
+                             reranker))
         runs = []
-        for retriever in self.retrievers:
+        for label, search, reranker in plan:
             started = time.perf_counter()
-            tick = lambda: self.progress.advance(f"query {strategy} {retriever}")  # noqa: E731
-            queries, ood = search_all(searcher, self.corpus, retriever, self.config, tick)
-            runs.append(Run(strategy, retriever, queries, ood, time.perf_counter() - started))
+            tick = lambda: self.progress.advance(f"query {strategy} {label}")  # noqa: E731
+            queries, ood = search_all(self.corpus, search, self.config, ask_gate(searcher, reranker, self.config), tick)
+            runs.append(Run(strategy, label, queries, ood, time.perf_counter() - started))
         self.runs += runs
         return runs
 
@@ -276,7 +318,7 @@ class Harness:
         self.retrievers = tuple(chosen)
         if RERANK in chosen:
             self.reranker = _describe_reranker(searcher)
-        self.progress.total(self._units(len(chosen)))
+        self.progress.total(self._units(len(chosen) + (len(self.config.variants()) if RERANK in chosen else 0)))
 
     def results(self) -> dict:
         """The results document (see :func:`evaluation.report.summarize`)."""
@@ -287,9 +329,24 @@ class Harness:
 
 
 def _describe_reranker(searcher: Searcher) -> str | None:
-    """E.g. "maxsim+cosine0.5 over the hybrid top 25"."""
+    """E.g. "maxsim over the hybrid top 25 (hybrid@25)"."""
     name = getattr(searcher.reranker, "name", None)
-    return f"{name} over the {RERANK_CANDIDATES} top {DEFAULT_DEPTH}" if name else name
+    c = searcher.rerank_config
+    return f"{name} over the {c.candidates} top {c.depth} ({c.spec})" if name else name
+
+
+def ask_gate(searcher: Searcher, reranker, config: EvalConfig) -> AskGate | None:
+    """The gate ``ask`` would apply over this index and reranker; None when it has no cut.
+
+    The cuts come from :mod:`query.thresholds`, as ``ask`` takes them, so a change in
+    how ``ask`` resolves its cut is measured here unchanged.
+    """
+    model = searcher.stamp.embed_model
+    try:
+        cut = cosine_cut(model) if config.cut is None else config.cut
+    except Uncalibrated:
+        return None
+    return AskGate(cut, rerank_cut(model, reranker.name) if reranker is not None else None)
 
 
 def unavailable(searcher: Searcher, retriever: str, probe: str) -> str | None:
@@ -348,37 +405,41 @@ def _header_tokens(rows: list[dict], embedder) -> int:
     return sum(r["tokens"] for r in headed) - sum(embedder.count_tokens([r["content"] for r in headed]))
 
 
-def search_all(searcher: Searcher, corpus: Corpus, retriever: str, config: EvalConfig,
+def search_all(corpus: Corpus, search, config: EvalConfig, gate: AskGate | None = None,
                tick=lambda: None) -> tuple[list[QueryResult], list[QueryResult]]:
-    """Every in-domain and out-of-domain query through one retriever, at ``config.depth``."""
+    """Every in-domain and out-of-domain query through one ``search(text) -> hits`` at ``config.depth``."""
     queries = []
     for q in corpus.queries:
-        queries.append(judge(q, searcher.search(q.text, retriever, config.depth), config))
+        queries.append(judge(q, search(q.text), config, gate=gate))
         tick()
     ood = []
     for o in corpus.out_of_domain:
-        hits = searcher.search(o.query, retriever, config.depth)
-        ood.append(judge(Query(o.id, "", o.kind, o.query, ""), hits, config, in_domain=False))
+        ood.append(judge(Query(o.id, "", o.kind, o.query, ""), search(o.query), config, in_domain=False, gate=gate))
         tick()
     return queries, ood
 
 
-def judge(query: Query, hits: Sequence[Hit], config: EvalConfig, in_domain: bool = True) -> QueryResult:
-    """Where the answer ranks in ``hits`` and what the gate window holds.
+def judge(query: Query, hits: Sequence[Hit], config: EvalConfig, in_domain: bool = True,
+          gate: AskGate | None = None) -> QueryResult:
+    """Where the answer ranks in ``hits``, what the gate window holds and what ``ask`` would keep.
 
     A hit is relevant when its chunk's ``content`` contains the whole needle, whitespace-collapsed.
+    ``ask`` retrieves ``config.window`` hits: the first ``window`` of the depth-long list
+    are the same hits (every retriever's list is a prefix of its longer one).
     """
     target = collapse_ws(query.needle) if in_domain else None
     relevant = [bool(target) and target in collapse_ws(h.chunk.content) for h in hits[: config.depth]]
     rank = next((i for i, hit in enumerate(relevant, 1) if hit), None)
     window = hits[: config.window]
     scores = tuple(_number(h.rerank_score) for h in window)
+    kept = None if gate is None else gated(hits, relevant, query.text, gate.cut, config.window, gate.min_rerank_score)
     return QueryResult(
         id=query.id, phrasing=query.phrasing, in_domain=in_domain, rank=rank,
         distance=_number(hits[rank - 1].distance) if rank else None,
         top_distances=tuple(_number(h.distance) for h in window),
         top_relevant=tuple(relevant[: config.window]),
         top_scores=scores if window and all(not math.isnan(s) for s in scores) else None,
+        kept=kept,
     )
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from citeline.evaluation import gate as gates
 from citeline.evaluation.dataset import PHRASINGS, Corpus
+from citeline.evaluation.honest import Outcome, by_phrasing, tally
 from citeline.evaluation.metrics import hits_at, mrr, recall_at, reciprocal_rank
 from citeline.evaluation.stats import paired, wilson
 from citeline.query.thresholds import GateQuery, sweep
@@ -30,8 +31,11 @@ RETRIEVER_PAIRS = (
     (HYBRID, DENSE, ("R@4",)),
     (HYBRID, BM25, ("R@4",)),
     (RERANK, HYBRID, ("R@1", "MRR")),
-    (RERANK, DENSE, ("R@1", "MRR")),
+    (RERANK, DENSE, ("R@1", "R@20", "MRR", "answered")),
 )
+# A rerank configuration run beside the default ("rerank[dense@50]") is compared with it on
+# these, over all queries and per phrasing, and with dense on R@20.
+VARIANT_METRICS = ("R@1", "R@20", "MRR", "answered")
 RESULTS = "results.json"
 REPORT = "report.md"
 
@@ -53,8 +57,9 @@ def summarize(corpus: Corpus, config, costs: Mapping, runs: Sequence, retrievers
 
     Returns:
         A JSON-ready dict: ``corpus``, ``config``, ``skipped``, ``index``, ``runs``,
-        ``comparisons``, ``gate``, ``gate_summary``, ``recommended``, ``recommended_cut``
-        and ``timings`` (the only part that varies between identical runs).
+        ``comparisons``, ``gate``, ``gate_summary``, ``recommended``, ``recommended_cut``,
+        ``answered_honestly`` (the headline: see :func:`answered_honestly`) and ``timings``
+        (the only part that varies between identical runs).
     """
     index = [_index_entry(costs[s], len(corpus.needles)) for s in config.strategies if s in costs]
     run_entries = [_run_entry(run, costs[run.strategy], config) for run in runs]
@@ -72,10 +77,27 @@ def summarize(corpus: Corpus, config, costs: Mapping, runs: Sequence, retrievers
         "gate_summary": summary,
         "recommended": recommended,
         "recommended_cut": recommended["cut"] if recommended else None,
+        "answered_honestly": [entry for run in runs if (entry := answered_honestly(run)) is not None],
         "timings": {
             "index_s": {c.strategy: round(c.seconds, 1) for c in costs.values()},
             "query_ms": {f"{r.strategy}/{r.retriever}": round(1000 * r.seconds / _searches(r), 1) for r in runs},
         },
+    }
+
+
+def answered_honestly(run) -> dict | None:
+    """What ``ask`` returns on this run, counted per phrasing (see :mod:`evaluation.honest`).
+
+    None when the run carries no gate outcome (no cut is known for the model).
+    """
+    if any(q.kept is None for q in [*run.queries, *run.ood]):
+        return None
+    outcomes = [Outcome(q.phrasing, q.in_domain, tuple(q.top_relevant), tuple(q.kept))
+                for q in [*run.queries, *run.ood]]
+    return {
+        "strategy": run.strategy, "retriever": run.retriever,
+        "all": tally(outcomes).to_dict(),
+        "by_phrasing": {p: h.to_dict() for p, h in by_phrasing(outcomes, PHRASINGS).items()},
     }
 
 
@@ -135,6 +157,8 @@ def _query_entry(q) -> dict:
         entry.update(needle=q.id.split(":")[0], rank=q.rank, rr=_round(reciprocal_rank(q.rank)),
                      distance=_round(q.distance))
     entry.update(top_distances=[_round(d) for d in q.top_distances], top_relevant=list(q.top_relevant))
+    if q.kept is not None:  # what ask returns: the needle among its sources, or anything at all out of domain
+        entry["answered" if q.in_domain else "bluff"] = any(q.kept) if q.in_domain else bool(q.kept)
     if q.top_scores is not None:
         entry["top_scores"] = [_round(s) for s in q.top_scores]
     return entry
@@ -153,36 +177,42 @@ def _round(value: float | None, digits: int = 6) -> float | None:
 # ---- paired comparisons ------------------------------------------------------------------
 
 
-def per_query(run: dict, metric: str) -> list[float]:
-    """Per-query values of ``metric`` ("R@k" hit 1/0, or "MRR": the reciprocal rank).
+def per_query(run: dict, metric: str, phrasing: str | None = None) -> list[float]:
+    """Per-query values of ``metric`` ("R@k" hit 1/0, "MRR": the reciprocal rank, or
+    "answered": 1 when ``ask`` cites the needle after its gate), of one phrasing or all.
 
     >>> per_query({"per_query": [{"rank": 2, "rr": 0.5}, {"rank": None, "rr": 0.0}]}, "R@4")
     [1, 0]
     """
+    queries = [q for q in run["per_query"] if phrasing is None or q["phrasing"] == phrasing]
     if metric == "MRR":
-        return [q["rr"] for q in run["per_query"]]
+        return [q["rr"] for q in queries]
+    if metric == "answered":
+        return [int(q["answered"]) for q in queries]
     if not metric.startswith("R@"):
-        raise ValueError(f"unknown metric {metric!r}; use 'R@k' or 'MRR'")
-    return hits_at([q["rank"] for q in run["per_query"]], int(metric[2:]))
+        raise ValueError(f"unknown metric {metric!r}; use 'R@k', 'MRR' or 'answered'")
+    return hits_at([q["rank"] for q in queries], int(metric[2:]))
 
 
-def compare(a: dict, b: dict, metric: str) -> dict:
-    """The exact sign test of run ``a`` against run ``b`` on the same queries.
+def compare(a: dict, b: dict, metric: str, phrasing: str | None = None) -> dict:
+    """The exact sign test of run ``a`` against run ``b`` on the same queries (of one phrasing, if given).
 
     Returns:
         ``{"a", "b", "metric", "wins", "losses", "ties", "p", "separates"}``; ``a`` and
-        ``b`` are ``"strategy/retriever"`` labels, wins count queries where a did better.
+        ``b`` are ``"strategy/retriever"`` labels, wins count queries where a did better;
+        ``metric`` names the phrasing too, e.g. "R@20 ticket".
 
     Raises:
         ValueError: the runs did not answer the same queries.
     """
     if [q["id"] for q in a["per_query"]] != [q["id"] for q in b["per_query"]]:
         raise ValueError(f"{_label(a)} and {_label(b)} did not answer the same queries")
-    result = paired(per_query(a, metric), per_query(b, metric))
+    mine, theirs = per_query(a, metric, phrasing), per_query(b, metric, phrasing)
+    result = paired(mine, theirs)
     return {
-        "a": _label(a), "b": _label(b), "metric": metric,
+        "a": _label(a), "b": _label(b), "metric": metric if phrasing is None else f"{metric} {phrasing}",
         "wins": result.wins, "losses": result.losses,
-        "ties": len(a["per_query"]) - result.wins - result.losses,
+        "ties": len(mine) - result.wins - result.losses,
         "p": _round(result.p), "separates": result.p < ALPHA,
     }
 
@@ -204,8 +234,32 @@ def comparisons(runs: Sequence[dict]) -> list[dict]:
     for strategy in strategies:
         for a, b, metrics in RETRIEVER_PAIRS:
             if (strategy, a) in by and (strategy, b) in by:
-                found += [compare(by[strategy, a], by[strategy, b], m) for m in metrics]
+                found += [compare(by[strategy, a], by[strategy, b], m) for m in metrics if _has(by[strategy, a], m)]
+        for variant in (r for r in retrievers if is_variant(r) and (strategy, r) in by):
+            found += _variant_comparisons(by, strategy, variant)
     return found
+
+
+def is_variant(retriever: str) -> bool:
+    """A rerank configuration run beside the default, e.g. "rerank[union@50]"."""
+    return retriever.startswith(f"{RERANK}[")
+
+
+def _variant_comparisons(by: Mapping, strategy: str, variant: str) -> list[dict]:
+    mine, found = by[strategy, variant], []
+    if (strategy, RERANK) in by:
+        default = by[strategy, RERANK]
+        for metric in (m for m in VARIANT_METRICS if _has(mine, m)):
+            found.append(compare(mine, default, metric))
+            found += [compare(mine, default, metric, p) for p in PHRASINGS]
+    if (strategy, DENSE) in by:
+        found.append(compare(mine, by[strategy, DENSE], "R@20"))
+    return found
+
+
+def _has(run: dict, metric: str) -> bool:
+    """Whether the run carries the metric's per-query values ("answered" needs a cut)."""
+    return metric != "answered" or all("answered" in q for q in run["per_query"])
 
 
 def _label(run: dict) -> str:
@@ -329,8 +383,9 @@ def dumps(results: dict) -> str:
 def render(results: dict, images: Sequence[str] = ()) -> str:
     """The report: every table readable on its own, with intervals, p-values and verdicts."""
     sections = [
-        _intro(results), _cost_table(results), _recall_table(results), _phrasing_table(results),
-        _comparison_section(results), _gate_section(results), _images(images), _timings(results),
+        _intro(results), _honest_section(results), _cost_table(results), _recall_table(results),
+        _phrasing_table(results), _variant_section(results), _comparison_section(results),
+        _gate_section(results), _images(images), _timings(results),
     ]
     return "\n\n".join(s for s in sections if s) + "\n"
 
@@ -406,15 +461,81 @@ def _phrasing_table(r: dict) -> str:
     return "\n".join(rows)
 
 
+def _honest_section(r: dict) -> str:
+    entries = r.get("answered_honestly") or []
+    if not entries:
+        return ("## Answered honestly\n\nNot measured: no refusal cut is known for this model "
+                "(pass --cut, as ask needs one).")
+    cfg = r["config"]
+    cut = f"cosine cut {cfg['cut']} (--cut)" if cfg.get("cut") is not None else "the cut ask uses for this model"
+    phrasings = [p for p in PHRASINGS if any(p in e["by_phrasing"] for e in entries)]
+    head = ("| strategy | retriever | " + " | ".join(f"{p} answered" for p in phrasings)
+            + " | all answered | refused in-domain | lost (of found in top " + str(cfg["gate_window"])
+            + ") | bluffs |")
+    rows = ["## Answered honestly", "",
+            f"What `citeline ask` returns: the same retrieval, {cut} and k = {cfg['gate_window']}. **Answered**: an "
+            "in-domain question whose sources after the gate include a chunk holding the needle. **Refused**: "
+            "nothing passed. **Lost**: the needle was in the top k but the gate cut it. **Bluffs**: "
+            "out-of-domain questions with any source passing.", "",
+            head, "|---|---|" + "---:|" * (len(phrasings) + 4)]
+    for e in entries:
+        cells = [_share(e["by_phrasing"][p]) if p in e["by_phrasing"] else "" for p in phrasings]
+        a = e["all"]
+        rows.append(f"| {e['strategy']} | {e['retriever']} | " + " | ".join(cells)
+                    + f" | {_share(a)} | {a['refused']}/{a['queries']} | {a['lost']}/{a['found']} "
+                    f"| {a['bluffs']}/{a['ood']} |")
+    return "\n".join(rows)
+
+
+def _share(h: dict) -> str:
+    return f"{h['share']:.3f} ({h['answered']}/{h['queries']})"
+
+
+def _variant_section(r: dict) -> str:
+    variants = [run for run in r["runs"] if is_variant(run["retriever"])]
+    if not variants:
+        return ""
+    honest = {(e["strategy"], e["retriever"]): e for e in r.get("answered_honestly", [])}
+    tests = {(c["a"], c["b"], c["metric"]): c for c in r["comparisons"]}
+    top = "20" if "20" in variants[0]["recall"] else str(r["config"]["ks"][-1])
+    rows = ["## Rerank configurations", "",
+            f"The default `rerank` is `{r['config'].get('rerank_default', '')}`; each row reranks another "
+            "candidate list (`LIST[*dense weight]@N[+cos mix weight]`) with the same MaxSim. "
+            "Sign tests against the default (+wins/-losses, p) and, for R@20, against dense.", "",
+            f"| strategy | configuration | R@1 | R@{top} | MRR | course answered | ticket answered | bluffs "
+            "| R@1 vs default | R@20 vs default | MRR vs default | answered vs default | ticket answered vs default "
+            "| R@20 vs dense |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---|---|---|---|---|---|"]
+    for run in [x for x in r["runs"] if x["retriever"] == RERANK] + variants:
+        label, h = _label(run), honest.get((run["strategy"], run["retriever"]))
+        phr = h["by_phrasing"] if h else {}
+        bluffs = f"{h['all']['bluffs']}/{h['all']['ood']}" if h else ""
+        default = f"{run['strategy']}/{RERANK}"
+        cells = [_test(tests.get((label, default, m))) for m in ("R@1", "R@20", "MRR", "answered", "answered ticket")]
+        cells.append(_test(tests.get((label, f"{run['strategy']}/{DENSE}", "R@20"))))
+        rows.append(f"| {run['strategy']} | {run['retriever']} | {run['recall'].get('1', float('nan')):.3f} "
+                    f"| {run['recall'][top]:.3f} | {run['mrr']:.3f} "
+                    f"| {_share(phr['course']) if 'course' in phr else ''} "
+                    f"| {_share(phr['ticket']) if 'ticket' in phr else ''} "
+                    f"| {bluffs} | "
+                    + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def _test(c: dict | None) -> str:
+    return "" if c is None else f"+{c['wins']}/-{c['losses']} p={_p(c['p'])}"
+
+
 def _comparison_section(r: dict) -> str:
-    if not r["comparisons"]:
+    plain = [c for c in r["comparisons"] if not is_variant(c["a"].split("/", 1)[1])]
+    if not plain:
         return ""
     rows = ["## Paired comparisons (exact sign test)", "",
             "| A | B | metric | A wins | B wins | ties | p | separated? |", "|---|---|---|---:|---:|---:|---:|---|"]
-    for c in r["comparisons"]:
+    for c in plain:
         rows.append(f"| {c['a']} | {c['b']} | {c['metric']} | {c['wins']} | {c['losses']} | {c['ties']} "
                     f"| {_p(c['p'])} | {'yes' if c['separates'] else 'no'} |")
-    rows += [""] + [f"- {sentence(c)}" for c in r["comparisons"]]
+    rows += [""] + [f"- {sentence(c)}" for c in plain]
     return "\n".join(rows)
 
 

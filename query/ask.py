@@ -14,8 +14,7 @@ from citeline.query.cite import build_citations
 from citeline.query.llm import ChatClient
 from citeline.query.prompt import build_prompt
 from citeline.query.refuse import MAX_CHUNKS, gate, gate_score
-from citeline.query.rerank import DEFAULT_DEPTH
-from citeline.query.search import RERANK_CANDIDATES, Searcher
+from citeline.query.search import Searcher
 from citeline.query.thresholds import cosine_cut, rerank_cut
 from citeline.schemas.retrieval import (
     BM25, DEFAULT_RETRIEVER, RERANK, RETRIEVERS, AnswerCheck, Citation, Hit, Refusal,
@@ -27,7 +26,7 @@ class AskOptions:
     """How to answer one question.
 
     ``rerank`` reranks the top ``depth`` of ``retriever`` (``retriever="rerank"``
-    reranks the hybrid list). ``cut`` None takes the cut calibrated for the index's
+    reranks the searcher's ``rerank_config`` candidates; ``depth`` None: the config's). ``cut`` None takes the cut calibrated for the index's
     embedding model; ``min_rerank_score`` None takes the calibrated reranker cut,
     if any (none is on by default).
     """
@@ -37,7 +36,7 @@ class AskOptions:
     rerank: bool = False
     cut: float | None = None
     min_rerank_score: float | None = None
-    depth: int = DEFAULT_DEPTH
+    depth: int | None = None
 
     def __post_init__(self) -> None:
         if self.retriever not in RETRIEVERS:
@@ -84,7 +83,7 @@ class Answer:
 def retrieve(searcher: Searcher, query: str, options: AskOptions) -> list[Hit]:
     """The top ``k`` hits of the chosen retriever, reranked when asked; every hit has ``distance``."""
     if options.reranking:
-        candidates = RERANK_CANDIDATES if options.retriever == RERANK else options.retriever
+        candidates = None if options.retriever == RERANK else options.retriever
         return searcher.rerank(query, options.k, candidates=candidates, depth=options.depth)
     hits = searcher.search(query, options.retriever, options.k)
     if options.retriever == BM25:

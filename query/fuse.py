@@ -17,6 +17,7 @@ def rrf(
     k: int = 60,
     limit: int | None = None,
     retriever: str = HYBRID,
+    weights: Sequence[float] | None = None,
 ) -> list[Hit]:
     """Fuse ranked id lists with reciprocal rank fusion (Cormack, Clarke & Buettcher, 2009).
 
@@ -32,24 +33,33 @@ def rrf(
         k: the smoothing constant; 60 in the paper, in lancedb and in SPEC §3.
         limit: keep only the first ``limit`` fused hits; None keeps all.
         retriever: the name stamped on the returned hits.
+        weights: one weight per ranking multiplying its 1 / (k + rank) terms (weighted
+            RRF); None weighs every ranking 1.
 
     Returns:
         Hits in fused order, ranks from 1, ``score`` the fused RRF score.
 
     Raises:
-        ValueError: if ``k`` <= 0 or ``limit`` < 0.
+        ValueError: if ``k`` <= 0, ``limit`` < 0, or the weights are not one positive
+            number per ranking.
 
     >>> [(h.chunk_id, h.rank) for h in rrf([["a", "b"], ["b", "c"]])]
     [('b', 1), ('a', 2), ('c', 3)]
+    >>> [h.chunk_id for h in rrf([["a", "b"], ["b", "c"]], k=1, weights=[3, 1])]
+    ['a', 'b', 'c']
     """
     if k <= 0:
         raise ValueError(f"k must be greater than 0, got {k}")
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0 or None, got {limit}")
+    weights = [1.0] * len(rankings) if weights is None else [float(w) for w in weights]
+    if len(weights) != len(rankings) or min(weights, default=1.0) <= 0:
+        raise ValueError(f"need one positive weight per ranking, got {weights} for {len(rankings)}")
     ranks = _ranks_by_id(rankings)
-    scores = {cid: math.fsum(1.0 / (k + r) for r in rs) for cid, rs in ranks.items()}
-    order = sorted(scores, key=lambda cid: (-scores[cid], min(ranks[cid]), cid))
-    order = _settle_near_ties(order, scores, ranks, k)
+    scores = {cid: math.fsum(weights[i] / (k + r) for i, r in rs) for cid, rs in ranks.items()}
+    best = {cid: min(r for _, r in rs) for cid, rs in ranks.items()}
+    order = sorted(scores, key=lambda cid: (-scores[cid], best[cid], cid))
+    order = _settle_near_ties(order, scores, ranks, k, weights)
     if limit is not None:
         order = order[:limit]
     return [
@@ -58,15 +68,15 @@ def rrf(
     ]
 
 
-def _ranks_by_id(rankings: Sequence[Sequence[str]]) -> dict[str, list[int]]:
-    """Each id's rank in every ranking that holds it (an id repeated in one list counts once)."""
-    ranks: dict[str, list[int]] = {}
-    for ranking in rankings:
+def _ranks_by_id(rankings: Sequence[Sequence[str]]) -> dict[str, list[tuple[int, int]]]:
+    """Each id's (ranking, rank) in every ranking that holds it (an id repeated in one list counts once)."""
+    ranks: dict[str, list[tuple[int, int]]] = {}
+    for which, ranking in enumerate(rankings):
         seen: set[str] = set()
         for rank, cid in enumerate(ranking, 1):
             if cid not in seen:  # a retriever that repeats an id does not vote twice
                 seen.add(cid)
-                ranks.setdefault(cid, []).append(rank)
+                ranks.setdefault(cid, []).append((which, rank))
     return ranks
 
 
@@ -77,7 +87,8 @@ _NEAR = 1e-12
 
 
 def _settle_near_ties(
-    order: list[str], scores: dict[str, float], ranks: dict[str, list[int]], k: int
+    order: list[str], scores: dict[str, float], ranks: dict[str, list[tuple[int, int]]], k: int,
+    weights: Sequence[float],
 ) -> list[str]:
     """Re-sort runs of near-equal float scores by their exact sums, as fractions.
 
@@ -86,8 +97,8 @@ def _settle_near_ties(
     Fractions are built only for those runs: a few ids, not the whole list.
     """
     def exact(cid: str) -> tuple:
-        total = sum(Fraction(1) / (Fraction(k) + r) for r in ranks[cid])
-        return (-total, min(ranks[cid]), cid)
+        total = sum(Fraction(weights[i]) / (Fraction(k) + r) for i, r in ranks[cid])
+        return (-total, min(r for _, r in ranks[cid]), cid)
 
     settled: list[str] = []
     run: list[str] = []

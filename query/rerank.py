@@ -31,12 +31,10 @@ import numpy as np
 
 from citeline.query.maxsim import maxsim, mix
 from citeline.schemas.errors import CitelineError
-from citeline.schemas.retrieval import ENV_RERANKER, RERANK, Hit
+from citeline.schemas.retrieval import DEFAULT_RERANK, ENV_RERANKER, RERANK, Hit
 
 MAXSIM = "maxsim"
 CROSS_ENCODER = "cross-encoder"
-DEFAULT_DEPTH = 25  # candidates reranked per query, as in the study
-DEFAULT_COSINE_WEIGHT = 0.0  # pure MaxSim: best on dev; the mix is an option (docs/query.md)
 
 
 class RerankerUnavailable(CitelineError):
@@ -122,7 +120,7 @@ class MaxSimReranker:
             MaxSim alone.
     """
 
-    def __init__(self, embedder, cosine_weight: float = DEFAULT_COSINE_WEIGHT):
+    def __init__(self, embedder, cosine_weight: float = DEFAULT_RERANK.cosine_weight):
         if not 0.0 <= cosine_weight <= 1.0:
             raise ValueError(f"cosine_weight must be in [0, 1], got {cosine_weight}")
         self.embedder = embedder
@@ -219,7 +217,7 @@ def get_reranker(spec: str | None, embedder, cosine_weight: float | None = None)
     """
     spec = (spec or MAXSIM).strip()
     if spec == MAXSIM:
-        return MaxSimReranker(embedder, DEFAULT_COSINE_WEIGHT if cosine_weight is None else cosine_weight)
+        return MaxSimReranker(embedder, DEFAULT_RERANK.cosine_weight if cosine_weight is None else cosine_weight)
     if spec == CROSS_ENCODER:
         raise not_configured()
     return CrossEncoderReranker(spec, 0.0 if cosine_weight is None else cosine_weight)

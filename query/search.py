@@ -17,14 +17,15 @@ from citeline.index.reader import ChunkReader
 from citeline.index.store import Store
 from citeline.pipeline.embed import Embedder
 from citeline.query.fuse import rrf
-from citeline.query.rerank import DEFAULT_DEPTH, MaxSimReranker, Passage, Reranker, rerank
+from citeline.query.rerank import MaxSimReranker, Passage, Reranker, rerank
 from citeline.schemas.errors import IndexMismatch
-from citeline.schemas.retrieval import BM25, CHUNK_COLUMNS, DENSE, HYBRID, RERANK, ChunkRow, Hit
+from citeline.schemas.retrieval import (
+    BM25, CHUNK_COLUMNS, DEFAULT_RERANK, DENSE, HYBRID, RERANK, UNION, ChunkRow, Hit, RerankConfig,
+)
 from citeline.schemas.stamp import IndexStamp
 
 RRF_K = 60
 FUSION_DEPTH = 100  # each list fused is this long, as in the study
-RERANK_CANDIDATES = HYBRID  # the list the rerank retriever reorders (docs/query.md)
 
 
 @dataclass
@@ -35,6 +36,7 @@ class Searcher:
     embedder: Embedder
     stamp: IndexStamp
     reranker: Reranker | None = None  # None: MaxSim over the embedder, built on first use
+    rerank_config: RerankConfig = DEFAULT_RERANK
     _last_query: tuple | None = field(default=None, init=False, repr=False, compare=False)
     reader: ChunkReader = field(init=False, repr=False, compare=False)
 
@@ -66,14 +68,36 @@ class Searcher:
     def bm25(self, query: str, k: int = 8) -> list[Hit]:
         return hits_from_rows(self.reader.bm25(query, k), BM25, "score")
 
-    def hybrid(self, query: str, k: int = 8, depth: int = FUSION_DEPTH) -> list[Hit]:
-        """Reciprocal rank fusion of dense and BM25: ranks, never their incomparable scores."""
+    def hybrid(self, query: str, k: int = 8, depth: int = FUSION_DEPTH, dense_weight: float = 1.0) -> list[Hit]:
+        """Reciprocal rank fusion of dense and BM25: ranks, never their incomparable scores.
+
+        ``dense_weight`` weighs the dense list's RRF terms against BM25's 1.
+        """
         dense, lexical = self.dense(query, depth), self.bm25(query, depth)
         by_id = {hit.chunk_id: hit for hit in lexical}
         by_id.update({hit.chunk_id: hit for hit in dense})  # a dense hit already knows its distance
-        fused = rrf([[h.chunk_id for h in dense], [h.chunk_id for h in lexical]], k=RRF_K, limit=k)
+        fused = rrf([[h.chunk_id for h in dense], [h.chunk_id for h in lexical]], k=RRF_K, limit=k,
+                    weights=(dense_weight, 1.0))
         hits = [replace(by_id[f.chunk_id], rank=f.rank, score=f.score, retriever=HYBRID) for f in fused]
         return self.fill_distances(query, hits)
+
+    def union(self, query: str, depth: int) -> list[Hit]:
+        """The dense top ``depth``, then the BM25 top ``depth`` that dense did not find (up to 2 x depth)."""
+        dense = self.dense(query, depth)
+        seen = {hit.chunk_id for hit in dense}
+        lexical = [hit for hit in self.bm25(query, depth) if hit.chunk_id not in seen]
+        pool = [*dense, *lexical]
+        return self.fill_distances(query, [replace(h, rank=i) for i, h in enumerate(pool, 1)])
+
+    def candidates(self, query: str, config: RerankConfig) -> list[Hit]:
+        """The list ``config`` hands the reranker, every hit with its ``distance``."""
+        if config.candidates == UNION:
+            return self.union(query, config.depth)
+        if config.candidates == HYBRID:
+            return self.hybrid(query, config.depth, dense_weight=config.dense_weight)
+        if config.candidates == DENSE:
+            return self.dense(query, config.depth)
+        return self.fill_distances(query, self.bm25(query, config.depth))
 
     def fill_distances(self, query: str, hits: Sequence[Hit]) -> list[Hit]:
         """The hits, those that only BM25 found given their cosine distance, so the gate can judge every one."""
@@ -86,20 +110,23 @@ class Searcher:
                 else replace(hit, distance=float(1.0 - vectors[hit.chunk_id] @ q)) for hit in hits]
 
     def rerank(
-        self, query: str, k: int = 8, candidates: str = RERANK_CANDIDATES, depth: int = DEFAULT_DEPTH,
-        reranker: Reranker | None = None,
+        self, query: str, k: int = 8, candidates: str | None = None, depth: int | None = None,
+        reranker: Reranker | None = None, config: RerankConfig | None = None,
     ) -> list[Hit]:
-        """The top ``depth`` of the ``candidates`` retriever, reordered by a reranker; top ``k`` kept.
+        """The candidates of ``config`` (default: the searcher's ``rerank_config``), reordered
+        by a reranker; top ``k`` kept. ``candidates`` and ``depth`` override the config's.
 
         Hits carry ``rerank_score``, ``candidate_rank`` and, as every hit here,
         ``distance``; the reranker reads each candidate's embedded ``text`` (MaxSim reads
         the stored word-piece vectors instead where the index keeps them).
         """
         if candidates == RERANK:
-            raise ValueError("rerank candidates must come from dense, bm25 or hybrid")
-        pool = self.search(query, candidates, max(depth, k))
-        if candidates == BM25:
-            pool = self.fill_distances(query, pool)
+            raise ValueError("rerank candidates must come from dense, bm25, hybrid or union")
+        config = config or self.rerank_config
+        if candidates is not None and candidates != config.candidates:  # the weight was the other list's
+            config = RerankConfig(candidates, config.depth, cosine_weight=config.cosine_weight)
+        config = replace(config, depth=max(depth or config.depth, k))
+        pool = self.candidates(query, config)
         reranker = reranker or self.default_reranker()
         return rerank(query, pool, reranker, k, self.passages(pool, reranker))
 
@@ -112,7 +139,7 @@ class Searcher:
 
     def default_reranker(self) -> Reranker:
         if self.reranker is None:
-            self.reranker = MaxSimReranker(self.embedder)
+            self.reranker = MaxSimReranker(self.embedder, self.rerank_config.cosine_weight)
         return self.reranker
 
     def search(self, query: str, retriever: str = DENSE, k: int = 8) -> list[Hit]:

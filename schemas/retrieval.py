@@ -7,6 +7,7 @@ stage that adds a number returns a new hit (``dataclasses.replace``).
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 
@@ -18,6 +19,72 @@ RERANK = "rerank"
 RETRIEVERS = (DENSE, BM25, HYBRID, RERANK)
 DEFAULT_RETRIEVER = RERANK  # best R@1 and MRR on dev with the paired test (docs/query.md)
 ENV_RERANKER = "CITELINE_RERANKER"  # the reranker to use: maxsim, cross-encoder or a CrossEncoder folder
+
+UNION = "union"  # dense top N and BM25 top N together, not fused: a candidate list only
+CANDIDATE_LISTS = (DENSE, BM25, HYBRID, UNION)
+
+
+@dataclass(frozen=True)
+class RerankConfig:
+    """Which candidates the reranker reorders, and how it orders them: one definition for
+    ``ask``, ``search --retriever rerank`` and ``citeline eval``.
+
+    Attributes:
+        candidates: the list reranked: dense, bm25, hybrid (RRF) or union (dense top
+            ``depth`` plus the BM25 top ``depth`` that dense did not find).
+        depth: how many of each list are reranked.
+        dense_weight: hybrid only: the dense list's RRF weight against BM25's 1.
+        cosine_weight: weight of the z-scored cosine in the rerank order (0: reranker only).
+
+    The ``spec`` (e.g. ``hybrid*2@50+cos0.25``) names a configuration on the command line.
+    """
+
+    candidates: str = HYBRID
+    depth: int = 25
+    dense_weight: float = 1.0
+    cosine_weight: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.candidates not in CANDIDATE_LISTS:
+            raise ValueError(f"unknown candidate list {self.candidates!r}; choose from {list(CANDIDATE_LISTS)}")
+        if self.depth < 1:
+            raise ValueError(f"depth must be >= 1, got {self.depth}")
+        if not 0.0 <= self.cosine_weight <= 1.0 or self.dense_weight <= 0:
+            raise ValueError(f"cosine weight must be in [0, 1] and dense weight > 0, got "
+                             f"{self.cosine_weight} and {self.dense_weight}")
+        if self.dense_weight != 1.0 and self.candidates != HYBRID:
+            raise ValueError("a dense weight applies to the hybrid list only")
+
+    @property
+    def spec(self) -> str:
+        """
+        >>> RerankConfig(HYBRID, 50, dense_weight=2.0, cosine_weight=0.25).spec
+        'hybrid*2@50+cos0.25'
+        """
+        weight = f"*{self.dense_weight:g}" if self.dense_weight != 1.0 else ""
+        cos = f"+cos{self.cosine_weight:g}" if self.cosine_weight else ""
+        return f"{self.candidates}{weight}@{self.depth}{cos}"
+
+    @classmethod
+    def parse(cls, spec: str) -> "RerankConfig":
+        """The configuration a ``spec`` names.
+
+        Raises:
+            ValueError: the spec does not follow ``LIST[*W]@N[+cosW]``.
+
+        >>> RerankConfig.parse("dense@50+cos0.5") == RerankConfig(DENSE, 50, cosine_weight=0.5)
+        True
+        """
+        m = _SPEC.fullmatch(spec.strip())
+        if not m:
+            raise ValueError(f"bad rerank configuration {spec!r}; write LIST[*W]@N[+cosW], "
+                             f"e.g. hybrid*2@50+cos0.25 (lists: {', '.join(CANDIDATE_LISTS)})")
+        return cls(m["list"], int(m["depth"]), float(m["weight"] or 1.0), float(m["cos"] or 0.0))
+
+
+_SPEC = re.compile(r"(?P<list>[a-z0-9]+)(?:\*(?P<weight>[0-9.]+))?@(?P<depth>[0-9]+)"
+                   r"(?:\+cos(?P<cos>[0-9.]+))?")
+DEFAULT_RERANK = RerankConfig(UNION, 50)  # chosen on dev with the paired test (docs/query.md, docs/eval-dev.md)
 
 # What a refusal cut is applied to: a cosine distance (lower passes) or a rerank score (higher passes).
 COSINE = "cosine"

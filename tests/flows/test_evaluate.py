@@ -67,7 +67,7 @@ def test_token_cache_scores_like_the_query_side(tmp_path):
     embedder = QueryCache(load_embedder(config))
     index_strategy(corpus, "E", str(tmp_path / "E"), embedder, config)
     plain, fast = Searcher.open(str(tmp_path / "E"), embedder), Searcher.open(str(tmp_path / "E"), embedder)
-    _cache_tokens(fast, {})
+    _cache_tokens(fast, {}, {})
     if not isinstance(fast.reranker, TokenCache):
         pytest.skip("the query side has no MaxSim reranker to cache")
     for query in [q.text for q in corpus.queries] + [o.query for o in corpus.out_of_domain]:

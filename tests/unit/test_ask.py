@@ -125,7 +125,7 @@ def test_a_hit_without_a_distance_is_never_gated_as_if_it_had_one():
 def test_ask_cites_the_hits_that_pass_and_builds_the_prompt():
     searcher = FakeSearcher([hit(1, 0.30, 0.6), hit(2, 0.60, 0.5), hit(3, 0.20, 0.4)])
     answer = ask(searcher, "What is in part 3?", AskOptions(k=4))
-    assert searcher.calls == [("rerank", "hybrid", 4, 25)]  # the default: rerank the hybrid top 25
+    assert searcher.calls == [("rerank", None, 4, None)]  # the default: the searcher's own rerank config
     assert not answer.refused and answer.threshold == cosine_cut(MINILM)
     assert [c.index for c in answer.citations] == [1, 2]
     assert [c.chunk_id for c in answer.citations] == ["c1", "c3"]
@@ -174,7 +174,7 @@ def test_retriever_choice_and_reranking_a_chosen_list():
     ask(searcher, "q", AskOptions(retriever="dense", cut=0.5))
     ask(searcher, "q", AskOptions(retriever="bm25", cut=0.5))
     ask(searcher, "q", AskOptions(retriever="dense", rerank=True, cut=0.5, k=2))
-    assert searcher.calls == [("search", "dense", 4), ("search", "bm25", 4), ("fill",), ("rerank", "dense", 2, 25)]
+    assert searcher.calls == [("search", "dense", 4), ("search", "bm25", 4), ("fill",), ("rerank", "dense", 2, None)]
 
 
 def test_an_uncalibrated_model_needs_an_explicit_cut():

@@ -15,8 +15,9 @@ from citeline.eval_cmd import eval_command
 from citeline.evaluation import harness as harness_module
 from citeline.evaluation.dataset import load_corpus
 from citeline.evaluation.harness import EvalConfig, EvalError, run_evaluation
-from citeline.evaluation.report import RESULTS, dumps
+from citeline.evaluation.report import RESULTS, dumps, render
 from citeline.query.search import Searcher
+from citeline.schemas.retrieval import DEFAULT_RERANK, RerankConfig
 
 CUT = "The zebra protocol retransmits every lost packet after exactly seven heartbeats."
 SECOND = "Quokka caches expire when the lighthouse counter reaches ninety."
@@ -222,3 +223,77 @@ def test_command_help():
     assert result.exit_code == 0
     for option in ("--out", "--strategies", "--retrievers", "--k", "--db-dir"):
         assert option in result.output
+
+
+# ---- rerank configurations ---------------------------------------------------------------
+
+
+def test_rerank_configurations_parse_and_name_themselves():
+    for spec in ("hybrid@25", "dense@50+cos0.25", "union@25", "hybrid*2@50+cos0.5", "bm25@10"):
+        assert RerankConfig.parse(spec).spec == spec
+    assert DEFAULT_RERANK == RerankConfig.parse(DEFAULT_RERANK.spec)
+    for bad in ("dense", "colbert@25", "dense*2@25", "dense@25+cos2", "dense@0", "union@50+prf3"):
+        with pytest.raises(ValueError):
+            RerankConfig.parse(bad)
+
+
+@pytest.fixture(scope="module")
+def searcher(tmp_path_factory):
+    root = tmp_path_factory.mktemp("s")
+    corpus = load_corpus(tiny_corpus(root / "tiny"))
+    embedder = narrow_fake()
+    harness_module.index_strategy(corpus, "E", str(root / "E"), embedder, EvalConfig(strategies=("E",)))
+    return Searcher.open(str(root / "E"), embedder)
+
+
+QUESTION = "zebra protocol heartbeats walrus ledger"
+
+
+def test_union_is_dense_then_what_only_bm25_found(searcher):
+    dense, lexical = searcher.dense(QUESTION, 3), searcher.bm25(QUESTION, 3)
+    pool = searcher.candidates(QUESTION, RerankConfig("union", 3))
+    ids = [h.chunk_id for h in dense] + [h.chunk_id for h in lexical if h.chunk_id not in {d.chunk_id for d in dense}]
+    assert [h.chunk_id for h in pool] == ids and [h.rank for h in pool] == list(range(1, len(ids) + 1))
+    every = {h.chunk_id: h.distance for h in searcher.dense(QUESTION, 20)}
+    assert all(h.distance == pytest.approx(every[h.chunk_id], abs=1e-6) for h in pool)  # the gate's distance
+
+
+def test_a_heavy_dense_weight_makes_hybrid_follow_dense(searcher):
+    dense = [h.chunk_id for h in searcher.dense(QUESTION, 5)]
+    assert [h.chunk_id for h in searcher.hybrid(QUESTION, 5, dense_weight=1000.0)] == dense
+
+
+def test_rerank_reorders_the_configured_candidates(searcher):
+    config = RerankConfig("dense", 3)
+    dense = {h.chunk_id for h in searcher.dense(QUESTION, 3)}
+    reranked = searcher.rerank(QUESTION, 3, config=config)
+    assert {h.chunk_id for h in reranked} == dense and all(h.candidate_rank <= 3 for h in reranked)
+    assert searcher.rerank(QUESTION, 4) == searcher.rerank(QUESTION, 4, config=DEFAULT_RERANK)
+
+
+def test_rerank_configurations_run_beside_the_default(corpus):
+    variants = (RerankConfig.parse("dense@5"), RerankConfig.parse("union@5+cos0.5"), DEFAULT_RERANK)
+    results = run_evaluation(corpus, EvalConfig(strategies=("E",), rerank_variants=variants, cut=0.9),
+                             embedder=narrow_fake())
+    labels = [r["retriever"] for r in results["runs"]]
+    assert labels == ["dense", "bm25", "hybrid", "rerank", "rerank[dense@5]", "rerank[union@5+cos0.5]"]
+    assert results["config"]["rerank_variants"] == ["dense@5", "union@5+cos0.5"]  # the default's twin dropped
+    tested = {(c["a"], c["b"], c["metric"]) for c in results["comparisons"]}
+    for metric in ("R@1", "R@20", "MRR", "answered", "answered ticket", "R@20 course"):
+        assert ("E/rerank[dense@5]", "E/rerank", metric) in tested
+    assert ("E/rerank[dense@5]", "E/dense", "R@20") in tested
+    assert {e["retriever"] for e in results["answered_honestly"]} == set(labels)
+    assert "## Rerank configurations" in render(results)
+
+
+def test_command_takes_rerank_configurations_and_a_cut(tmp_path, fake_model):
+    root = tiny_corpus(tmp_path / "tiny")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(eval_command, [str(root), "--out", str(out), "--strategies", "E", "--cut", "0.9",
+                                               "--rerank-configs", "dense@5,union@5", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "answered honestly E/rerank[union@5]: course" in result.output
+    saved = json.loads((out / RESULTS).read_text())
+    assert saved["config"]["cut"] == 0.9 and saved["config"]["rerank_variants"] == ["dense@5", "union@5"]
+    bad = CliRunner().invoke(eval_command, [str(root), "--out", str(out), "--rerank-configs", "colbert@5"])
+    assert bad.exit_code == 2 and "unknown candidate list 'colbert'" in bad.output
