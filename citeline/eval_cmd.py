@@ -30,6 +30,17 @@ def _retrievers(ctx, param, value: str | None) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(items))
 
 
+def _formats(ctx, param, value: str | None) -> tuple[str, ...] | None:
+    from citeline.evaluation.formats import parse_formats
+
+    if value is None:
+        return None
+    try:
+        return parse_formats(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 def _ks(ctx, param, value: str) -> tuple[int, ...]:
     items = _split(value, param)
     try:
@@ -65,8 +76,11 @@ def _split(value: str, param) -> list[str]:
               help="Embedding model: a packaged alias or a local sentence-transformers folder.")
 @click.option("--precision", default="auto", show_default=True, type=click.Choice(["auto", "fp32", "bf16"]),
               help="Encoder precision; auto uses bf16 where the CPU has native support.")
+@click.option("--formats", default=None, callback=_formats,
+              help="Render every document into these formats (md,pdf,scan,docx,html,speech), evaluate each "
+                   "and compare it with Markdown; writes formats.md and formats.json.")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
-def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model, precision, progress):
+def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model, precision, formats, progress):
     """Index CORPUS_DIR once per strategy, run every retriever over its queries, and report.
 
     CORPUS_DIR holds docs/, ground_truth.jsonl and out_of_domain.jsonl. Writes
@@ -84,6 +98,12 @@ def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model,
         corpus = load_corpus(corpus_dir)
         config = EvalConfig(strategies=strategies, retrievers=retrievers, ks=ks, model=model, precision=precision)
         with _bar(progress and sys.stderr.isatty()) as bar:
+            if formats:
+                from citeline.evaluation.formats import run_formats, write as write_formats
+
+                report = write_formats(run_formats(corpus, formats, config, db_dir=db_dir, progress=bar), out_dir)
+                click.echo(f"wrote {report}")
+                return
             results = run_evaluation(corpus, config, db_dir=db_dir, progress=bar)
     except (EvalError, CitelineError) as exc:
         notes = "".join(f"\n{n}" for n in getattr(exc, "__notes__", []))

@@ -24,7 +24,8 @@ from typing import Protocol
 
 from citeline.evaluation import gate as gates
 from citeline.evaluation.dataset import Corpus, Query
-from citeline.evaluation.metrics import DEPTH, collapse_ws, destroyed
+from citeline.evaluation.match import rule_for
+from citeline.evaluation.metrics import DEPTH, destroyed
 from citeline.evaluation.report import summarize
 from citeline.index.store import Store, chunk_table
 from citeline.pipeline.embed import get_embedder
@@ -67,6 +68,8 @@ class EvalConfig:
     overlap: int = 64
     window: int = MAX_CHUNKS  # chunks the refusal gate looks at
     cosine_cuts: tuple[float, ...] = tuple(gates.cosine_grid())
+    format: str = "md"  # what the documents were rendered as: decides the needle rule (evaluation.match)
+    timeout_s: float = IndexSettings.timeout_s  # per document; a recording of a whole chapter needs more
 
     def __post_init__(self) -> None:
         unknown = [s for s in self.strategies if s not in STRATEGIES]
@@ -81,13 +84,15 @@ class EvalConfig:
 
     def settings(self, strategy: str, db: str) -> IndexSettings:
         return IndexSettings(db=db, model=self.model, strategy=strategy, budget=self.budget,
-                             overlap=self.overlap, precision=self.precision, batch_size=self.batch_size)
+                             overlap=self.overlap, precision=self.precision, batch_size=self.batch_size,
+                             timeout_s=self.timeout_s)
 
     def to_dict(self) -> dict:
         return {
             "strategies": list(self.strategies), "ks": list(self.ks), "depth": self.depth,
             "model": self.model, "precision": self.precision, "budget": self.budget,
             "overlap": self.overlap, "gate_window": self.window, "cosine_cuts": list(self.cosine_cuts),
+            "format": self.format,
         }
 
 
@@ -326,7 +331,7 @@ def index_strategy(corpus: Corpus, strategy: str, uri: str, embedder, config: Ev
     store.finish_run(stamp)
     rows = store.chunk_rows(["path", "ordinal", "content", "tokens", "truncated"])
     rows.sort(key=lambda r: (r["path"], r["ordinal"]))
-    lost = destroyed([n.needle for n in corpus.needles], [r["content"] for r in rows])
+    lost = destroyed([n.needle for n in corpus.needles], [r["content"] for r in rows], rule_for(config.format))
     lost_ids = [n.id for n in corpus.needles if n.needle in set(lost)]
     return IndexCost(strategy, len(rows), sum(r["tokens"] for r in rows), header_tokens,
                      sum(bool(r["truncated"]) for r in rows), int(embedder.max_tokens), lost_ids)
@@ -364,10 +369,13 @@ def search_all(searcher: Searcher, corpus: Corpus, retriever: str, config: EvalC
 def judge(query: Query, hits: Sequence[Hit], config: EvalConfig, in_domain: bool = True) -> QueryResult:
     """Where the answer ranks in ``hits`` and what the gate window holds.
 
-    A hit is relevant when its chunk's ``content`` contains the whole needle, whitespace-collapsed.
+    A hit is relevant when its chunk's ``content`` contains the whole needle by the rule of
+    the documents' format (:func:`evaluation.match.rule_for`: normalised text, or words up to
+    recognition noise for speech).
     """
-    target = collapse_ws(query.needle) if in_domain else None
-    relevant = [bool(target) and target in collapse_ws(h.chunk.content) for h in hits[: config.depth]]
+    contains = rule_for(config.format)
+    relevant = [in_domain and bool(query.needle) and contains(query.needle, h.chunk.content)
+                for h in hits[: config.depth]]
     rank = next((i for i, hit in enumerate(relevant, 1) if hit), None)
     window = hits[: config.window]
     scores = tuple(_number(h.rerank_score) for h in window)

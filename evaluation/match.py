@@ -77,6 +77,9 @@ def speech_contains(needle: str, content: str, overlap: float = SPEECH_OVERLAP) 
     if not target:
         return False
     said = words(content)
+    present = set(said)
+    if sum(word in present for word in target) < overlap * len(target):
+        return False  # cheap test first: no stretch can match more words than the chunk has
     span = max(len(target) * 3 // 2, 1)
     step = max(len(target) // 4, 1)
     for start in range(0, max(len(said) - span, 0) + 1, step):

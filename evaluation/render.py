@@ -19,7 +19,8 @@ import io
 import random
 import shutil
 import subprocess
-from collections.abc import Iterator
+import wave
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -262,25 +263,38 @@ def render_docx(name: str, markdown: str) -> bytes:
 
 # -- speech -----------------------------------------------------------------------
 
-def spoken_text(markdown: str) -> str:
-    """What a reader says: headings, prose, list items and table rows, one per line; no code.
+def spoken_blocks(markdown: str) -> list[str]:
+    """What a reader says, block by block: headings, prose, list items, table rows; no code.
 
-    >>> spoken_text("# Alpha\\n\\nBeta.\\n\\n```\\nx = 1\\n```\\n\\n- gamma")
-    'Alpha.\\nBeta.\\ngamma'
+    >>> spoken_blocks("# Alpha\\n\\nBeta.\\n\\n```\\nx = 1\\n```\\n\\n- gamma")
+    ['Alpha.', 'Beta.', 'gamma']
     """
-    lines = []
+    said = []
     for block in blocks(markdown):
-        if block.kind == CODE:
-            continue
         text = block.text.strip()
+        if block.kind == CODE or not text:
+            continue
         if block.kind == HEADING and not text.endswith((".", "?", "!")):
             text += "."  # a pause after a heading, as a speaker makes one
-        lines.append(text)
-    return "\n".join(lines)
+        said.append(text)
+    return said
 
 
-def render_speech(markdown: str, out: Path, *, words_per_minute: int = 190) -> Path:
-    """``out`` (a .wav) of espeak-ng reading the document's prose.
+@dataclass(frozen=True)
+class Spoken:
+    """Where one block of text sits in the recording, in seconds."""
+
+    start: float
+    end: float
+    text: str
+
+
+def render_speech(markdown: str, out: Path, *, words_per_minute: int = 190) -> list[Spoken]:
+    """Write ``out`` (a .wav) of espeak-ng reading the document's prose; return each block's span.
+
+    Each block is synthesised on its own and the audio concatenated, so the time at which
+    every block is spoken is known exactly: the ground truth for checking a transcript
+    chunk's ``#t=`` citation.
 
     Raises:
         RenderError: espeak-ng is not installed or failed.
@@ -288,25 +302,39 @@ def render_speech(markdown: str, out: Path, *, words_per_minute: int = 190) -> P
     exe = shutil.which("espeak-ng")
     if exe is None:
         raise RenderError("espeak-ng is not installed (Debian: apt-get install espeak-ng)")
-    done = subprocess.run(
-        [exe, "-v", "en-us", "-s", str(words_per_minute), "-w", str(out), "--stdin"],
-        input=spoken_text(markdown).encode("utf-8"), capture_output=True, timeout=3600,
-    )
-    if done.returncode != 0 or not out.exists():
-        raise RenderError(f"espeak-ng failed: {done.stderr.decode(errors='replace').strip()[:200]}")
-    return out
+    spans: list[Spoken] = []
+    with wave.open(str(out), "wb") as sink:
+        elapsed = 0.0
+        for i, text in enumerate(spoken_blocks(markdown)):
+            done = subprocess.run(
+                [exe, "-v", "en-us", "-s", str(words_per_minute), "--stdout", "--stdin"],
+                input=text.encode("utf-8"), capture_output=True, timeout=600,
+            )
+            if done.returncode != 0:
+                raise RenderError(f"espeak-ng failed: {done.stderr.decode(errors='replace').strip()[:200]}")
+            with wave.open(io.BytesIO(done.stdout)) as source:
+                if i == 0:
+                    sink.setparams(source.getparams())
+                # espeak streams to stdout with a placeholder length: count the bytes instead
+                frames = source.readframes(source.getnframes())
+                seconds = len(frames) / (source.getsampwidth() * source.getnchannels() * source.getframerate())
+            sink.writeframes(frames)
+            spans.append(Spoken(round(elapsed, 3), round(elapsed + seconds, 3), text))
+            elapsed += seconds
+    return spans
 
 
 # -- a whole corpus ---------------------------------------------------------------
 
-def render_document(fmt: str, name: str, markdown: str, folder: Path, *, index: int = 0) -> Path:
-    """Write ``name`` rendered as ``fmt`` into ``folder``; return the file written.
+def render_document(fmt: str, name: str, markdown: str, folder: Path, *, index: int = 0) -> Rendered:
+    """Write ``name`` rendered as ``fmt`` into ``folder``; return the file and, for speech, its spans.
 
     Every other PDF is set in two columns, so both layouts are measured.
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
     target = folder / (Path(name).stem + SUFFIX[fmt])
+    spans: tuple[Spoken, ...] = ()
     if fmt == "md":
         target.write_text(markdown, encoding="utf-8")
     elif fmt == "pdf":
@@ -318,11 +346,20 @@ def render_document(fmt: str, name: str, markdown: str, folder: Path, *, index: 
     elif fmt == "html":
         target.write_bytes(render_html(name, markdown))
     else:
-        render_speech(markdown, target)
-    return target
+        spans = tuple(render_speech(markdown, target))
+    return Rendered(name, target, spans)
 
 
-def render_corpus(fmt: str, documents: Iterator[tuple[str, str]], folder: Path) -> list[Path]:
-    """Render every ``(name, markdown)`` into ``folder`` (created); return the files in order."""
+@dataclass(frozen=True)
+class Rendered:
+    """One document rendered: the Markdown name it came from, the file, speech block spans."""
+
+    source: str
+    path: Path
+    spans: tuple[Spoken, ...] = ()
+
+
+def render_corpus(fmt: str, documents: Iterable[tuple[str, str]], folder: Path) -> list[Rendered]:
+    """Render every ``(name, markdown)`` into ``folder`` (created); return them in order."""
     folder.mkdir(parents=True, exist_ok=True)
     return [render_document(fmt, name, text, folder, index=i) for i, (name, text) in enumerate(documents)]
