@@ -11,7 +11,8 @@ from types import ModuleType
 
 from citeline.schemas.errors import UnsupportedType
 
-from citeline.extractors import media, ocr, pdf, sheet, text
+from citeline.extractors import calc, delimited, docx, html, media, ocr, pdf, pptx, sheet, text
+from citeline.extractors.sniff import describe, has_no_real_suffix, looks_like_text
 
 _REGISTRY: dict[str, ModuleType] = {}
 
@@ -49,8 +50,12 @@ def sniff(head: bytes) -> ModuleType | None:
 def for_bytes(head: bytes, name: str) -> ModuleType:
     """Choose the extractor for a file from its first bytes, then its suffix.
 
+    A file with no real suffix (``LICENSE``, ``Apache-2.0``) whose bytes read as text is
+    text.
+
     Raises:
-        UnsupportedType: nothing claims the bytes or the suffix.
+        UnsupportedType: nothing claims the bytes or the suffix; the reason is one line
+            naming what the bytes look like.
     """
     by_magic = sniff(head)
     if by_magic is not None:
@@ -59,13 +64,20 @@ def for_bytes(head: bytes, name: str) -> ModuleType:
     for module in _REGISTRY.values():
         if suffix in module.SUFFIXES:
             return module
-    known = sorted(s for m in _REGISTRY.values() for s in m.SUFFIXES)
-    raise UnsupportedType(f"no extractor for {name!r} (suffix {suffix or 'none'}); known: {', '.join(known)}")
+    # LICENSE, README, Apache-2.0: plain text under a name without a real suffix.
+    if has_no_real_suffix(name) and looks_like_text(head):
+        return text
+    raise UnsupportedType(describe(head, name))  # the kind, unsupported-type, says the rest
 
 
 # Magic-sniffed binary formats first; text (no magic) last, reached by suffix only.
 register(pdf)
 register(ocr)
 register(sheet)
+register(calc)
+register(docx)
+register(pptx)
 register(media)
+register(html)
+register(delimited)
 register(text)

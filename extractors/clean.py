@@ -24,6 +24,9 @@ _LIGATURE_RE = re.compile("[\ufb00-\ufb06]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200d\u2060\ufeff]")
 # A word broken at a line end: "infor-\nmation". Hyphen-minus, soft hyphen or U+2010.
 _BROKEN = re.compile(r"(\w+)[-\u00ad\u2010][ \t]*\n[ \t]*([a-z\u00df-\u00ff][\w-]*)")
+# The same break in a word set in capitals ("ELE-\nMENT", "OP-\nTIONAL"): both halves are
+# upper case, so a capitalised name after a hyphen ("Smith-\nJones") stays as it is.
+_BROKEN_UPPER = re.compile(r"\b([A-Z]{2,})[-\u00ad\u2010][ \t]*\n[ \t]*([A-Z][A-Z-]*)\b")
 _SOFT_HYPHEN = "\u00ad"
 # Prefixes that normally keep their hyphen ("self-\nevident" -> "self-evident").
 _KEEP_HYPHEN = frozenset({"self", "well", "ill", "all", "ex", "half", "cross", "non", "so"})
@@ -44,6 +47,8 @@ def dehyphenate(text: str, vocabulary: Collection[str] | None = None) -> str:
 
     >>> dehyphenate("infor-\\nmation and state-\\nof-the-art")
     'information and state-of-the-art'
+    >>> dehyphenate("an ELE-\\nMENT marked OP-\\nTIONAL")
+    'an ELEMENT marked OPTIONAL'
     """
 
     def join(m: re.Match) -> str:
@@ -57,7 +62,7 @@ def dehyphenate(text: str, vocabulary: Collection[str] | None = None) -> str:
                 return hyphened
         return joined
 
-    return _BROKEN.sub(join, text)
+    return _BROKEN_UPPER.sub(join, _BROKEN.sub(join, text))
 
 
 def clean(text: str, vocabulary: Collection[str] | None = None) -> str:

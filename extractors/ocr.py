@@ -35,7 +35,8 @@ from citeline.extractors.assemble import Assembler
 from citeline.extractors.clean import Deadline, clean
 
 NAME = "image-ocr"
-VERSION = "1"
+# 2: capitals hyphenated at a line end are rejoined (ELE-\nMENT).
+VERSION = "2"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff")
@@ -48,6 +49,8 @@ Box = tuple[float, float, float, float]  # x0, y0, x1, y1
 class Line:
     text: str
     box: Box
+    size: float = 0.0  # font size in points, from a text layer (0: unknown, e.g. OCR)
+    bold: bool = False
 
 
 @dataclass
@@ -164,11 +167,17 @@ def blocks_text(blocks: list[Block]) -> str:
         text = "\n".join(line.text.strip() for line in block.lines if line.text.strip())
         if not text:
             continue
-        if parts and _continues(parts[-1], text):
+        if parts and _continues(parts[-1], text) and not _is_heading(parts[-1]):
             parts[-1] += "\n" + text
         else:
             parts.append(text)
     return "\n\n".join(parts)
+
+
+def _is_heading(part: str) -> bool:
+    """A ``## `` line (extractors.headings) ends its part: the text after it is not its
+    continuation even when it starts in lower case."""
+    return part.rsplit("\n", 1)[-1].startswith("## ")
 
 
 def _continues(prev: str, nxt: str) -> bool:

@@ -24,13 +24,16 @@ from citeline.schemas.options import ExtractOptions
 
 from citeline.extractors.assemble import Assembler
 from citeline.extractors.clean import Deadline, clean
+from citeline.extractors.headings import Fonts, line_style, mark_headings
 from citeline.extractors.ocr import Block, Line, PageText, blocks_text, ocr_image, reading_order, vocabulary, word_ratio
 
 NAME = "pdf"
 # 2: a page whose content stream MuPDF cannot decode is reported (a note, or "corrupt"
 # when no page is readable) instead of silently coming back empty.
 # 3: a page whose every line matches a running header keeps them (slides were left empty).
-VERSION = "3"
+# 4: headings (larger or bold short lines, numbered titles) become "## " lines, so the
+# chunker sees sections; capitals hyphenated at a line end are rejoined.
+VERSION = "4"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".pdf",)
@@ -81,9 +84,10 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
         pages = [_read(doc, i, run) for i in range(doc.page_count)]
         title = (doc.metadata or {}).get("title", "").strip() or PurePath(name).stem
     removed = remove_running_lines(pages)
+    fonts = Fonts(line for page in pages if not page.ocr for block in page.text.blocks for line in block.lines)
     for page in pages:
-        if not page.ocr:  # OCR output is in reading order already
-            page.text.blocks = order_blocks(page.text.blocks)
+        if not page.ocr:  # OCR output is in reading order already, and has no fonts
+            page.text.blocks = mark_headings(order_blocks(page.text.blocks), fonts)
     text, segments = _assemble(pages, run)
     if not text and run.unreadable == len(pages):
         raise Corrupt(f"no page of the {len(pages)} can be read; {run.notes[-1]}")
@@ -222,7 +226,7 @@ def _text_layer(page: pymupdf.Page) -> PageText:
         if raw.get("type") != 0:
             continue
         lines = [
-            Line("".join(span["text"] for span in line["spans"]), tuple(line["bbox"]))
+            Line("".join(span["text"] for span in line["spans"]), tuple(line["bbox"]), *line_style(line["spans"]))
             for line in raw["lines"]
         ]
         lines = [line for line in lines if line.text.strip()]

@@ -24,19 +24,20 @@ from openpyxl.utils import get_column_letter, range_boundaries
 from openpyxl.utils.exceptions import InvalidFileException
 
 from citeline.schemas.document import Canonical, Segment
-from citeline.schemas.errors import Corrupt, Empty, Encrypted, NoText, TooLarge, UnsupportedType
+from citeline.schemas.errors import Corrupt, Empty, NoText, TooLarge, UnsupportedType
 from citeline.schemas.locator import SheetRange
 from citeline.schemas.options import ExtractOptions
 
 from citeline.extractors.clean import Deadline, clean
 
 NAME = "xlsx"
-VERSION = "1"
+# 2: the repeated header rows' locator says it is a header (citations open at the data rows).
+VERSION = "2"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
-SUFFIXES = (".xlsx", ".xlsm", ".xltx", ".xltm", ".xls")
-OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
-MAGIC = (OLE2,)
+SUFFIXES = (".xlsx", ".xlsm", ".xltx", ".xltm")
+# OLE2 containers (legacy .xls, a password-protected xlsx) go to extractors.calc by magic.
+MAGIC: tuple[bytes, ...] = ()
 _ZIP = b"PK\x03\x04"
 _MAX_HEADER_ROWS = 3
 
@@ -47,13 +48,13 @@ def claims(head: bytes) -> bool:
 
 
 @dataclass
-class _Row:
+class Row:
     number: int
     cells: dict[int, str]  # column (1-based) -> displayed text, non-empty only
 
 
 @dataclass
-class _SheetFacts:
+class SheetFacts:
     """What openpyxl's read-only mode does not give: merges and uncached formulas."""
 
     merges: list[tuple[int, int, int, int]] = field(default_factory=list)  # min_col, min_row, max_col, max_row
@@ -64,7 +65,7 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     """Canonical text of a workbook: every non-empty worksheet, in tab order.
 
     Raises:
-        Empty, Encrypted, UnsupportedType (legacy .xls, other OLE2 or zip files),
+        Empty, UnsupportedType (other zip files),
         Corrupt (bad zip, unreadable workbook), TooLarge (zip bomb), NoText, Timeout.
     """
     options = options or ExtractOptions()
@@ -83,8 +84,6 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
 def _open_zip(data: bytes, name: str, options: ExtractOptions) -> zipfile.ZipFile:
     if not data:
         raise Empty("empty file (0 bytes)")
-    if data.startswith(OLE2):
-        raise _ole2_reason(data, name)
     if not data.startswith(_ZIP):
         raise Corrupt(f"not an xlsx workbook (a zip file): the file starts with {data[:12]!r}")
     try:
@@ -106,26 +105,6 @@ def _open_zip(data: bytes, name: str, options: ExtractOptions) -> zipfile.ZipFil
     return archive
 
 
-def _ole2_reason(data: bytes, name: str) -> Exception:
-    """OLE2/CFB containers: an encrypted OOXML package, a legacy .xls, or something else.
-    The directory stores stream names in UTF-16LE, NUL-terminated, so a byte search
-    finds them (document text inside the streams has no NUL after a word)."""
-    def has(stream: str) -> bool:
-        return (stream + "\0").encode("utf-16-le") in data
-
-    named = f" (named {PurePath(name).suffix})" if PurePath(name).suffix else ""
-    if has("EncryptedPackage"):
-        return Encrypted(f"password-protected workbook{named}: Excel encrypts it inside an OLE2 "
-                         "container; it cannot be read without the password")
-    if has("WordDocument"):
-        return UnsupportedType(f"a legacy Word 97-2003 document (.doc, OLE2){named}, not a workbook")
-    if has("PowerPoint Document"):
-        return UnsupportedType(f"a legacy PowerPoint 97-2003 file (.ppt, OLE2){named}, not a workbook")
-    if has("Workbook") or has("Book"):
-        return UnsupportedType(f"legacy Excel 97-2003 workbook (.xls, OLE2){named}: save it as .xlsx")
-    return UnsupportedType(f"an OLE2 compound file (legacy Office format){named}, not an xlsx workbook")
-
-
 def _workbook(wb, archive: zipfile.ZipFile, name: str, options: ExtractOptions, deadline: Deadline) -> Canonical:
     sheets = wb.worksheets
     if not sheets:
@@ -144,7 +123,7 @@ def _workbook(wb, archive: zipfile.ZipFile, name: str, options: ExtractOptions, 
                          f"workbook in Excel or LibreOffice): {SheetRange(ws.title, '').fragment()}{shown}")
         if not rows:
             continue
-        for sep, text, locator in _sheet_pieces(ws.title, rows, facts, options):
+        for sep, text, locator in sheet_pieces(ws.title, rows, facts, options):
             sep = sep if pieces else ""
             pieces += [sep, text]
             offset += len(sep)
@@ -167,10 +146,10 @@ def _workbook(wb, archive: zipfile.ZipFile, name: str, options: ExtractOptions, 
 # ------------------------------------------------------------------------ reading
 
 
-def _facts(archive: zipfile.ZipFile, path: str) -> _SheetFacts:
+def _facts(archive: zipfile.ZipFile, path: str) -> SheetFacts:
     """Merged ranges and formula cells with no cached value, from the sheet's XML,
     read in chunks so a large sheet never sits in memory twice."""
-    facts = _SheetFacts()
+    facts = SheetFacts()
     path = path.lstrip("/")
     if not path or path not in archive.namelist():
         return facts
@@ -203,11 +182,11 @@ def _cell_key(ref: str) -> tuple[int, str]:
     return (int(m.group(2)), m.group(1).rjust(3)) if m else (0, ref)
 
 
-def _rows(ws, deadline: Deadline) -> list[_Row]:
+def _rows(ws, deadline: Deadline) -> list[Row]:
     """Non-empty rows with their displayed values. The stored used range is ignored:
     a sheet claiming A1:XFD1048576 costs only the rows that really hold values."""
     ws.reset_dimensions()
-    rows: list[_Row] = []
+    rows: list[Row] = []
     try:
         for k, cells in enumerate(ws.iter_rows()):
             if k % 5000 == 0:
@@ -222,7 +201,7 @@ def _rows(ws, deadline: Deadline) -> list[_Row]:
                     shown[cell.column] = text
                     number = cell.row
             if shown:
-                rows.append(_Row(number, shown))
+                rows.append(Row(number, shown))
     except (ValueError, TypeError, KeyError, ParseError, zipfile.BadZipFile) as exc:
         raise Corrupt(f"sheet {ws.title!r} cannot be read: {type(exc).__name__}: {exc}") from None
     return rows
@@ -280,17 +259,17 @@ def _number(value: float, fmt: str) -> str:
 # ------------------------------------------------------------------------ layout
 
 
-def _sheet_pieces(title: str, rows: list[_Row], facts: _SheetFacts, options: ExtractOptions):
+def sheet_pieces(title: str, rows: list[Row], facts: SheetFacts, options: ExtractOptions):
     """Yield (separator, text, locator) in order: the ``## title`` heading (a section for
     the chunker, no locator), then per block the header lines, a newline, the rows."""
     first_col = min(min(r.cells) for r in rows)
     last_col = max(max(r.cells) for r in rows)
     header, body = _split_header(rows, facts)
     head_text = "\n".join(_render(r, first_col) for r in header)
-    head_loc = SheetRange(title, _a1(first_col, header[0].number, last_col, header[-1].number))
+    head_loc = SheetRange(title, _a1(first_col, header[0].number, last_col, header[-1].number), header=True)
     yield "\n\n", f"## {title.strip()}", None
     yield "\n\n", head_text, head_loc
-    block: list[_Row] = []
+    block: list[Row] = []
     size = len(head_text)
     for row in body:
         line = _render(row, first_col)
@@ -304,12 +283,12 @@ def _sheet_pieces(title: str, rows: list[_Row], facts: _SheetFacts, options: Ext
         yield from _block(title, block, first_col, last_col)
 
 
-def _block(title: str, block: list[_Row], first_col: int, last_col: int):
+def _block(title: str, block: list[Row], first_col: int, last_col: int):
     cells = _a1(first_col, block[0].number, last_col, block[-1].number)
     yield "\n", "\n".join(_render(r, first_col) for r in block), SheetRange(title, cells)
 
 
-def _split_header(rows: list[_Row], facts: _SheetFacts) -> tuple[list[_Row], list[_Row]]:
+def _split_header(rows: list[Row], facts: SheetFacts) -> tuple[list[Row], list[Row]]:
     """The header is the first non-empty row, extended while that row is only a title or
     group labels (one cell, or horizontally merged cells) above the real column names."""
     width = len({c for r in rows for c in r.cells})
@@ -323,7 +302,7 @@ def _split_header(rows: list[_Row], facts: _SheetFacts) -> tuple[list[_Row], lis
     return rows[:count], rows[count:]
 
 
-def _render(row: _Row, first_col: int) -> str:
+def _render(row: Row, first_col: int) -> str:
     """Cells from the sheet's first used column to the row's last value, " | " apart;
     merged cells show once, at their anchor, as Excel shows them."""
     return " | ".join(row.cells.get(c, "") for c in range(first_col, max(row.cells) + 1)).strip()

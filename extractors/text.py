@@ -10,7 +10,10 @@ from citeline.schemas.document import Canonical
 from citeline.schemas.errors import Empty, NoText, Undecodable
 from citeline.schemas.options import ExtractOptions
 
+from citeline.extractors.sniff import has_no_real_suffix
+
 NAME = "text"
+# Not bumped for the whole-name title of Apache-2.0: such files failed before, none is stored.
 VERSION = "1"
 SUFFIXES = (".txt", ".md", ".markdown", ".text", ".rst")
 MAGIC: tuple[bytes, ...] = ()
@@ -56,7 +59,9 @@ def normalise(text: str) -> str:
 def title_of(text: str, name: str) -> str:
     """The first ``# Title`` line, else the file name without its suffix."""
     match = _TITLE.search(text)
-    return match.group(1).strip() if match else PurePath(name).stem
+    if match:
+        return match.group(1).strip()
+    return PurePath(name).name if has_no_real_suffix(name) else PurePath(name).stem
 
 
 def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Canonical:

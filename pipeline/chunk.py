@@ -12,6 +12,9 @@ Three independent ingredients make six strategies:
   ends, so its content may be up to ``budget + overlap`` characters long, plus the
   whitespace between the two (usually a blank line).
 
+With boundaries, no chunk is a heading or a table-of-contents line alone when a chunk
+follows it in its section: such a line is folded into the next chunk (within the budget).
+
 Every chunk satisfies ``text[chunk.start:chunk.end] == chunk.content``: offsets are found
 in the text, never accumulated from lengths.
 """
@@ -25,7 +28,8 @@ from dataclasses import dataclass
 from citeline.pipeline.sentences import sentence_spans
 from citeline.schemas.document import Chunk
 
-CHUNKER_VERSION = "1"
+# 2: a lone heading or table-of-contents line is folded into the chunk after it.
+CHUNKER_VERSION = "2"
 
 Span = tuple[int, int]
 
@@ -264,7 +268,47 @@ def _pack_section(text: str, start: int, end: int, budget: int) -> list[Span]:
             continue
         spans += _pack(run, budget) + _pack(_pieces(text, paragraph, budget), budget)
         run = []
-    return spans + _pack(run, budget)
+    return _fold_slight(text, spans + _pack(run, budget), budget)
+
+
+# A table-of-contents line: dot leaders, then a page number ("Intro . . . . 23"); the same
+# pattern marks TOC lines in extractors.headings.
+_TOC_LINE = re.compile(r"(?:\.\s?){4,}\s*\S{0,8}\s*$")
+_SLIGHT_CHARS = 80  # a lone line this short without a full stop reads as a heading
+
+
+def _slight(text: str, span: Span) -> bool:
+    """A chunk that would be a heading or a table-of-contents line alone: one short line
+    that is not a sentence (``asn1 print structure``, ``. . . . . 23``)."""
+    content = text[span[0] : span[1]]
+    if "\n" in content:
+        return False
+    return bool(_TOC_LINE.search(content)) or (len(content) <= _SLIGHT_CHARS and content[-1] not in ".!?\"”')")
+
+
+def _fold_slight(text: str, spans: list[Span], budget: int) -> list[Span]:
+    """Fold each lone heading or TOC line into the chunk that follows it (issue 14: alone,
+    they outranked the paragraph that answers). The following chunk is cut at sentences
+    and lines so the fold keeps every chunk within ``budget``; when not even its first
+    sentence fits beside the line, the line stays alone."""
+    out = list(spans)
+    i = 0
+    while i + 1 < len(out):
+        if _slight(text, out[i]):
+            packed = _pack([out[i], *_soft_pieces(text, out[i + 1], budget)], budget)
+            if packed[0] != out[i]:
+                out[i : i + 2] = packed
+        i += 1
+    return out
+
+
+def _soft_pieces(text: str, span: Span, budget: int) -> list[Span]:
+    """``span`` cut at paragraphs and sentences (pieces over ``budget`` cut further)."""
+    pieces: list[Span] = []
+    for paragraph in _paragraphs(text, *span):
+        for sentence in _by_sentence(text, paragraph, budget) or [paragraph]:
+            pieces += _pieces(text, sentence, budget)
+    return pieces
 
 
 def _paragraphs(text: str, start: int, end: int) -> list[Span]:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from citeline.schemas.locator import CharRange, Locator, Page, SheetRange, TimeSpan, locator_from_dict
+from citeline.schemas.locator import (
+    CharRange, Locator, Page, Passage, RowRange, SheetRange, Slide, TimeSpan, bounding_range, locator_from_dict,
+)
 from citeline.schemas.retrieval import ChunkRow, Citation, Hit
 
 
@@ -88,14 +90,19 @@ def locator_label(title: str, section: str, locators: Sequence[Locator]) -> str:
     if isinstance(same[0], Page):
         return f"{title}, {_pages_label(same)}"
     if isinstance(same[0], SheetRange):
-        return f"{title}, {', '.join(dict.fromkeys(loc.fragment() for loc in same))}"
+        return f"{title}, {', '.join(dict.fromkeys(loc.fragment() for loc in _data_rows(same)))}"
+    if isinstance(same[0], Passage):
+        return _passage_label(title, same[0])
+    if isinstance(same[0], (Slide, RowRange)):
+        return f"{title}, {_merged(same).label()}"
     return f"{title}, {_time_span(same).label()}"
 
 
 def locator_fragment(locators: Sequence[Locator], start: int, end: int) -> str:
     """The URL fragment that opens the source at the chunk.
 
-    From the first locator: ``#page=N`` (PDF Open Parameters) or ``'Sheet'!A1:D9``.
+    From the first locator: ``#page=N`` (PDF Open Parameters) or ``'Sheet'!A1:D9`` (the
+    data rows quoted on the first locator's sheet, past a repeated header row).
     Time spans are merged from the first start to the last end (``#t=s,e``, W3C Media
     Fragments), because a player can play a range but a PDF viewer opens one page.
     Text, or no locators at all, gives the chunk's own range ``#char=start,end``.
@@ -105,12 +112,22 @@ def locator_fragment(locators: Sequence[Locator], start: int, end: int) -> str:
     >>> locator_fragment([TimeSpan(12, 20), TimeSpan(20, 31)], 0, 5)
     '#t=12.00,31.00'
     """
-    if not locators or isinstance(locators[0], CharRange):
+    if not locators or isinstance(locators[0], (CharRange, Passage)):
         # The stored CharRange may be a segment's range; the chunk's own is exact.
         return CharRange(start, end).fragment()
+    if isinstance(locators[0], (Slide, RowRange)):
+        return _merged([loc for loc in locators if loc.kind == locators[0].kind]).fragment()
     if isinstance(locators[0], TimeSpan):
         return _time_span([loc for loc in locators if isinstance(loc, TimeSpan)]).fragment()
+    if isinstance(locators[0], SheetRange):
+        return bounding_range(_data_rows([loc for loc in locators if isinstance(loc, SheetRange)])).fragment()
     return locators[0].fragment()
+
+
+def _data_rows(ranges: Sequence[SheetRange]) -> list[SheetRange]:
+    """The ranges of the rows a chunk quotes; its repeated header rows only when it quotes
+    nothing else (a client following the fragment lands on the rows, issue 14)."""
+    return [r for r in ranges if not r.header] or list(ranges)
 
 
 def verify_quote(item: Citation | ChunkRow, canonical_text: str) -> bool:
@@ -146,6 +163,25 @@ def _pages_label(pages: Sequence[Page]) -> str:
         # Same rule as Page.label: the printed label first, the physical page after it.
         return f"pp. {first.page_label}–{last.page_label} (pages {numbers})"
     return f"pp. {numbers}"
+
+
+def _passage_label(title: str, passage: Passage) -> str:
+    """``Title > heading path (#id)``; a path that opens with the title (an HTML page's h1)
+    does not repeat it."""
+    path = passage.path
+    if path == title or path.startswith(f"{title} > "):
+        path = path[len(title):].removeprefix(" > ")
+    where = Passage(path, passage.element_id).label() if path or passage.element_id else ""
+    return f"{title} > {where}" if where else title
+
+
+def _merged(locators: Sequence[Slide | RowRange]) -> Slide | RowRange:
+    """The first slide; or the records a chunk quotes, first to last, past the header
+    repeated above them (``#row=a-b``, RFC 7111)."""
+    if isinstance(locators[0], Slide):
+        return locators[0]
+    rows = [loc for loc in locators if not loc.header] or list(locators)
+    return RowRange(min(r.first for r in rows), max(r.last for r in rows))
 
 
 def _time_span(spans: Sequence[TimeSpan]) -> TimeSpan:

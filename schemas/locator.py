@@ -61,17 +61,60 @@ def quote_sheet(name: str) -> str:
 
 @dataclass(frozen=True)
 class SheetRange:
-    """A rectangular cell range of one worksheet, e.g. 'Q1 sales'!A1:D9."""
+    """A rectangular cell range of one worksheet, e.g. 'Q1 sales'!A1:D9.
+
+    ``header`` marks the header rows an extractor repeats above each block of data rows:
+    a citation opens at the data rows it quotes, not at the repeated header.
+    """
 
     sheet: str
     cells: str
     kind: str = "sheet"
+    header: bool = False
 
     def fragment(self) -> str:
         return f"{quote_sheet(self.sheet)}!{self.cells}"
 
     def label(self) -> str:
         return f"{self.sheet} {self.cells}"
+
+
+_CELL = re.compile(r"^([A-Z]{1,3})([0-9]+)$")
+
+
+def _column_number(letters: str) -> int:
+    number = 0
+    for letter in letters:
+        number = number * 26 + ord(letter) - 64
+    return number
+
+
+def _column_letters(number: int) -> str:
+    letters = ""
+    while number:
+        number, rest = divmod(number - 1, 26)
+        letters = chr(65 + rest) + letters
+    return letters
+
+
+def bounding_range(ranges: list[SheetRange]) -> SheetRange:
+    """The smallest range of the first range's sheet holding every range of that sheet.
+
+    >>> bounding_range([SheetRange("S", "B23:D42"), SheetRange("S", "B43:D44")]).cells
+    'B23:D44'
+    """
+    corners = []
+    for r in ranges:
+        if r.sheet != ranges[0].sheet:
+            continue
+        cells = [_CELL.match(c) for c in r.cells.split(":")]
+        if not all(cells):
+            return ranges[0]  # not plain A1 cells: the first range as stored
+        corners += [(_column_number(m.group(1)), int(m.group(2))) for m in cells]
+    c0, r0 = min(c for c, _ in corners), min(r for _, r in corners)
+    c1, r1 = max(c for c, _ in corners), max(r for _, r in corners)
+    start, end = f"{_column_letters(c0)}{r0}", f"{_column_letters(c1)}{r1}"
+    return SheetRange(ranges[0].sheet, start if start == end else f"{start}:{end}")
 
 
 @dataclass(frozen=True)
@@ -95,9 +138,60 @@ def _clock(seconds: float) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
-Locator = Union[CharRange, Page, SheetRange, TimeSpan]
+@dataclass(frozen=True)
+class Passage:
+    """A stretch of a structured text document (Word, HTML) under its heading path, and
+    the id of the nearest element that has one (HTML). A citation opens the canonical
+    text at the chunk's own ``#char`` range; the path and id say where that is in the source."""
 
-_KINDS = {cls.kind: cls for cls in (CharRange, Page, SheetRange, TimeSpan)}
+    path: str = ""
+    element_id: str = ""
+    kind: str = "passage"
+
+    def fragment(self) -> str:
+        return f"#{self.element_id}" if self.element_id else ""
+
+    def label(self) -> str:
+        anchor = f"#{self.element_id}" if self.element_id else ""
+        if self.path and anchor:
+            return f"{self.path} ({anchor})"
+        return self.path or anchor
+
+
+@dataclass(frozen=True)
+class Slide:
+    """One slide of a presentation (1-based), its speaker notes included."""
+
+    slide: int
+    kind: str = "slide"
+
+    def fragment(self) -> str:
+        return f"#slide={self.slide}"
+
+    def label(self) -> str:
+        return f"slide {self.slide}"
+
+
+@dataclass(frozen=True)
+class RowRange:
+    """Records ``first``..``last`` of a CSV/TSV file, 1-based with the header line as
+    record 1 (RFC 7111 ``#row=``); ``header`` marks the header repeated above each block."""
+
+    first: int
+    last: int
+    kind: str = "rows"
+    header: bool = False
+
+    def fragment(self) -> str:
+        return f"#row={self.first}" if self.first == self.last else f"#row={self.first}-{self.last}"
+
+    def label(self) -> str:
+        return f"row {self.first}" if self.first == self.last else f"rows {self.first}–{self.last}"
+
+
+Locator = Union[CharRange, Page, SheetRange, TimeSpan, Passage, Slide, RowRange]
+
+_KINDS = {cls.kind: cls for cls in (CharRange, Page, SheetRange, TimeSpan, Passage, Slide, RowRange)}
 
 
 def locator_from_dict(raw: dict) -> Locator:

@@ -16,6 +16,13 @@ GOOD = {
     "meeting.ogg": make.speech,
     "notes.md": lambda: b"# Notes\n\nThe harbour committee meets on Fridays.\n",
     "open.pdf": lambda: make.encrypted_pdf(""),
+    "manual.pdf": make.manual_pdf,
+    "handbook.docx": make.handbook_docx,
+    "deck.pptx": make.deck_pptx,
+    "guide.html": make.guide_html,
+    "services.csv": make.services_csv,
+    "services.ods": make.services_ods,
+    "LICENSE": lambda: b"Permission is granted to anyone to use this harbour software for any purpose.\n",
 }
 BAD = {
     "locked.pdf": (lambda: make.encrypted_pdf("secret"), "encrypted"),
@@ -25,6 +32,7 @@ BAD = {
     "cut.mp4": (make.truncated_mp4, "truncated"),
     "empty.md": (lambda: b"", None),
     "blob.bin": (lambda: b"\x00\x01\x02\x03" * 64, "unsupported-type"),
+    "locked.docx": (make.encrypted_xlsx, "encrypted"),
 }
 
 
@@ -74,7 +82,8 @@ def test_pdf_hit_cites_the_pages_its_quote_is_on(db):
     page_of_needle = next(s.locator.page for s in segments_from_json(doc["segments"]) if s.start <= needle < s.end)
     assert page_of_needle == 3 and page_of_needle in cited
     assert int(hit["fragment"].removeprefix("#page=")) == min(cited)
-    assert "pages 2–3" in hit["label"]
+    # The heading is a section line now, not content: the chunk runs on to page 4.
+    assert "(pages 2–" in hit["label"]
 
 
 def test_spreadsheet_hit_cites_a_sheet_range(db):
@@ -97,3 +106,29 @@ def test_every_quote_is_the_canonical_slice(db):
     canonical = {d["doc_id"]: d["canonical"] for d in store.document_rows(["doc_id", "canonical"])}
     for row in store.chunk_rows(["doc_id", "start", "end", "content"]):
         assert canonical[row["doc_id"]][row["start"]:row["end"]] == row["content"]
+
+
+@pytest.mark.parametrize(
+    ("query", "document", "fragment", "quoted"),
+    [
+        ("Which ASN.1 type does libtasn1 not handle", "manual.pdf", "#page=3", make.MANUAL_ANSWER),
+        ("run the installer twice before the first start", "handbook.docx", "#char=", "Run the installer twice"),
+        ("auditors signed off quarterly results notes", "deck.pptx", "#slide=1", "auditors signed off"),
+        ("mooring costs euros a night", "guide.html", "#char=", "Mooring costs 12 euros"),
+        ("ssh 22 tcp service port", "services.csv", "#row=", "ssh | 22 | tcp"),
+        ("ssh 22 tcp service port", "services.ods", "Ports!B", "ssh | 22 | tcp"),
+        ("permission granted harbour software", "LICENSE", "#char=", "Permission is granted"),
+    ],
+    ids=["pdf-section", "docx", "pptx", "html", "csv", "ods", "no-suffix"],
+)
+def test_each_new_format_is_found_and_cited_where_its_quote_is(db, query, document, fragment, quoted):
+    hit = next(h for h in search(db, query, 10) if h["document"] == document and quoted in h["quote"])
+    assert hit["fragment"].startswith(fragment), hit
+
+
+def test_a_pdf_chunk_is_labelled_with_its_section(db):
+    store = Store(str(db))
+    rows = [r for r in store.chunk_rows(["path", "section", "text", "content"]) if r["path"] == "manual.pdf"]
+    answer = next(r for r in rows if make.MANUAL_ANSWER in r["content"])
+    assert answer["section"] == "2.1 Limitations"
+    assert answer["text"].startswith(f"[{make.MANUAL_TITLE} > 2.1 Limitations]\n")

@@ -46,7 +46,15 @@ HOSTILE = [
     Case("corrupt-stream.pdf", make.corrupt_stream_pdf, "extract", "corrupt", "content is damaged"),
     Case("locked.pdf", lambda: make.encrypted_pdf("secret"), "extract", "encrypted", "user password"),
     Case("locked.xlsx", make.encrypted_xlsx, "extract", "encrypted", "password-protected workbook"),
-    Case("legacy-renamed.xlsx", make.legacy_xls, "extract", "unsupported-type", "legacy Excel 97-2003"),
+    Case("legacy-renamed.xlsx", make.legacy_xls, "extract", "corrupt", "damaged OLE2 container"),
+    # Issue 14's formats: a Word zip bomb, a locked deck, a legacy .doc, a cut .ods, an archive.
+    Case("zip-bomb.docx", lambda: make.zip_bomb(600 << 20), "extract", "too-large", "zip bomb"),
+    Case("locked.pptx", make.encrypted_xlsx, "extract", "encrypted", "password-protected"),
+    Case("legacy.docx", lambda: make._ole2(["WordDocument", "1Table"]), "extract", "unsupported-type",
+         "legacy Word 97-2003"),
+    Case("cut.ods", lambda: make.services_ods()[:700], "extract", "corrupt", "damaged or truncated zip"),
+    Case("backup.7z", lambda: b"7z\xbc\xaf\x27\x1c\x00\x04" + bytes(64), "extract", "unsupported-type",
+         "a 7-Zip archive (.7z)"),
     Case("no-sheets.xlsx", make.workbook_without_sheets, "extract", "no-text", "no worksheets"),
     Case("zip-bomb.xlsx", lambda: make.zip_bomb(600 << 20), "extract", "too-large", "zip bomb"),
     Case("bomb.png", lambda: make.png_claiming(20_000, 10_000), "extract", "too-large", "decompression bomb"),
@@ -66,6 +74,12 @@ GOOD = {
     "open-password.pdf": (make.encrypted_pdf(""), "harbour project"),  # empty user password: opens
     "pdf-named.txt": (make.two_column_pdf(), "harbour project"),  # the extension lies: magic bytes win
     "one-bad-page.pdf": (make.corrupt_stream_pdf(pages=2, bad=(0,)), "Speed Test Journal"),
+    "handbook.docx": (make.handbook_docx(), "Run the installer twice"),
+    "deck.pptx": (make.deck_pptx(), "auditors signed off on 2 April"),
+    "guide.html": (make.guide_html(), "meets on Fridays at the pier office"),
+    "services.csv": (make.services_csv(), "ssh | 22 | tcp"),
+    "services.ods": (make.services_ods(), "ssh | 22 | tcp"),
+    "Apache-2.0": (b"Apache License\nVersion 2.0, January 2004\n", "Apache License Version 2.0"),
 }
 
 CHANGED_BEFORE = b"# Changing\n\nThe first version mentions walruses.\n"

@@ -196,6 +196,32 @@ def test_oversized_paragraph_does_not_merge_with_neighbours():
 
 
 @pytest.mark.parametrize(
+    "lone",
+    ["asn1 print structure", "Which ASN.1 type does libtasn1 not handle", ". . . . . . . . . 23",
+     "2.1 Limitations . . . . . . . . . . . 3"],
+)
+def test_a_lone_heading_or_toc_line_is_folded_into_what_follows(lone):
+    """Issue 14: alone, such a line became a chunk and outranked the paragraph that answers."""
+    body = "The REAL type is not handled by the library at all. " * 9 + "It fills the chunk nearly all the way up."
+    assert len(body.strip()) == 509  # fits the budget alone, not beside the line
+    text = f"{lone}\n\n{body.strip()}\n\nA closing paragraph follows the body."
+    got = contents(text, budget=512)
+    assert got[0].startswith(lone + "\n\nThe REAL type") and all(len(c) <= 512 for c in got)
+    assert lone not in got[1:]
+
+
+def test_a_lone_line_stays_when_not_even_a_sentence_fits_beside_it():
+    long_sentence = "word " * 100
+    got = contents(f"Heading\n\n{long_sentence.strip()}.", budget=502)
+    assert got == ["Heading", long_sentence.strip() + "."]
+
+
+def test_short_sentences_are_not_folded():
+    text = "Done.\n\n" + "Next part is long. " * 27
+    assert contents(text, budget=500)[0] == "Done."
+
+
+@pytest.mark.parametrize(
     "needle",
     [
         "Imagen has 4.6B parameters in its text encoder.",

@@ -161,6 +161,15 @@ def test_sheet_range_label_and_fragment_in_a1_notation():
     assert (c.label, c.fragment) == ("Budget, Data!B2:C4", "Data!B2:C4")
 
 
+def test_a_repeated_header_row_is_not_the_fragment_when_data_rows_are_quoted():
+    rows = _locators(SheetRange("Countries", "A1:B1", header=True), SheetRange("Countries", "A102:B121"))
+    c = citation_from_hit(1, _hit(_row("Open the app.", title="Services", locators=rows)))
+    assert (c.label, c.fragment) == ("Services, Countries!A102:B121", "Countries!A102:B121")
+    only_header = _locators(SheetRange("Countries", "A1:B1", header=True))
+    c = citation_from_hit(1, _hit(_row("Open the app.", title="Services", locators=only_header)))
+    assert c.fragment == "Countries!A1:B1"
+
+
 def test_time_spans_are_merged_from_first_start_to_last_end():
     row = _row(
         "Open the app.", title="Talk", locators=_locators(TimeSpan(12, 20.5), TimeSpan(20.5, 31))

@@ -2,6 +2,9 @@ import pymupdf
 import pytest
 
 from citeline.extractors import pdf
+from citeline.extractors.headings import reads_as_heading
+from citeline.pipeline.chunk import chunk_document
+from citeline.pipeline.locate import locators_for
 from citeline.schemas.errors import Corrupt, Empty, Encrypted, NoText, Timeout, TooLarge, Truncated
 from citeline.schemas.locator import Page
 from citeline.schemas.options import ExtractOptions
@@ -178,3 +181,45 @@ def test_a_page_whose_only_line_repeats_keeps_it():
     for n, title in enumerate(titles, 1):
         assert f"Slide {n}: {title}" in canonical.text
     assert [s.locator.page for s in canonical.segments] == [1, 2, 3, 4, 5]
+
+
+# ------------------------------------------------------------------ sections from fonts (issue 14)
+
+
+@pytest.fixture(scope="session")
+def manual(make):
+    return pdf.extract(make.manual_pdf(), "manual.pdf")
+
+
+def test_headings_set_large_bold_or_numbered_become_sections(manual):
+    heads = [line[3:] for line in manual.text.splitlines() if line.startswith("## ")]
+    assert heads == ["GNU Libtasn1 Manual", "Table of Contents", "1 Introduction", "2 Structure handling",
+                     "2.1 Limitations", "asn1 print structure"]
+
+
+def test_chunks_are_labelled_doc_and_section_and_none_is_a_heading_or_toc_line_alone(manual, make):
+    chunks = chunk_document(manual.text, manual.title, "d", "E")
+    answer = [c for c in chunks if make.MANUAL_ANSWER in c.content]
+    assert len(answer) == 1 and answer[0].section == "2.1 Limitations"
+    assert answer[0].text.startswith(f"[{make.MANUAL_TITLE} > 2.1 Limitations]\n")
+    assert locators_for(answer[0].start, answer[0].end, manual.segments) == [Page(3)]
+    for c in chunks:
+        assert manual.text[c.start:c.end] == c.content
+        assert "\n" in c.content or len(c.content) > 80, f"a lone line: {c.content!r}"
+
+
+def test_capitals_hyphenated_at_a_line_end_are_rejoined(manual):
+    assert "SEQUENCE ELEMENT may be marked OPTIONAL or given" in manual.text
+
+
+def test_body_lines_and_page_numbers_are_not_headings(report, make):
+    heads = [line[3:] for line in report.text.splitlines() if line.startswith("## ")]
+    assert heads == ["Annual Report on Fixture Quality", "Section 1: Column Order"]
+    chapters = pdf.extract(make.chapters_pdf(), "chapters.pdf")
+    assert "## " not in chapters.text  # one font throughout: nothing stands out
+
+
+def test_reading_as_a_heading():
+    assert reads_as_heading("asn1 print structure") and reads_as_heading("2.1 Scope")
+    for text in ("It ends with a full stop.", "1 Introduction . . . . . . 2", "iv", "12", "Note:", "x" * 121):
+        assert not reads_as_heading(text), text

@@ -3,7 +3,7 @@ import pytest
 
 from citeline import extractors
 
-from citeline.extractors import media, ocr, pdf, sheet, text
+from citeline.extractors import calc, delimited, docx, html, media, ocr, pdf, pptx, sheet, text
 from citeline.schemas.errors import UnsupportedType
 
 
@@ -15,8 +15,12 @@ from citeline.schemas.errors import UnsupportedType
         (lambda m: m.scan_jpeg(), ocr),
         (lambda m: m.tiff_pages(), ocr),
         (lambda m: m.workbook(), sheet),
-        (lambda m: m.encrypted_xlsx(), sheet),
-        (lambda m: m.legacy_xls(), sheet),
+        (lambda m: m.encrypted_xlsx(), calc),
+        (lambda m: m.legacy_xls(), calc),
+        (lambda m: m.services_ods(), calc),
+        (lambda m: m.handbook_docx(), docx),
+        (lambda m: m.deck_pptx(), pptx),
+        (lambda m: m.guide_html(), html),
         (lambda m: m.speech("ogg"), media),
         (lambda m: m.speech("wav"), media),
         (lambda m: m.speech("mp3"), media),
@@ -24,7 +28,7 @@ from citeline.schemas.errors import UnsupportedType
         (lambda m: b"\x1a\x45\xdf\xa3" + bytes(60), media),  # Matroska / WebM (EBML)
         (lambda m: b"\xff\xfb\x90\x00" + bytes(60), media),  # MP3 frame without ID3
     ],
-    ids=["pdf", "png", "jpeg", "tiff", "xlsx", "ole2-encrypted", "ole2-xls", "ogg", "wav", "mp3", "mp4",
+    ids=["pdf", "png", "jpeg", "tiff", "xlsx", "ole2-encrypted", "ole2-xls", "ods", "docx", "pptx", "html", "ogg", "wav", "mp3", "mp4",
          "webm", "mp3-sync"],
 )
 def test_magic_wins_over_a_wrong_suffix(make, data, expected):
@@ -34,7 +38,8 @@ def test_magic_wins_over_a_wrong_suffix(make, data, expected):
 
 @pytest.mark.parametrize(
     ("name", "expected"),
-    [("notes.md", text), ("a.pdf", pdf), ("b.TIFF", ocr), ("c.xlsx", sheet), ("d.m4a", media), ("e.xls", sheet)],
+    [("notes.md", text), ("a.pdf", pdf), ("b.TIFF", ocr), ("c.xlsx", sheet), ("d.m4a", media), ("e.xls", calc),
+     ("f.ods", calc), ("g.docx", docx), ("h.pptx", pptx), ("i.htm", html), ("j.csv", delimited), ("k.TSV", delimited)],
 )
 def test_suffix_when_no_magic(name, expected):
     assert extractors.for_bytes(b"no magic here", name) is expected
@@ -54,9 +59,35 @@ def test_every_extractor_is_stamped_and_text_comes_last():
         assert module.NAME and module.VERSION
 
 
-def test_unknown_type_names_the_known_suffixes():
-    with pytest.raises(UnsupportedType, match=r"\.pdf"):
-        extractors.for_bytes(b"\x00\x01", "archive.7z")
+@pytest.mark.parametrize(
+    ("head", "name", "says"),
+    [
+        (b"7z\xbc\xaf\x27\x1c\x00\x04" + bytes(40), "backup.7z", "a 7-Zip archive (.7z)"),
+        (b"\x7fELF\x02\x01\x01" + bytes(40), "tool", "an ELF executable"),
+        (b"print('hi')\n", "tool.py", "a text file with suffix .py"),
+        (b"\x00\x01\x02\x03", "blob.bin", "binary data of an unknown type (.bin), starting b'\\x00\\x01\\x02\\x03'"),
+    ],
+    ids=["7z", "elf", "code", "binary"],
+)
+def test_an_unsupported_file_is_one_short_line_naming_its_type(head, name, says):
+    """Issue 14: the reason listed all 31 known suffixes."""
+    with pytest.raises(UnsupportedType) as caught:
+        extractors.for_bytes(head, name)
+    assert str(caught.value) == says
+
+
+@pytest.mark.parametrize("name", ["LICENSE", "README", "Apache-2.0", "COPYING.1"])
+def test_text_without_a_real_suffix_is_sniffed_as_text(name):
+    """Issue 14: these failed as 'suffix .0' / 'suffix none'."""
+    head = b"Apache License\nVersion 2.0, January 2004\n\n   TERMS AND CONDITIONS\n"
+    assert extractors.for_bytes(head, name) is text
+    assert text.extract(head, name).title == name
+
+
+@pytest.mark.parametrize("head", [b"\x7fELF\x02\x01" + bytes(40), b"\xfe\xfd\xfc" * 20, b""])
+def test_binary_without_a_suffix_is_not_text(head):
+    with pytest.raises(UnsupportedType):
+        extractors.for_bytes(head, "LICENSE")
 
 
 @pytest.mark.parametrize(

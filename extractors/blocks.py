@@ -1,0 +1,82 @@
+"""Canonical text of structured documents (Word, HTML, slides, delimited tables) built block
+by block: headings as ``## `` lines the chunker splits sections at, tables as pipe rows
+with their header repeated above every block of rows, one segment per run of blocks
+that share a locator."""
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from citeline.schemas.document import Segment
+from citeline.schemas.locator import Locator
+
+from citeline.extractors.clean import clean
+
+
+class Writer:
+    """Appends blocks and records their segments as the text grows; a block whose locator
+    equals the previous one's extends that segment instead of adding one.
+
+    >>> w = Writer(); w.add("## Intro", "a"); w.add("Body.", "a"); w.add("Next", "b")
+    >>> w.text, [(s.start, s.end, s.locator) for s in w.segments]
+    ('## Intro\\n\\nBody.\\n\\nNext', [(0, 15, 'a'), (17, 21, 'b')])
+    """
+
+    def __init__(self) -> None:
+        self._pieces: list[str] = []
+        self._segments: list[Segment] = []
+        self._offset = 0
+
+    def add(self, text: str, locator: Locator, sep: str = "\n\n") -> None:
+        """Append ``text`` (after ``sep`` unless it is the first block); blank text is skipped."""
+        if not text.strip():
+            return
+        if self._pieces:
+            self._pieces.append(sep)
+            self._offset += len(sep)
+        start, end = self._offset, self._offset + len(text)
+        self._pieces.append(text)
+        self._offset = end
+        last = self._segments[-1] if self._segments else None
+        if last is not None and last.locator == locator:
+            self._segments[-1] = Segment(last.start, end, locator)
+        else:
+            self._segments.append(Segment(start, end, locator))
+
+    @property
+    def text(self) -> str:
+        return "".join(self._pieces)
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        return tuple(self._segments)
+
+
+def one_line(text: str) -> str:
+    """A cell or heading on one line: cleaned, inner line breaks and runs of spaces as one space.
+
+    >>> one_line("  two\\nlines\\x07  here ")
+    'two lines here'
+    """
+    return " ".join(clean(text).split())
+
+
+def pipe_row(cells: Sequence[str]) -> str:
+    """Cells joined the way the spreadsheet extractor joins them, trailing empties dropped."""
+    values = [one_line(c) for c in cells]
+    while values and not values[-1]:
+        values.pop()
+    return " | ".join(values)
+
+
+def row_blocks(rows: Sequence[str], header: str, max_chars: int, max_rows: int) -> Iterator[tuple[int, int]]:
+    """``(first, stop)`` indices of consecutive rows that fit one block under ``header``:
+    at most ``max_rows`` rows and ``max_chars`` characters with the header (one row more
+    when a single row is longer)."""
+    first, size = 0, len(header)
+    for k, row in enumerate(rows):
+        if k > first and (size + 1 + len(row) > max_chars or k - first >= max_rows):
+            yield first, k
+            first, size = k, len(header)
+        size += 1 + len(row)
+    if first < len(rows):
+        yield first, len(rows)

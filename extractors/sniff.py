@@ -1,0 +1,85 @@
+"""What a file is, from its first bytes: for extractors that have no magic of their own
+(text) and for the one-line reason an unsupported file fails with."""
+from __future__ import annotations
+
+import codecs
+from pathlib import PurePath
+
+# Prefixes of formats people keep beside their documents; the name is what an operator reads.
+_KNOWN = (
+    (b"PK\x03\x04", "a zip archive"),
+    (b"PK\x05\x06", "an empty zip archive"),
+    (b"\x1f\x8b", "a gzip archive"),
+    (b"BZh", "a bzip2 archive"),
+    (b"\xfd7zXZ\x00", "an xz archive"),
+    (b"\x28\xb5\x2f\xfd", "a zstd archive"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
+    (b"Rar!\x1a\x07", "a RAR archive"),
+    (b"\x7fELF", "an ELF executable"),
+    (b"MZ", "a Windows executable"),
+    (b"\xca\xfe\xba\xbe", "a Java class or Mach-O binary"),
+    (b"GIF87a", "a GIF image"),
+    (b"GIF89a", "a GIF image"),
+    (b"BM", "a BMP image"),
+    (b"SQLite format 3\x00", "an SQLite database"),
+    (b"%!PS", "a PostScript file"),
+    (b"{\\rtf", "an RTF document"),
+    (b"\x00asm", "a WebAssembly module"),
+    (b"wOFF", "a web font"),
+    (b"wOF2", "a web font"),
+)
+_BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+# Control characters other than tab, newline, carriage return and form feed.
+_BINARY_CONTROLS = bytes(c for c in range(32) if c not in (9, 10, 12, 13)) + b"\x7f"
+
+
+def looks_like_text(head: bytes) -> bool:
+    """Whether the first bytes of a file read as text: a Unicode BOM, or UTF-8 (a
+    character cut off at the end of ``head`` allowed) with no NUL and almost no other
+    control characters.
+
+    >>> looks_like_text(b"Apache License\\n  Version 2.0"), looks_like_text(b"\\x7fELF\\x02\\x01")
+    (True, False)
+    """
+    if not head.strip():
+        return False
+    if head.startswith(_BOMS):
+        return True
+    if b"\x00" in head:
+        return False
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return False
+    controls = sum(head.count(bytes([c])) for c in _BINARY_CONTROLS)
+    return controls <= len(head) // 100
+
+
+def has_no_real_suffix(name: str) -> bool:
+    """No suffix, or one made of digits that no format uses (``Apache-2.0``, ``notes.1``).
+
+    >>> has_no_real_suffix("LICENSE"), has_no_real_suffix("Apache-2.0"), has_no_real_suffix("a.py")
+    (True, True, False)
+    """
+    suffix = PurePath(name).suffix
+    return not suffix or suffix[1:].isdigit()
+
+
+def describe(head: bytes, name: str) -> str:
+    """One short line naming what the file looks like, for an unsupported file's reason.
+
+    >>> describe(b"7z\\xbc\\xaf\\x27\\x1c\\x00\\x04", "backup.7z")
+    'a 7-Zip archive (.7z)'
+    >>> describe(b"print('hi')\\n", "tool.py")
+    'a text file with suffix .py'
+    """
+    suffix = PurePath(name).suffix.lower()
+    shown = f" ({suffix})" if suffix else ""
+    for magic, kind in _KNOWN:
+        if head.startswith(magic):
+            return kind + shown
+    if not head:
+        return "an empty file" + shown
+    if looks_like_text(head):
+        return f"a text file with suffix {suffix}" if suffix else "a text file"
+    return f"binary data of an unknown type{shown}, starting {head[:8]!r}"
