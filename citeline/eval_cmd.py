@@ -32,6 +32,17 @@ def _retrievers(ctx, param, value: str | None) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(items))
 
 
+def _formats(ctx, param, value: str | None) -> tuple[str, ...] | None:
+    from citeline.evaluation.formats import parse_formats
+
+    if value is None:
+        return None
+    try:
+        return parse_formats(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 def _ks(ctx, param, value: str) -> tuple[int, ...]:
     items = _split(value, param)
     try:
@@ -85,10 +96,13 @@ def _split(value: str, param) -> list[str]:
 @click.option("--rerank-configs", "rerank_configs", default=None, callback=_rerank_configs,
               help="More rerank configurations to run beside the default and compare with it, "
                    "comma-separated LIST[*W]@N[+cosW], e.g. dense@50,union@25,hybrid*2@50+cos0.25.")
+@click.option("--formats", default=None, callback=_formats,
+              help="Render every document into these formats (md,pdf,scan,docx,html,speech), evaluate each "
+                   "and compare it with Markdown; writes formats.md and formats.json.")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
 @output_options
 def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model, precision, timeout_s, cut,
-                 rerank_configs, progress, as_json):
+                 rerank_configs, formats, progress, as_json):
     """Index CORPUS_DIR once per strategy, run every retriever over its queries, and report.
 
     CORPUS_DIR holds docs/, ground_truth.jsonl and out_of_domain.jsonl. Writes
@@ -108,6 +122,12 @@ def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model,
         config = EvalConfig(strategies=strategies, retrievers=retrievers, ks=ks, model=model, precision=precision,
                             timeout_s=timeout_s, cut=cut, rerank_variants=rerank_configs)
         with _bar(progress and verbosity() >= 0 and sys.stderr.isatty()) as bar:
+            if formats:
+                from citeline.evaluation.formats import run_formats, write as write_formats
+
+                report = write_formats(run_formats(corpus, formats, config, db_dir=db_dir, progress=bar), out_dir)
+                click.echo(json.dumps({"report": str(report)}) if as_json else f"wrote {report}")
+                return
             results = run_evaluation(corpus, config, db_dir=db_dir, progress=bar)
     except (EvalError, CitelineError, ModelNotFound) as exc:  # ModelNotFound: e.g. --model's extra missing
         notes = "".join(f"\n{n}" for n in getattr(exc, "__notes__", []))

@@ -25,7 +25,8 @@ from typing import Protocol
 from citeline.evaluation import gate as gates
 from citeline.evaluation.dataset import Corpus, Query
 from citeline.evaluation.honest import gated
-from citeline.evaluation.metrics import DEPTH, collapse_ws, destroyed
+from citeline.evaluation.match import rule_for
+from citeline.evaluation.metrics import DEPTH, destroyed
 from citeline.evaluation.report import summarize
 from citeline.index.store import Store, chunk_table
 from citeline.pipeline.embed import get_embedder
@@ -71,8 +72,7 @@ class EvalConfig:
     timeout_s: float = 300.0  # per document, as `index --timeout`: a bigger model on a busy CPU needs more
     window: int = MAX_CHUNKS  # chunks the refusal gate looks at, and ask's default k
     cosine_cuts: tuple[float, ...] = tuple(gates.cosine_grid())
-    cut: float | None = None  # ask's --cut; None: the cut ask itself resolves for the model
-    rerank_variants: tuple[RerankConfig, ...] = ()  # more rerank configurations, run beside the default
+    format: str = "md"  # what the documents were rendered as: decides the needle rule (evaluation.match)
 
     def __post_init__(self) -> None:
         unknown = [s for s in self.strategies if s not in STRATEGIES]
@@ -101,6 +101,7 @@ class EvalConfig:
             "overlap": self.overlap, "gate_window": self.window, "cosine_cuts": list(self.cosine_cuts),
             "cut": self.cut, "rerank_default": DEFAULT_RERANK.spec,
             "rerank_variants": [v.spec for v in self.variants()],
+            "format": self.format,
         }
 
 
@@ -385,7 +386,7 @@ def index_strategy(corpus: Corpus, strategy: str, uri: str, embedder, config: Ev
     store.finish_run(stamp)
     rows = store.chunk_rows(["path", "ordinal", "content", "tokens", "truncated"])
     rows.sort(key=lambda r: (r["path"], r["ordinal"]))
-    lost = destroyed([n.needle for n in corpus.needles], [r["content"] for r in rows])
+    lost = destroyed([n.needle for n in corpus.needles], [r["content"] for r in rows], rule_for(config.format))
     lost_ids = [n.id for n in corpus.needles if n.needle in set(lost)]
     return IndexCost(strategy, len(rows), sum(r["tokens"] for r in rows), header_tokens,
                      sum(bool(r["truncated"]) for r in rows), int(embedder.max_tokens), lost_ids)
@@ -423,12 +424,15 @@ def judge(query: Query, hits: Sequence[Hit], config: EvalConfig, in_domain: bool
           gate: AskGate | None = None) -> QueryResult:
     """Where the answer ranks in ``hits``, what the gate window holds and what ``ask`` would keep.
 
-    A hit is relevant when its chunk's ``content`` contains the whole needle, whitespace-collapsed.
-    ``ask`` retrieves ``config.window`` hits: the first ``window`` of the depth-long list
-    are the same hits (every retriever's list is a prefix of its longer one).
+    A hit is relevant when its chunk's ``content`` contains the whole needle by the rule of
+    the documents' format (:func:`evaluation.match.rule_for`: normalised text, or words up to
+    recognition noise for speech). ``ask`` retrieves ``config.window`` hits: the first
+    ``window`` of the depth-long list are the same hits (every retriever's list is a prefix
+    of its longer one).
     """
-    target = collapse_ws(query.needle) if in_domain else None
-    relevant = [bool(target) and target in collapse_ws(h.chunk.content) for h in hits[: config.depth]]
+    contains = rule_for(config.format)
+    relevant = [in_domain and bool(query.needle) and contains(query.needle, h.chunk.content)
+                for h in hits[: config.depth]]
     rank = next((i for i, hit in enumerate(relevant, 1) if hit), None)
     window = hits[: config.window]
     scores = tuple(_number(h.rerank_score) for h in window)

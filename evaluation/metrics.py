@@ -9,7 +9,7 @@ Inputs may also be BEIR/TREC dicts (``run[qid][doc_id] = score``,
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 DEPTH = 20  # MRR and "found" are measured in the top 20 (SPEC §6)
 
@@ -106,16 +106,21 @@ def mrr(ranks: Ranks, depth: int = DEPTH) -> float:
     return sum(values) / len(values)
 
 
-def destroyed(needles: Iterable[str], all_chunk_contents: Iterable[str]) -> list[str]:
+def destroyed(needles: Iterable[str], all_chunk_contents: Iterable[str],
+              contains: Callable[[str, str], bool] | None = None) -> list[str]:
     """The needles that no chunk contains whole: chunking cut them (recall ceiling 0).
 
     Args:
         needles: the answer sentences.
         all_chunk_contents: the ``content`` of every chunk of one strategy.
+        contains: ``contains(needle, content)``; default: whitespace-collapsed containment.
 
     Returns:
         The destroyed needles, in input order.
     """
+    if contains is not None:
+        contents = list(all_chunk_contents)
+        return [n for n in needles if not any(contains(n, c) for c in contents)]
     chunks = [collapse_ws(c) for c in all_chunk_contents]  # collapse each chunk once
     return [n for n in needles if not any(collapse_ws(n) in c for c in chunks)]
 

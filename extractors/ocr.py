@@ -220,7 +220,7 @@ def ocr_image(
     Raises:
         Timeout: Tesseract ran past the deadline.
     """
-    gray = image.convert("L")
+    gray = deskew(image.convert("L"))
     regions = _regions(np.asarray(gray))
     if len(regions) > 1:
         stacked, offsets = _stack(gray, regions)
@@ -228,6 +228,54 @@ def ocr_image(
         stacked, offsets = gray, [(0, 0, 0)]
     data = _tesseract(stacked, lang, deadline)
     return _page_text(data, offsets, scale)
+
+
+MAX_SKEW = 3.0  # degrees: a scanner's feed, not a photo taken at an angle
+SKEW_STEP = 0.1
+
+
+def skew_angle(gray: Image.Image) -> float:
+    """The rotation (degrees, counter-clockwise) that makes the page's text lines level.
+
+    Projection profile: the row sums of the ink are sharpest (greatest variance) when
+    the lines are level. Measured on a copy about 800 pixels wide, which is enough to
+    resolve 0.1 degree over a text line and costs a few milliseconds per angle.
+
+    >>> page = Image.new("L", (800, 600), 255)
+    >>> from PIL import ImageDraw
+    >>> draw = ImageDraw.Draw(page)
+    >>> for y in range(60, 560, 30):
+    ...     draw.rectangle((60, y, 740, y + 8), fill=0)
+    >>> abs(skew_angle(page.rotate(1.2, fillcolor=255)) + 1.2) < 0.15
+    True
+    """
+    small = gray.copy()
+    small.thumbnail((800, 800 * gray.height // max(gray.width, 1) or 1))
+    pixels = np.asarray(small)
+    mask = pixels <= _threshold(pixels)
+    if not mask.any() or mask.all():
+        return 0.0
+    ink = Image.fromarray((mask * 255).astype(np.uint8))
+    best, best_score = 0.0, -1.0
+    for angle in np.arange(-MAX_SKEW, MAX_SKEW + SKEW_STEP / 2, SKEW_STEP):
+        rows = np.asarray(ink.rotate(float(angle), resample=Image.NEAREST, fillcolor=0), dtype=np.float32).sum(axis=1)
+        score = float(rows.var())
+        if score > best_score + 1e-6 * abs(best_score):
+            best, best_score = float(angle), score
+    return round(best, 2)
+
+
+def deskew(gray: Image.Image) -> Image.Image:
+    """The page rotated level when its lines tilt by at least one step; else unchanged.
+
+    Region finding cuts the page into bands and columns along white space; on a page
+    tilted by even 0.3 degree a full-width line crosses a band edge and Tesseract reads
+    half-lines of two rows as garbage (measured on rendered scans, issue 14).
+    """
+    angle = skew_angle(gray)
+    if abs(angle) < SKEW_STEP:
+        return gray
+    return gray.rotate(angle, resample=Image.BICUBIC, expand=False, fillcolor=255)
 
 
 def _regions(pixels: np.ndarray) -> list[Box]:

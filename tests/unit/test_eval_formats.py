@@ -1,0 +1,124 @@
+"""``eval --formats``: a Markdown corpus rendered into other formats, evaluated and compared.
+
+Plumbing runs on the deterministic fake embedder; what it shows is that each rendering
+goes through the product's own extractors, that the needles survive (by the stated
+rule) and that every citation of a needle chunk points where the needle really is.
+"""
+import json
+
+import pytest
+from click.testing import CliRunner
+from fakes import HashEmbedder
+
+from citeline.eval_cmd import eval_command
+from citeline.evaluation.dataset import load_corpus
+from citeline.evaluation.formats import parse_formats, render, run_formats
+from citeline.evaluation.harness import EvalConfig
+
+NEEDLES = [
+    ("n1", "a.md", "The zebra protocol retransmits every lost packet after exactly seven heartbeats.",
+     "How often does the zebra protocol retransmit lost packets?", "zebra keeps resending, after how long?"),
+    ("n2", "b.md", "Walrus indexes are rebuilt nightly from the granite ledger.",
+     "How are walrus indexes rebuilt?", "walrus index rebuilt from what"),
+]
+
+
+PLACES = ["bridge", "harbour", "market", "library", "station", "garden", "tower", "museum", "school", "bakery"]
+ACTS = ["opened", "closed", "was painted", "was rebuilt", "moved", "grew", "was sold", "flooded", "burned", "won a prize"]
+
+
+def paragraph(word: str, n: int) -> str:
+    """``n`` varied sentences (Whisper drops a window of near-identical ones as a repetition loop)."""
+    return " ".join(f"The {word} {PLACES[(i * 7 + len(word)) % 10]} {ACTS[(i * 3 + len(word)) % 10]} "
+                    f"in {1900 + 13 * i + len(word)}." for i in range(n))
+
+
+def write_corpus(root, scale: int = 10):
+    """Two documents, a needle in each; ``scale`` sets the filler (10: several PDF pages)."""
+    docs = root / "docs"
+    docs.mkdir(parents=True)
+    texts = {
+        "a.md": f"# Alpha protocols\n\n{paragraph('meadow', 3 * scale)}\n\n## Transport\n\n"
+                f"{paragraph('river', scale)} {NEEDLES[0][2]} {paragraph('canyon', scale)}\n\n"
+                f"{paragraph('forest', 4 * scale)}\n",
+        "b.md": f"# Beta ledgers\n\n{paragraph('harbor', scale)}\n\n## Storage\n\n{NEEDLES[1][2]} "
+                f"{paragraph('valley', 5 * scale)}\n",
+    }
+    for name, text in texts.items():
+        (docs / name).write_text(text)
+    with open(root / "ground_truth.jsonl", "w") as f:
+        for nid, doc, needle, course, ticket in NEEDLES:
+            f.write(json.dumps({"id": nid, "doc": doc, "needle": needle, "course": course, "ticket": ticket,
+                                "char_start": texts[doc].index(needle)}) + "\n")
+    with open(root / "out_of_domain.jsonl", "w") as f:
+        f.write(json.dumps({"id": "o1", "query": "What is the capital of France?", "kind": "absurd"}) + "\n")
+    return root
+
+
+def test_parse_formats_puts_markdown_first_and_rejects_unknown_ones():
+    assert parse_formats("scan,pdf,pdf") == ("md", "scan", "pdf")
+    with pytest.raises(ValueError, match="unknown formats"):
+        parse_formats("pdf,odt")
+
+
+def test_pdf_and_scan_renderings_keep_every_needle_and_cite_its_page(tmp_path):
+    corpus = load_corpus(write_corpus(tmp_path / "corpus"))
+    config = EvalConfig(strategies=("E",), retrievers=("dense",), ks=(1, 4, 8, 20), precision="fp32")
+    doc = run_formats(corpus, ("md", "pdf", "scan"), config, db_dir=tmp_path / "work", embedder=HashEmbedder())
+
+    assert set(doc["formats"]) == {"md", "pdf", "scan"}
+    for fmt, result in doc["formats"].items():
+        assert result["config"]["format"] == fmt
+        assert result["index"][0]["destroyed"] == 0, (fmt, result["index"][0]["destroyed_needles"])
+    # The PDF and the scan are real renderings, read back by the product's extractors.
+    assert sorted(p.name for p in (tmp_path / "work/render/pdf/docs").iterdir()) == ["a.pdf", "b.pdf"]
+    for fmt in ("pdf", "scan"):
+        check = doc["citations"][fmt]
+        assert check["checked"] >= 2 and check["correct"] == check["checked"], check
+    assert {c["format"] for c in doc["parity"]} == {"pdf", "scan"}
+    assert {c["metric"] for c in doc["parity"]} == {"R@20", "MRR"}
+    report = render(doc)
+    assert "| scan | E/dense |" in report and "## Parity with Markdown" in report
+
+
+def test_a_renderer_that_drops_the_needle_shows_as_destroyed(tmp_path, monkeypatch):
+    """The rule must be able to fail: a PDF rendered without its transport section loses n1."""
+    from citeline.evaluation import render as render_module
+
+    original = render_module.render_pdf
+
+    def lossy(name, markdown, **kw):
+        return original(name, markdown.replace(NEEDLES[0][2], "Something else entirely."), **kw)
+
+    monkeypatch.setattr(render_module, "render_pdf", lossy)
+    corpus = load_corpus(write_corpus(tmp_path / "corpus"))
+    config = EvalConfig(strategies=("E",), retrievers=("dense",), precision="fp32")
+    doc = run_formats(corpus, ("pdf",), config, db_dir=tmp_path / "work", embedder=HashEmbedder())
+    assert doc["formats"]["pdf"]["index"][0]["destroyed_needles"] == ["n1"]
+    assert doc["formats"]["md"]["index"][0]["destroyed"] == 0
+
+
+@pytest.mark.slow
+def test_speech_rendering_is_transcribed_and_its_time_citations_hold(tmp_path):
+    corpus = load_corpus(write_corpus(tmp_path / "corpus", scale=1))
+    config = EvalConfig(strategies=("E",), retrievers=("dense",), precision="fp32")
+    doc = run_formats(corpus, ("speech",), config, db_dir=tmp_path / "work", embedder=HashEmbedder())
+    # tiny.en hears espeak's "Walrus indexes ... granite ledger" as "while the indexers ...
+    # planet's lander": invented words are lost to recognition, the plain sentence is not.
+    assert "n1" not in doc["formats"]["speech"]["index"][0]["destroyed_needles"]
+    check = doc["citations"]["speech"]
+    assert check["checked"] >= 1 and check["correct"] == check["checked"], check
+
+
+def test_cli_writes_the_formats_report(tmp_path, monkeypatch):
+    from citeline.evaluation import harness
+
+    monkeypatch.setattr(harness, "load_embedder", lambda config: HashEmbedder())
+    monkeypatch.setattr("citeline.evaluation.formats.load_embedder", lambda config: HashEmbedder())
+    corpus = write_corpus(tmp_path / "corpus")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(eval_command, [str(corpus), "--out", str(out), "--formats", "pdf",
+                                               "--strategies", "E", "--retrievers", "dense", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "| pdf | E/dense |" in (out / "formats.md").read_text()
+    assert json.loads((out / "formats.json").read_text())["parity"]
