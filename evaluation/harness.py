@@ -72,6 +72,8 @@ class EvalConfig:
     timeout_s: float = 300.0  # per document, as `index --timeout`: a bigger model on a busy CPU needs more
     window: int = MAX_CHUNKS  # chunks the refusal gate looks at, and ask's default k
     cosine_cuts: tuple[float, ...] = tuple(gates.cosine_grid())
+    cut: float | None = None  # ask's --cut; None: the cut ask itself resolves for the model
+    rerank_variants: tuple[RerankConfig, ...] = ()  # more rerank configurations, run beside the default
     format: str = "md"  # what the documents were rendered as: decides the needle rule (evaluation.match)
 
     def __post_init__(self) -> None:
