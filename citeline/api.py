@@ -397,11 +397,17 @@ def chat_client():
 
 
 def _result(state):
-    """A flow's return value; its exception, a citeline error or a bug, raised as it came."""
+    """A flow's return value; its exception, a citeline error or a bug, raised as it came.
+
+    A run whose documents failed ends Failed "DocumentsFailed" (red in the Prefect UI) but
+    finished: its summary lists the failures, as ``citeline index`` exits 3 for it.
+    """
+    from citeline.flows.ingest import DOCUMENTS_FAILED
+
     result = state.result(raise_on_failure=False)
     if isinstance(result, BaseException):
         raise result
-    if state.is_failed() and hasattr(result, "line"):
+    if state.is_failed() and hasattr(result, "line") and state.name != DOCUMENTS_FAILED:
         from citeline.schemas.errors import CitelineError
 
         raise CitelineError(state.message or result.line())

@@ -5,10 +5,11 @@ Register it with ``cli.add_command(api)``.
 from __future__ import annotations
 
 import ipaddress
+import json
 
 import click
 
-from citeline.common import cli_errors
+from citeline.common import cli_errors, output_options, verbosity
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 
 ENV_TOKEN = "CITELINE_API_TOKEN"
@@ -25,7 +26,8 @@ ENV_TOKEN = "CITELINE_API_TOKEN"
 @click.option("--token", envvar=ENV_TOKEN, default=None,
               help=f"Bearer token every request but /health must carry [env {ENV_TOKEN}]; "
                    "open the page once as /?token=TOKEN.")
-def api(db, model, host, port, token):
+@output_options
+def api(db, model, host, port, token, as_json):
     """Serve the index: JSON API, the ask page at /, OpenAPI docs at /docs.
 
     The model is loaded once; the index is re-opened when a sync commits, so
@@ -40,8 +42,12 @@ def api(db, model, host, port, token):
 
     with cli_errors():
         app = create_app(Index.create(db, model), token=token)
-    click.echo(f"citeline api: http://{host}:{port}/ (index {db}; OpenAPI at /docs)", err=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    url = f"http://{host}:{port}/"
+    if as_json:  # one line a supervisor can parse before the server takes over stdout's silence
+        click.echo(json.dumps({"url": url, "db": db, "openapi": url + "openapi.json"}))
+    elif verbosity() >= 0:
+        click.echo(f"citeline api: {url} (index {db}; OpenAPI at /docs)", err=True)
+    uvicorn.run(app, host=host, port=port, log_level=("error", "warning", "info", "debug")[verbosity() + 1])
 
 
 def is_loopback(host: str) -> bool:
