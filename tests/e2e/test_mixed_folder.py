@@ -97,3 +97,28 @@ def test_every_quote_is_the_canonical_slice(db):
     canonical = {d["doc_id"]: d["canonical"] for d in store.document_rows(["doc_id", "canonical"])}
     for row in store.chunk_rows(["doc_id", "start", "end", "content"]):
         assert canonical[row["doc_id"]][row["start"]:row["end"]] == row["content"]
+
+
+def ask(db, query):
+    result = invoke("ask", query, "--db", db, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_the_gate_is_calibrated_for_this_index(db):
+    gate = json.loads(invoke("status", "--db", db, "--json").output)["gate"]
+    assert gate["how"] == "calibrated" and gate["calibration"]["model"].endswith("all-MiniLM-L6-v2")
+
+
+@pytest.mark.parametrize("question, document", [
+    ("When did the auditors sign off?", "sales.xlsx"),
+    ("When was the report delivered to the board?", "meeting.ogg"),
+])
+def test_spreadsheet_and_transcript_answers_are_not_refused_for_their_kind(db, question, document):
+    answer = ask(db, question)
+    assert not answer["refused"], answer
+    assert document in [c["document"] for c in answer["citations"]]
+
+
+def test_an_off_topic_question_is_still_refused(db):
+    assert ask(db, "Which striker scored the winning goal in the cup final?")["refused"]
