@@ -27,7 +27,7 @@ from citeline.evaluation.harness import EvalConfig, _cache_tokens, search_all  #
 from citeline.pipeline.embed import get_embedder  # noqa: E402
 from citeline.query import calibrate as cal  # noqa: E402
 from citeline.query.search import Searcher  # noqa: E402
-from citeline.query.thresholds import GateQuery, gate_point, sweep  # noqa: E402
+from citeline.query.thresholds import GateQuery, gate_point  # noqa: E402
 from citeline.schemas.retrieval import DENSE, RERANK  # noqa: E402
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "dev"
@@ -42,7 +42,8 @@ def real_queries(searcher, corpus, retriever: str) -> list[GateQuery]:
 def dump(args) -> dict:
     searcher = Searcher.open(args.db, get_embedder(args.model or searcher_model(args.db)))
     views = cal.measure(searcher)
-    out = {"pseudo": [q.__dict__ for q in views.in_domain], "bank": [q.__dict__ for q in views.out_of_domain]}
+    out = {"pseudo": [q.__dict__ for q in views.in_domain], "bank": [q.__dict__ for q in views.out_of_domain],
+           "adjacent": list(views.adjacent)}
     corpus = load_corpus(args.corpus)
     _cache_tokens(searcher, {})
     for retriever in (DENSE, RERANK):
@@ -57,12 +58,15 @@ def searcher_model(db: str) -> str:
 
 
 def load(raw: dict) -> dict[str, list[GateQuery]]:
-    return {k: [GateQuery(tuple(q["values"]), tuple(q["relevant"]), q["in_domain"]) for q in v]
-            for k, v in raw.items()}
+    return {k: v if k == "adjacent" else [GateQuery(tuple(q["values"]), tuple(q["relevant"]), q["in_domain"])
+                                          for q in v] for k, v in raw.items()}
 
 
 def report(views: dict[str, list[GateQuery]]) -> None:
     chosen = cal.calibrate_queries(views["pseudo"], views["bank"])
+    adjacent = cal.adjacent_cut(views.get("adjacent", []))
+    if adjacent is not None and adjacent < chosen.cut:
+        chosen = gate_point([*views["pseudo"], *views["bank"]], adjacent)
     print(f"calibration: {chosen.line()}  (pseudo {len(views['pseudo'])}, bank {len(views['bank'])})")
     for retriever in (DENSE, RERANK):
         for cut in (0.45, chosen.cut):
