@@ -295,6 +295,34 @@ def rm(path, db, wait_s, as_json):
 
 @cli.command()
 @db_option
+@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
+              help="Seconds to wait for another writer of the same index.")
+@json_option
+def calibrate(db, wait_s, as_json):
+    """Measure the index's refusal cut from the index itself (done by index and reindex too).
+
+    Pseudo-questions drawn from the indexed chunks and a shipped bank of off-topic
+    questions are searched; the cut lets at most 1% of the off-topic ones through
+    (docs/query.md, "How the gate calibrates itself"). `ask --cut` still overrides it.
+    """
+    from citeline.flows.calibrate import calibrate_index
+    from citeline.index.store import Store
+    from citeline.schemas.settings import IndexSettings
+
+    with cli_errors():
+        stamp = Store.existing(db).require_stamp()
+        settings = IndexSettings(db=db, model=model_for(db, None), strategy=stamp.strategy)
+        state = calibrate_index(settings, wait_s=wait_s, return_state=True)
+        found = state.result(raise_on_failure=False)
+        if isinstance(found, CitelineError):
+            raise found
+    if state.is_failed() or not hasattr(found, "cut"):
+        raise click.ClickException(state.message or "the calibration failed")
+    click.echo(json.dumps(asdict(found), indent=2) if as_json else found.line())
+
+
+@cli.command()
+@db_option
 @click.option("--failed", is_flag=True, help="Only failed documents.")
 @output_options
 def status(db, failed, as_json):
@@ -307,8 +335,9 @@ def status(db, failed, as_json):
     columns = ["path", "status", "stage", "reason", "chunk_count", "truncated", "attempts", "notes", *STAMP_COLUMNS]
     docs = sorted(store.document_rows(columns, where), key=lambda d: d["path"])
     active = store.stamp()
+    gate = _gate_status(store, active)
     report = {"documents": [_status_doc(d, active) for d in docs], "rows": store.count_chunks(),
-              "active": asdict(active) if active else None}
+              "active": asdict(active) if active else None, "gate": gate.to_dict() if gate else None}
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
@@ -316,6 +345,7 @@ def status(db, failed, as_json):
     if stamp:
         click.echo(f"index {db}: {stamp.embed_model} ({stamp.embed_dim}-d), strategy {stamp.strategy}, "
                    f"pipeline v{stamp.pipeline_version}; {report['rows']} chunk rows")
+        click.echo(gate.line() if gate else "gate: not calibrated: run `citeline calibrate` (or pass ask --cut)")
     for d in report["documents"]:
         rows = "-" if d["status"] == DocStatus.FAILED else "current" if d["current"] else "STALE"  # failed: no rows
         line = f"{d['status']:<8} {rows:<7} {d['chunk_count']:>5} chunks  {visible(d['path'])}"
@@ -325,6 +355,19 @@ def status(db, failed, as_json):
         for note in visible_lines(d["notes"] or ""):
             if note:
                 click.echo(f"{'':17}note: {note}")
+
+
+def _gate_status(store, active):
+    """The cut ``ask`` would use and how it was obtained; None when there is none yet."""
+    from citeline.query.calibrate import cut_in_use
+    from citeline.query.thresholds import Uncalibrated
+
+    if active is None:
+        return None
+    try:
+        return cut_in_use(store, active)
+    except Uncalibrated:
+        return None
 
 
 def _status_doc(d: dict, active) -> dict:

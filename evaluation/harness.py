@@ -38,7 +38,8 @@ from citeline.query.maxsim import maxsim
 from citeline.query.refuse import MAX_CHUNKS
 from citeline.query.rerank import MaxSimReranker, Passage
 from citeline.query.search import Searcher
-from citeline.query.thresholds import Uncalibrated, cosine_cut, rerank_cut
+from citeline.query.calibrate import calibrate, cut_in_use
+from citeline.query.thresholds import Uncalibrated, rerank_cut
 from citeline.schemas.errors import CitelineError, DocumentError
 from citeline.schemas.retrieval import DEFAULT_RERANK, RERANK, RETRIEVERS, Hit, RerankConfig
 from citeline.schemas.settings import DEFAULT_MODEL, STRATEGIES, IndexSettings
@@ -341,12 +342,13 @@ def _describe_reranker(searcher: Searcher) -> str | None:
 def ask_gate(searcher: Searcher, reranker, config: EvalConfig) -> AskGate | None:
     """The gate ``ask`` would apply over this index and reranker; None when it has no cut.
 
-    The cuts come from :mod:`query.thresholds`, as ``ask`` takes them, so a change in
-    how ``ask`` resolves its cut is measured here unchanged.
+    The cosine cut is resolved as ``ask`` resolves it (:func:`query.calibrate.cut_in_use`:
+    ``--cut``, else the index's own calibration, which :func:`index_strategy` stores as
+    the index flow does), so a change in how ``ask`` takes its cut is measured unchanged.
     """
     model = searcher.stamp.embed_model
     try:
-        cut = cosine_cut(model) if config.cut is None else config.cut
+        cut = cut_in_use(searcher.store, searcher.stamp, config.cut).cut
     except Uncalibrated:
         return None
     return AskGate(cut, rerank_cut(model, reranker.name) if reranker is not None else None)
@@ -386,12 +388,22 @@ def index_strategy(corpus: Corpus, strategy: str, uri: str, embedder, config: Ev
         header_tokens += _header_tokens(prepared.rows, embedder)
         on_document(file.path)
     store.finish_run(stamp)
+    calibrate_index(store, stamp, embedder)
     rows = store.chunk_rows(["path", "ordinal", "content", "tokens", "truncated"])
     rows.sort(key=lambda r: (r["path"], r["ordinal"]))
     lost = destroyed([n.needle for n in corpus.needles], [r["content"] for r in rows], rule_for(config.format))
     lost_ids = [n.id for n in corpus.needles if n.needle in set(lost)]
     return IndexCost(strategy, len(rows), sum(r["tokens"] for r in rows), header_tokens,
                      sum(bool(r["truncated"]) for r in rows), int(embedder.max_tokens), lost_ids)
+
+
+def calibrate_index(store: Store, stamp: IndexStamp, embedder) -> None:
+    """Calibrate the new index's gate and store it, as the index flow does after a first sync."""
+    try:
+        found = calibrate(Searcher(store, embedder, stamp), "evaluation")
+    except Uncalibrated:
+        return  # nothing to ask about: ask_gate finds no cut and the report says "not measured"
+    store.set_calibration(store.active_table(), found.to_json())
 
 
 def _forget_others(store: Store, stamp: IndexStamp, sources: set[str]) -> None:

@@ -20,6 +20,7 @@ from citeline.schemas.paths import escape
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import STAMP_COLUMNS, IndexStamp
 from citeline.schemas.status import DocError, DocStatus, Outcome, RunSummary
+from citeline.tasks.calibrate import calibrate_gate
 from citeline.tasks.document import prepare_document, write_documents
 from citeline.tasks.log import Events, get_logger
 from citeline.tasks.record import as_failures, forget_deleted, record_failures
@@ -79,6 +80,7 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
             marks.append(time.perf_counter())
             if keeps_token_vectors(settings, stamp):
                 store_token_vectors(settings, stamp)
+            calibrate_gate(settings, stamp)  # a new index, or one that grew or shrank a lot
         except Exception as exc:  # disk full, I/O error: report what was done, the next run finishes
             if not is_storage_error(exc):
                 raise

@@ -15,6 +15,7 @@ from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.status import Failure
 from citeline.schemas.tables import chunks_table_name
+from citeline.tasks.calibrate import calibrate_gate
 from citeline.tasks.log import get_logger
 from citeline.tasks.reembed import reembed_document
 from citeline.tasks.store import stamp_for, store_for
@@ -87,6 +88,7 @@ def reindex(settings: IndexSettings, wait_s: float = 0.0):
         rows = store.rows_per_document()  # one scan, not one per document
         store.upsert_documents([restamped_record(r["doc_id"], new, rows[r["doc_id"]])
                                 for r in store.document_rows(["doc_id", "status"])])
+        calibrate_gate(settings, new, force=True)  # the new model's distances get their own cut
         summary = ReindexSummary(old, new, len(records), store.count_chunks(), True)
     log.info("reindex.switched", old_table=chunks_table_name(old), new_table=staged, rows=summary.rows)
     return Completed(message=summary.line(), data=summary)

@@ -17,8 +17,8 @@ from citeline.index.tokens import TokenVectors
 from citeline.schemas.errors import IndexMismatch, NoIndex
 from citeline.schemas.stamp import IndexStamp, stamp_differences
 from citeline.schemas.tables import (
-    CHUNKS_PREFIX, DOCUMENTS, DOCUMENTS_SCHEMA, META, META_SCHEMA, ROOT_KEY, STAMP_KEY, STAT_FIELDS, TOKENS_PREFIX,
-    chunks_schema, chunks_table_name,
+    CALIBRATION_KEY, CHUNKS_PREFIX, DOCUMENTS, DOCUMENTS_SCHEMA, META, META_SCHEMA, ROOT_KEY, STAMP_KEY, STAT_FIELDS,
+    TOKENS_PREFIX, chunks_schema, chunks_table_name,
 )
 
 
@@ -130,6 +130,24 @@ class Store:
             merge = merge.when_not_matched_by_source_delete(unmark)
         merge.execute(row)
 
+    # ---- gate calibration (query/calibrate.py) ---------------------------------------
+
+    def calibration(self, table: str | None = None) -> str | None:
+        """The stored gate calibration (JSON) of the active chunks table (or ``table``), if any.
+
+        It is keyed by table, and a table holds one stamp, so a calibration never outlives
+        the model it was measured with: a re-index starts without one.
+        """
+        name = table or self.active_table()
+        if name is None or not self.has_table(META):
+            return None
+        rows = _scan(self.db.open_table(META), ["value"], equals("key", CALIBRATION_KEY + name))
+        return rows[0]["value"] if rows else None
+
+    def set_calibration(self, table: str, raw: str) -> None:
+        """Store (or replace) the gate calibration of ``table``."""
+        self._set_meta(CALIBRATION_KEY + table, raw)
+
     def staging_table(self) -> str | None:
         """The chunks table a live or interrupted re-index is building, if any."""
         if not self.has_table(META):
@@ -173,6 +191,8 @@ class Store:
         if self.has_table(twin):
             self.db.drop_table(twin)
         self.db.drop_table(name)
+        if self.has_table(META):
+            self.db.open_table(META).delete(equals("key", CALIBRATION_KEY + name))
 
     def chunks(self, expected: IndexStamp, create: bool = False):
         """Open the active chunks table (or create it), refusing one stamped differently.

@@ -14,8 +14,9 @@ from citeline.query.cite import build_citations
 from citeline.query.llm import ChatClient
 from citeline.query.prompt import build_prompt
 from citeline.query.refuse import MAX_CHUNKS, gate, gate_score
+from citeline.query.calibrate import cut_in_use
 from citeline.query.search import Searcher
-from citeline.query.thresholds import cosine_cut, rerank_cut
+from citeline.query.thresholds import rerank_cut
 from citeline.schemas.retrieval import (
     BM25, DEFAULT_RETRIEVER, RERANK, RETRIEVERS, AnswerCheck, Citation, Hit, Refusal,
 )
@@ -26,8 +27,9 @@ class AskOptions:
     """How to answer one question.
 
     ``rerank`` reranks the top ``depth`` of ``retriever`` (``retriever="rerank"``
-    reranks the searcher's ``rerank_config`` candidates; ``depth`` None: the config's). ``cut`` None takes the cut calibrated for the index's
-    embedding model; ``min_rerank_score`` None takes the calibrated reranker cut,
+    reranks the searcher's ``rerank_config`` candidates; ``depth`` None: the config's). ``cut``
+    None takes the index's own calibrated cut (query/calibrate.py); ``min_rerank_score`` None
+    takes the calibrated reranker cut,
     if any (none is on by default).
     """
 
@@ -135,11 +137,11 @@ def ask(searcher: Searcher, query: str, options: AskOptions = AskOptions()) -> A
     """Retrieve, gate, cite and build the prompt for ``query`` (no generation).
 
     Raises:
-        Uncalibrated: ``options.cut`` is None and no cut is recorded for the index's model.
+        Uncalibrated: ``options.cut`` is None and the index has no calibration (nor a legacy cut).
         IndexMismatch, RerankerUnavailable: from the searcher.
     """
     model = searcher.stamp.embed_model
-    cut = cosine_cut(model) if options.cut is None else options.cut
+    cut = cut_in_use(searcher.store, searcher.stamp, options.cut).cut
     min_score = options.min_rerank_score
     if min_score is None and options.reranking:
         min_score = rerank_cut(model, searcher.default_reranker().name)

@@ -30,6 +30,8 @@ from citeline.schemas.errors import CitelineError
 from citeline.schemas.retrieval import COSINE, CUT_KINDS, Refusal
 
 # Chosen from the dev-corpus sweep in docs/query.md (bench/query_latency.py --quality).
+# Only a fallback now: every index calibrates its own cut (query/calibrate.py); this
+# serves all-MiniLM-L6-v2 indexes built before that and not calibrated since.
 COSINE_CUTS: dict[str, float] = {
     "sentence-transformers/all-MiniLM-L6-v2": 0.45,
 }

@@ -10,6 +10,7 @@ from citeline.schemas.stamp import STAMP_COLUMNS, IndexStamp
 DOCUMENTS = "documents"
 META = "meta"  # key/value rows; "active" names the chunks table queries use
 ROOT_KEY = "root:"  # meta rows "root:<path>" -> <path>: the folders and files synced into the index
+CALIBRATION_KEY = "calibration:"  # meta rows "calibration:<chunks table>" -> its gate calibration (JSON)
 CHUNKS_PREFIX = "chunks_"
 TOKENS_PREFIX = "tokens_"  # optional twin of a chunks table: its chunks' word-piece vectors
 STAMP_KEY = b"citeline.stamp"

@@ -132,3 +132,28 @@ def test_a_pdf_chunk_is_labelled_with_its_section(db):
     answer = next(r for r in rows if make.MANUAL_ANSWER in r["content"])
     assert answer["section"] == "2.1 Limitations"
     assert answer["text"].startswith(f"[{make.MANUAL_TITLE} > 2.1 Limitations]\n")
+
+
+def ask(db, query):
+    result = invoke("ask", query, "--db", db, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_the_gate_is_calibrated_for_this_index(db):
+    gate = json.loads(invoke("status", "--db", db, "--json").output)["gate"]
+    assert gate["how"] == "calibrated" and gate["calibration"]["model"].endswith("all-MiniLM-L6-v2")
+
+
+@pytest.mark.parametrize("question, document", [
+    ("When did the auditors sign off?", "sales.xlsx"),
+    ("When was the report delivered to the board?", "meeting.ogg"),
+])
+def test_spreadsheet_and_transcript_answers_are_not_refused_for_their_kind(db, question, document):
+    answer = ask(db, question)
+    assert not answer["refused"], answer
+    assert document in [c["document"] for c in answer["citations"]]
+
+
+def test_an_off_topic_question_is_still_refused(db):
+    assert ask(db, "Which striker scored the winning goal in the cup final?")["refused"]

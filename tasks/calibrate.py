@@ -1,0 +1,53 @@
+"""Calibrate an index's refusal gate from the index itself (query/calibrate.py) and store it."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from citeline.query.calibrate import Calibration, calibrate, stored_calibration
+from citeline.query.thresholds import Uncalibrated
+from citeline.query.search import Searcher
+from citeline.schemas.settings import IndexSettings
+from citeline.schemas.stamp import IndexStamp
+from citeline.tasks.log import get_logger
+from citeline.tasks.store import embedder_for, store_for
+
+# A calibration measured on a much smaller (or larger) index is measured again: its
+# pseudo-questions no longer sample what the index holds.
+GROWTH = 2.0
+
+
+def needs_calibration(calibrated_rows: int | None, rows: int) -> bool:
+    """Whether an index of ``rows`` chunks, calibrated at ``calibrated_rows`` (None: never), needs it (again).
+
+    >>> needs_calibration(None, 10), needs_calibration(100, 150), needs_calibration(100, 250), needs_calibration(None, 0)
+    (True, False, True, False)
+    """
+    if rows == 0:
+        return False
+    return not calibrated_rows or max(rows / calibrated_rows, calibrated_rows / rows) > GROWTH
+
+
+@task(task_run_name="calibrate-gate", cache_policy=NO_CACHE)
+def calibrate_gate(settings: IndexSettings, stamp: IndexStamp, force: bool = False) -> Calibration | None:
+    """Measure and store the active table's calibration; skipped when the stored one still fits.
+
+    Returns:
+        The calibration stored by this call, or None when none was needed.
+    """
+    store = store_for(settings.db)
+    stored = stored_calibration(store, stamp)
+    if not force and not needs_calibration(stored and stored.chunks, store.count_chunks()):
+        return None
+    searcher = Searcher(store, embedder_for(settings), stamp)
+    try:
+        found = calibrate(searcher, datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    except Uncalibrated as exc:  # an index of bare numbers: nothing to ask about; ask says so
+        get_logger().warning("gate.not_calibrated", reason=str(exc))
+        return None
+    store.set_calibration(store.active_table(), found.to_json())
+    get_logger().info("gate.calibrated", cut=found.cut, model=found.model, sampled=found.sampled,
+                      offtopic=found.offtopic, bluffs=found.bluffs, lost=found.lost)
+    return found

@@ -1,0 +1,62 @@
+"""The gate calibrates itself on index, recalibrates on reindex and `calibrate`, and status shows it."""
+import json
+
+import pytest
+
+from citeline.flows.ingest import index_folder
+from citeline.flows.reindex import reindex
+from citeline.index.store import Store
+from citeline.pipeline import embed
+from citeline.query.calibrate import CALIBRATED, Calibration, cut_in_use
+from citeline.schemas.settings import IndexSettings
+from fakes import FAKE, HashEmbedder
+from testkit import invoke
+
+pytestmark = [pytest.mark.usefixtures("prefect_harness")]
+
+OTHER = "fake/other-bag-of-words"
+
+
+def stored(db: str) -> Calibration:
+    store = Store(db)
+    return Calibration.from_json(store.calibration())
+
+
+def test_index_calibrates_and_reindex_recalibrates_for_the_new_model(docs, tmp_path):
+    s = IndexSettings(db=str(tmp_path / "index"), model=FAKE)
+    index_folder(str(docs), s)
+    first = stored(s.db)
+    store = Store(s.db)
+    assert first.model == FAKE and first.table == store.active_table()
+    assert first.sampled > 0 and first.offtopic >= 300 and first.chunks == store.count_chunks()
+    assert cut_in_use(store, store.stamp()).how == CALIBRATED
+
+    with embed.registered(OTHER, lambda precision, batch_size: HashEmbedder(OTHER, 32)):
+        reindex(IndexSettings(db=s.db, model=OTHER))
+        second = stored(s.db)
+        assert second.model == OTHER and second.table == store.active_table() != first.table
+        assert cut_in_use(store, store.stamp()).cut == second.cut
+
+        status = json.loads(invoke("status", "--db", s.db, "--json").output)["gate"]
+        assert status["how"] == CALIBRATED and status["cut"] == second.cut
+        assert status["calibration"]["model"] == OTHER and status["calibration"]["offtopic"] == second.offtopic
+        text = invoke("status", "--db", s.db).output
+        assert f"gate: cut {second.cut:.3f} calibrated" in text and OTHER in text
+
+
+def test_calibrate_command_measures_again_and_a_resync_keeps_it(docs, tmp_path):
+    s = IndexSettings(db=str(tmp_path / "index"), model=FAKE)
+    index_folder(str(docs), s)
+    first = stored(s.db)
+    index_folder(str(docs), s)  # nothing changed: the calibration stands
+    assert stored(s.db) == first
+    result = invoke("calibrate", "--db", s.db, "--json")
+    assert result.exit_code == 0, result.output
+    again = json.loads(result.output)
+    assert again["cut"] == first.cut and again["model"] == FAKE  # seeded: the same sample, the same cut
+    assert stored(s.db).created_at >= first.created_at
+
+
+def test_calibrate_without_an_index_fails_cleanly(tmp_path):
+    result = invoke("calibrate", "--db", tmp_path / "nothing")
+    assert result.exit_code == 1 and "no index at" in result.output
