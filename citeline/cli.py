@@ -297,7 +297,7 @@ def rm(path, db, wait_s, as_json):
 @db_option
 @click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
               help="Seconds to wait for another writer of the same index.")
-@json_option
+@output_options
 def calibrate(db, wait_s, as_json):
     """Measure the index's refusal cut from the index itself (done by index and reindex too).
 
@@ -314,8 +314,8 @@ def calibrate(db, wait_s, as_json):
         settings = IndexSettings(db=db, model=model_for(db, None), strategy=stamp.strategy)
         state = calibrate_index(settings, wait_s=wait_s, return_state=True)
         found = state.result(raise_on_failure=False)
-        if isinstance(found, CitelineError):
-            raise found
+        if isinstance(found, BaseException):
+            raise found  # a citeline error as JSON or text (cli_errors); a bug with its traceback
     if state.is_failed() or not hasattr(found, "cut"):
         raise click.ClickException(state.message or "the calibration failed")
     click.echo(json.dumps(asdict(found), indent=2) if as_json else found.line())

@@ -26,11 +26,19 @@ def hit(i, distance, rerank_score=None):
     return Hit(f"c{i}", i, distance, retriever, chunk, distance=distance, rerank_score=rerank_score)
 
 
+class UncalibratedStore:
+    """An index whose gate was never calibrated (built before calibration existed)."""
+
+    def calibration(self, table=None):
+        return None
+
+
 class FakeSearcher:
     """The slice of Searcher that ask() uses, with canned hits."""
 
     def __init__(self, hits, model=MINILM):
         self.hits, self.stamp, self.calls = hits, IndexStamp(model, 384), []
+        self.store = UncalibratedStore()
 
     def search(self, query, retriever, k):
         self.calls.append(("search", retriever, k))
