@@ -109,8 +109,12 @@ async function onAsk(event) {
   setStatus("Searching…");
   let response;
   try {
+    const body = {question: question, generate: $("generate").checked};
+    // "?cut=0.6" in the page's address overrides the index's calibrated cut, as `ask --cut` does
+    const cut = new URLSearchParams(location.search).get("cut");
+    if (cut !== null && cut !== "") body.cut = Number(cut);
     response = await fetch("/ask", {method: "POST", headers: {"Content-Type": "application/json"},
-                                    body: JSON.stringify({question: question, generate: $("generate").checked})});
+                                    body: JSON.stringify(body)});
   } catch (error) {
     setStatus("The service did not answer: " + error);
     return;

@@ -7,6 +7,7 @@ question and checks what a person would see; screenshots go to the test's temp f
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -14,11 +15,13 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 import make
+from citeline.schemas.retrieval import Refusal
 from testkit import invoke
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
@@ -37,6 +40,7 @@ QUESTIONS = {  # kind of citation -> a question whose best source is of that kin
     "time": "When was the quarterly report delivered to the board?",
 }
 WAIT_S = 60
+OPEN_CUT = 0.8
 
 
 @pytest.fixture(scope="module")
@@ -56,11 +60,21 @@ def service(tmp_path_factory, prefect_harness):
     base = f"http://127.0.0.1:{port}"
     try:
         wait_ready(base, proc)
-        yield base
+        yield Service(base, db)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
         log.close()
+
+
+@dataclass(frozen=True)
+class Service:
+    base: str
+    db: Path
+
+    def cut(self) -> float:
+        """The cut ask uses on this index: its own calibration (``citeline status --json``)."""
+        return json.loads(invoke("status", "--db", self.db, "--json").output)["gate"]["cut"]
 
 
 def free_port() -> int:
@@ -106,11 +120,11 @@ def shot(driver, tmp_path: Path, name: str) -> None:
         shutil.copy(path, Path(target) / path.name)
 
 
-def ask(driver, base: str, question: str):
+def ask(driver, base: str, question: str, cut: float | None = None):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    driver.get(base + "/")
+    driver.get(base + "/" + (f"?cut={cut}" if cut is not None else ""))
     box = driver.find_element(By.ID, "question")
     box.send_keys(question)
     driver.find_element(By.CSS_SELECTOR, "#ask button").click()
@@ -142,10 +156,16 @@ def close_viewer(driver) -> None:
 
 
 def test_each_kind_of_citation_opens_the_source_at_the_cited_place(service, browser, tmp_path):
+    """What a person sees after clicking each kind of citation.
+
+    The page is opened with ``?cut=0.8``: the click-through is under test here, not the
+    gate, and on this four-document index the calibrated cut refuses the PDF questions
+    (their multi-paragraph chunks sit at 0.6-0.75; issue 16's answerability work).
+    """
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    ask(browser, service, QUESTIONS["char"])
+    ask(browser, service.base, QUESTIONS["char"], cut=OPEN_CUT)
     shot(browser, tmp_path, "ask-page")
     fragment, quote = open_citation(browser, "char")
     assert fragment.startswith("#char=")
@@ -157,14 +177,14 @@ def test_each_kind_of_citation_opens_the_source_at_the_cited_place(service, brow
     shot(browser, tmp_path, "text-viewer")
     close_viewer(browser)
 
-    ask(browser, service, QUESTIONS["page"])
+    ask(browser, service.base, QUESTIONS["page"], cut=OPEN_CUT)
     fragment, quote = open_citation(browser, "page")
     assert fragment.startswith("#page=")
     src = browser.find_element(By.ID, "pdf").get_attribute("src")
     assert src.endswith(fragment) and "/sources/" in src
     close_viewer(browser)
 
-    ask(browser, service, QUESTIONS["sheet"])
+    ask(browser, service.base, QUESTIONS["sheet"], cut=OPEN_CUT)
     fragment, quote = open_citation(browser, "sheet")
     cells = [text_of(browser, td) for td in browser.find_elements(By.CSS_SELECTOR, "table.range td")]
     assert "The auditors signed off on 2024-04-02." in cells
@@ -172,7 +192,7 @@ def test_each_kind_of_citation_opens_the_source_at_the_cited_place(service, brow
     shot(browser, tmp_path, "sheet-viewer")
     close_viewer(browser)
 
-    ask(browser, service, QUESTIONS["time"])
+    ask(browser, service.base, QUESTIONS["time"], cut=OPEN_CUT)
     fragment, quote = open_citation(browser, "time")
     start, end = map(float, fragment.removeprefix("#t=").split(","))
     player = browser.find_element(By.ID, "player")
@@ -185,18 +205,19 @@ def test_each_kind_of_citation_opens_the_source_at_the_cited_place(service, brow
 def test_an_absurd_question_is_refused_with_the_cut(service, browser, tmp_path):
     from selenium.webdriver.common.by import By
 
-    ask(browser, service, "What is the airspeed velocity of an unladen swallow on Jupiter?")
+    ask(browser, service.base, "What is the airspeed velocity of an unladen swallow on Jupiter?")
     refusal = browser.find_element(By.ID, "refusal")
     assert refusal.is_displayed() and not browser.find_elements(By.CSS_SELECTOR, "#sources li")
     message = browser.find_element(By.ID, "refusal-message").text
-    assert message.startswith("NO ANSWER: nothing under cosine distance 0.45") and "(cut 0.450" in message
+    cut = service.cut()  # the index's calibrated cut, not a number written here
+    assert message.startswith(Refusal("q", cut).message().split(" for ")[0]) and f"(cut {cut:.3f}" in message
     shot(browser, tmp_path, "refusal")
 
 
 def test_the_documents_page_lists_every_document(service, browser):
     from selenium.webdriver.common.by import By
 
-    browser.get(service + "/library")
+    browser.get(service.base + "/library")
     rows = browser.find_elements(By.CSS_SELECTOR, "#documents tbody tr")
     assert sorted(r.find_elements(By.TAG_NAME, "td")[1].text for r in rows) == [
         "meeting.ogg", "notes.md", "report.pdf", "sales.xlsx"]
