@@ -204,3 +204,17 @@ def test_check_catches_a_stale_full_text_index_and_a_bad_vector(docs, tmp_path):
     assert ("norm", victim) in rules
     table.drop_index("text_idx")
     assert ("full-text", "index") in {(v.rule, v.subject) for v in check_index(store)}
+
+
+def test_check_does_not_blame_the_index_for_a_stop_word(tmp_path):
+    """The full-text probe searches a chunk's rarest long word; "between" is a stop word the
+    index drops, so its search finds nothing. The probe must try the next word, not report
+    a healthy index as stale (it did, for a chunk whose rarest word was a stop word)."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("# Stalls\n\nFruit stands between markets.\n")
+    (folder / "b.md").write_text("# Towns\n\nOther markets sell apples.\n")
+    s = settings(tmp_path)
+    state, _ = run(folder, s)
+    assert state.is_completed()
+    assert [v for v in check_index(Store(s.db)) if v.rule == "full-text"] == []
