@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 import make
 from citeline.api import Index
+from citeline.index.store import Store
 from citeline.pipeline import embed
 from citeline.service import MAX_BODY, create_app
 from fakes import FAKE, HashEmbedder
@@ -89,12 +90,31 @@ def test_search_documents_and_chunks(client):
     ({"question": "x", "retriever": "telepathy"}, 400),
     ({"question": "x", "surprise": 1}, 400),
     ({"question": "x" * 2001}, 400),
-    ({"question": "x"}, 400),  # the fake model has no calibrated cut: say so, not 500
 ])
 def test_bad_ask_requests_are_json_400(client, body, status):
     response = client.post("/ask", json=body)
     assert response.status_code == status, response.text
     assert response.json()["error"]["status"] == status
+
+
+def test_an_index_without_a_cut_is_a_json_400_not_a_500(tmp_path):
+    """An index whose gate was never calibrated (built before calibration, or its
+    calibration lost) and whose model has no legacy cut: ask says so."""
+    import lancedb
+
+    from citeline.index.filters import equals
+    from citeline.schemas.tables import CALIBRATION_KEY, META
+
+    index = Index.create(str(tmp_path / "db"), model=FAKE)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("# A\n\nThe pier opens at dawn.\n")
+    index.sync(str(tmp_path / "docs"))
+    lancedb.connect(str(tmp_path / "db")).open_table(META).delete(equals("key", CALIBRATION_KEY + Store(
+        str(tmp_path / "db")).active_table()))
+    with TestClient(create_app(Index.open(str(tmp_path / "db")), poll_s=0)) as fresh:
+        response = fresh.post("/ask", json={"question": "x"})
+    assert response.status_code == 400, response.text
+    assert "calibrat" in response.json()["error"]["message"]
 
 
 def test_request_size_and_k_are_bounded(client):
