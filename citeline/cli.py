@@ -106,6 +106,19 @@ def index(path, db, model, strategy, budget, overlap, precision, max_failed, max
     _print_run(state, as_json)
 
 
+def _existing_settings(db: str):
+    """The settings of the index at ``db`` as built (its model and strategy).
+
+    Raises:
+        NoIndex: nothing is indexed at ``db``.
+    """
+    from citeline.index.store import Store
+    from citeline.schemas.settings import IndexSettings
+
+    stamp = Store.existing(db).require_stamp()
+    return IndexSettings(db=db, model=model_for(db, None), strategy=stamp.strategy)
+
+
 def _print_run(state, as_json: bool = False) -> None:
     """Print a run's summary and failures, then exit as README's "Exit codes" says.
 
@@ -306,13 +319,9 @@ def calibrate(db, wait_s, as_json):
     (docs/query.md, "How the gate calibrates itself"). `ask --cut` still overrides it.
     """
     from citeline.flows.calibrate import calibrate_index
-    from citeline.index.store import Store
-    from citeline.schemas.settings import IndexSettings
 
     with cli_errors():
-        stamp = Store.existing(db).require_stamp()
-        settings = IndexSettings(db=db, model=model_for(db, None), strategy=stamp.strategy)
-        state = calibrate_index(settings, wait_s=wait_s, return_state=True)
+        state = calibrate_index(_existing_settings(db), wait_s=wait_s, return_state=True)
         found = state.result(raise_on_failure=False)
         if isinstance(found, BaseException):
             raise found  # a citeline error as JSON or text (cli_errors); a bug with its traceback
@@ -448,13 +457,9 @@ def check(db, as_json, repair, wait_s):
 
 def _check_and_repair(db: str, as_json: bool, wait_s: float) -> None:
     from citeline.flows.repair import repair_index
-    from citeline.index.store import Store
-    from citeline.schemas.settings import IndexSettings
 
     with cli_errors():
-        stamp = Store.existing(db).require_stamp()
-        settings = IndexSettings(db=db, model=model_for(db, None), strategy=stamp.strategy)
-        state = repair_index(settings, wait_s=wait_s, return_state=True)
+        state = repair_index(_existing_settings(db), wait_s=wait_s, return_state=True)
         report = state.result(raise_on_failure=False)
         if isinstance(report, CitelineError):
             raise report
