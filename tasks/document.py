@@ -22,7 +22,7 @@ from citeline.schemas.errors import DocumentError
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.status import DocError, DocStatus, Outcome
-from citeline.tasks.log import get_logger
+from citeline.tasks.log import Events, get_logger
 from citeline.tasks.store import embedder_for, store_for, write_lock
 
 
@@ -92,8 +92,8 @@ def write_documents(batch: list[tuple[Prepared | Unchanged, Prior]], stamp: Inde
             raise
         error = DocError("write", error_kind(exc), str(exc))
         if len(batch) == 1:
-            get_logger(path=batch[0][0].file.path).error("document.failed", stage="write", kind=error.kind,
-                                                         reason=error.message)
+            get_logger(path=batch[0][0].file.path, document_id=batch[0][0].doc_id).error(
+                Events.DOCUMENT_FAILED, stage="write", kind=error.kind, reason=error.message)
         return Failed(message=f"write: {error.reason()}", data=error)
     return [indexed(p, counts[p.doc_id], written) if isinstance(p, Prepared)
             else Outcome(p.file.path, DocStatus.SKIPPED) for p, _ in batch]
@@ -102,6 +102,8 @@ def write_documents(batch: list[tuple[Prepared | Unchanged, Prior]], stamp: Inde
 def indexed(prepared: Prepared, count: int, written: float) -> Outcome:
     """The outcome of a written document, logged with its seconds per stage (its share of the batch write)."""
     seconds = {**prepared.seconds, "write": written}
-    get_logger(path=prepared.file.path).info("document.indexed", chunks=count, truncated=prepared.truncated,
-                                             seconds={stage: round(s, 4) for stage, s in seconds.items()})
+    # bound here: a batch's write task has no single document for the run-id processor to name
+    get_logger(path=prepared.file.path, document_id=prepared.doc_id).info(
+        Events.DOCUMENT_INDEXED, chunks=count, truncated=prepared.truncated,
+        seconds={stage: round(s, 4) for stage, s in seconds.items()})
     return Outcome(prepared.file.path, DocStatus.INDEXED, chunks=count, truncated=prepared.truncated)
