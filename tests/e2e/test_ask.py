@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from citeline.ask_cmd import ask
+from citeline.cli import cli
 from citeline.index.store import Store
 from citeline.pipeline.embed import get_embedder
 from citeline.query.search import Searcher
@@ -42,7 +42,9 @@ def db(tmp_path_factory, prefect_harness) -> str:
 
 
 def run(db, *args, env=None):
-    return CliRunner().invoke(ask, [*map(str, args), "--db", db], env=env)
+    # Through the group, as a user runs it: click caches a command's help option from the first
+    # context it sees, so invoking the bare command would strip -h for every later test.
+    return CliRunner().invoke(cli, ["ask", *map(str, args), "--db", db], env=env)
 
 
 def canonical_texts(db) -> dict[str, str]:

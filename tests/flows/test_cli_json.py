@@ -119,6 +119,6 @@ def test_options_read_citeline_environment_variables(indexed):
 def test_every_command_has_short_help_and_output_options():
     for name, command in cli.commands.items():
         result = CliRunner().invoke(cli, [name, "-h"])
-        assert result.exit_code == 0, name
+        assert result.exit_code == 0, (name, result.output)
         for option in ("--json", "-q, --quiet", "-v, --verbose"):
             assert option in result.stdout, (name, option)
