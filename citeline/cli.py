@@ -11,7 +11,7 @@ import click
 from citeline.api_cmd import api
 from citeline.ask_cmd import ask
 from citeline.common import (CONTEXT_SETTINGS, EXIT_DOCUMENTS_FAILED, CitelineGroup, CliError, as_cli_error, error_text,
-                             cli_errors, model_for, output_options, verbosity)
+                             cli_errors, filter_options, model_for, output_options, verbosity)
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 from citeline.eval_cmd import eval_command
 from citeline.schemas.errors import CitelineError
@@ -398,9 +398,14 @@ def _status_doc(d: dict, active) -> dict:
 @click.option("--retriever", default=DENSE, show_default=True, type=click.Choice(RETRIEVERS),
               help="dense (cosine), bm25 (full text), hybrid (RRF of both) or rerank (MaxSim over the hybrid "
                    "top 25), as in ask; no refusal gate here.")
+@filter_options
 @output_options
-def search(query, db, model, k, retriever, as_json):
-    """The chunks nearest to QUERY by one retriever, with exact locators."""
+def search(query, db, model, k, retriever, as_json, filters):
+    """The chunks nearest to QUERY by one retriever, with exact locators.
+
+    --path, --type and --since keep only matching documents' chunks, before ranking: -k
+    results come back whenever that many match.
+    """
     from citeline.index.store import Store
     from citeline.pipeline.embed import get_embedder
     from citeline.query.cite import build_citations
@@ -409,7 +414,7 @@ def search(query, db, model, k, retriever, as_json):
     with cli_errors():
         Store.existing(db)  # before the model is looked up: a mistyped --db fails first, creating nothing
         searcher = Searcher.open(db, get_embedder(model_for(db, model)))
-        hits = searcher.search(query, retriever, k)
+        hits = searcher.search(query, retriever, k, filters)
         if retriever == BM25:
             hits = searcher.fill_distances(query, hits)  # every hit shows its cosine distance
     citations = build_citations(hits)
@@ -422,6 +427,47 @@ def search(query, db, model, k, retriever, as_json):
         click.echo(f"[{c.index}] {visible(c.document)}{visible(c.fragment)}  {visible(c.label)}  "
                    f"(cosine distance {c.distance:.3f}{rerank})")
         click.echo("    " + "\n    ".join(visible_lines(c.quote)))
+
+
+@cli.command()
+@click.argument("path")
+@db_option
+@output_options
+def chunks(path, db, as_json):
+    """The chunks of one document, in reading order: offsets, locator label, token count.
+
+    PATH is the document's path under its synced folder, its absolute source path, its id,
+    or a file here that was indexed.
+    """
+    from citeline.api import Index
+    from citeline.index.store import Store
+
+    with cli_errors():
+        Store.existing(db)  # "no index at …", creating nothing
+        doc, rows = _document_chunks(Index(db), path)
+    if as_json:
+        click.echo(json.dumps({"document_id": doc.document_id, "path": doc.path, "source": doc.source,
+                               "chunks": [c.to_dict() for c in rows]}, indent=2))
+        return
+    click.echo(f"{visible(doc.path)}  {len(rows)} chunks  ({visible(doc.source)})")
+    for c in rows:
+        click.echo(f"#{c.ordinal:<4} {c.start:>7}-{c.end:<7} {c.tokens:>4} tokens  {visible(c.label)}  "
+                   f"{visible(c.fragment)}")
+
+
+def _document_chunks(index, path: str):
+    """(document, its chunks): PATH as the index names it, else as a file here resolved."""
+    try:
+        doc = index.document(path)
+    except KeyError:
+        local = Path(path).expanduser()
+        if not local.exists():
+            raise CliError(f"no document {visible(path)} in the index", kind="not-indexed") from None
+        try:
+            doc = index.document(str(local.resolve()))
+        except KeyError:
+            raise CliError(f"no document {visible(path)} in the index", kind="not-indexed") from None
+    return doc, index.chunks(doc.document_id)
 
 
 @cli.command()
