@@ -232,14 +232,15 @@ def _json_routes(app: FastAPI, index: Index) -> None:
     @app.get("/search", tags=["query"])
     def search(q: str = Query(min_length=1, max_length=MAX_QUESTION),
                k: int = Query(8, ge=1, le=MAX_SEARCH_K), retriever: Retriever = DENSE,
-               path: list[str] = Query([], max_length=MAX_FILTERS), type: list[str] = Query([], max_length=MAX_FILTERS),
+               path: list[str] = Query([], max_length=MAX_FILTERS),
+               kind: list[str] = Query([], alias="type", max_length=MAX_FILTERS),
                since: str | None = Query(None, max_length=64)) -> dict:
         """The k best chunks by one retriever, with their locators (no refusal gate).
 
         ``path`` (prefix or glob), ``type`` (extension or extractor; both repeatable) and
         ``since`` (ISO 8601) keep only matching documents' chunks, before ranking.
         """
-        filters = Filters.parse(path, type, since)
+        filters = Filters.parse(path, kind, since)
         return {"query": q, "results": [c.to_dict() for c in index.search(q, k, retriever, filters)]}
 
     @app.get("/documents", tags=["documents"])
