@@ -62,7 +62,8 @@ def main() -> None:
         q = rng.normal(size=STAMP.embed_dim).astype(np.float32)
         q /= np.linalg.norm(q)
         calls = {"dense": lambda: reader.dense(q, 8), "dense + path filter": lambda: reader.dense(q, 8, where),
-                 "bm25": lambda: reader.bm25("common w3", 8), "bm25 + path filter": lambda: reader.bm25("common w3", 8, where),
+                 "bm25": lambda: reader.bm25("common w3", 8),
+                 "bm25 + path filter": lambda: reader.bm25("common w3", 8, where),
                  "predicate": lambda: store.predicate(filters)}
         for name, fn in calls.items():
             print(f"{mode:5} {rows} chunks  {name:20} {mean_ms(fn, args.repeat):7.2f} ms")

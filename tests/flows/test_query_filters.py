@@ -36,7 +36,8 @@ def folder(tmp_path_factory):
     for sub in ("notes", "reports", "data", "odd"):
         (root / sub).mkdir()
     for n in range(5):  # the unfiltered top hits for QUESTION: every word of it
-        (root / "notes" / f"n{n}.md").write_text(f"# Notes {n}\n\nThe harbour committee meets on Fridays at the pier.\n")
+        text = f"# Notes {n}\n\nThe harbour committee meets on Fridays at the pier.\n"
+        (root / "notes" / f"n{n}.md").write_text(text)
     for n in range(3):  # one word of QUESTION each
         (root / "reports" / f"r{n}.pdf").write_bytes(pdf(f"Quarterly pier maintenance budget, volume {n}."))
     for n in range(2):
