@@ -174,30 +174,42 @@ def test_a_dead_holders_lease_is_taken_over_once_it_runs_out(bucket):
     assert obj.key == "index/.citeline-writer.lock"
 
 
+# `citeline index` on the fake embedder; with GO set, imports done, it says "ready" and waits
+# for that file, so two processes start their runs within milliseconds of each other.
 RUN_WITH_FAKE = f"""
-import sys
+import os, sys, time
 sys.path.insert(0, {str(FIXTURES)!r})
 from fakes import FAKE, HashEmbedder
 from citeline.pipeline import embed
 embed.register(FAKE, lambda precision, batch_size: HashEmbedder())
 from citeline.cli import main
+import citeline.flows.ingest
+go = os.environ.get("GO")
+if go:
+    print("ready", flush=True)
+    while not os.path.exists(go):
+        time.sleep(0.005)
 sys.argv = ["citeline", *sys.argv[1:]]
 main()
 """
 
 
-def start_sync(root: str, db: str, *extra: str) -> subprocess.Popen:
+def start_sync(root: str, db: str, *extra: str, go: Path | None = None) -> subprocess.Popen:
     """`citeline index` in its own process, on the fake embedder, against the test's S3 server."""
+    env = {**os.environ, **({"GO": str(go)} if go else {})}
     return subprocess.Popen([sys.executable, "-c", RUN_WITH_FAKE, "index", root, "--db", db, "--model", FAKE,
-                             "--no-progress", *extra], env=dict(os.environ), stdout=subprocess.PIPE,
+                             "--no-progress", *extra], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
-def test_two_syncs_started_at_once_against_one_s3_index_never_duplicate_rows(bucket):
+def test_two_syncs_started_at_once_against_one_s3_index_never_duplicate_rows(bucket, tmp_path):
     names = sorted(p.name for p in EXAMPLES.glob("*.md"))
     root = upload_examples(bucket, names)
     db = f"s3://{bucket}/index"
-    runs = [start_sync(root, db, "--wait", "300") for _ in range(2)]
+    go = tmp_path / "go"
+    runs = [start_sync(root, db, "--wait", "300", go=go) for _ in range(2)]
+    assert [p.stdout.readline().strip() for p in runs] == ["ready", "ready"]
+    go.touch()  # both runs start now: without a guard, both plan an empty index and both write
     outputs = [p.communicate(timeout=600) for p in runs]
     assert [p.returncode for p in runs] == [0, 0], outputs
 
