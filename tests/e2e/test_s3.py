@@ -86,6 +86,8 @@ def test_sync_change_delete_and_query_on_s3(bucket):
     root = upload_examples(bucket)
     put(bucket, "docs/.hidden.md", b"# Hidden\n\nnever indexed\n")
     put(bucket, "docs/node_modules/dep.md", b"# Dependency\n\nnever indexed\n")
+    put(bucket, "docs/.citelineignore", b"drafts/\n")
+    put(bucket, "docs/drafts/wip.md", b"# Draft\n\nnever indexed\n")
     settings = IndexSettings(db=f"s3://{bucket}/index", model=FAKE)
 
     first = sync(root, settings)
