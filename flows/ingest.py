@@ -12,9 +12,9 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from citeline.index.faults import is_storage_error
 from citeline.index.lock import writer_lock
+from citeline.pipeline.objects import is_object
 from citeline.pipeline.plan import STAT_COLUMNS, SyncPlan, Todo, plan_sync
 from citeline.pipeline.prepare import Prepared, Unchanged
-from citeline.pipeline.objects import is_object
 from citeline.pipeline.walk import Selection, list_files
 from citeline.schemas.errors import DocumentError
 from citeline.schemas.paths import escape, is_remote

@@ -38,7 +38,7 @@ class FileStat:
         """An object's stat: it has no inode, so its ETag (which changes with every new
         version of its bytes) fills that column, as a number; device 0 marks an object."""
         modified = info.get("LastModified")
-        mtime_ns = int(modified.timestamp() * 1e9) if modified is not None else 0
+        mtime_ns = int(modified.timestamp()) * 10**9 + modified.microsecond * 1000 if modified is not None else 0
         return cls(int(info["size"]), mtime_ns, etag_number(info.get("ETag", "")), 0)
 
 

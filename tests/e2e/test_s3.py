@@ -204,6 +204,7 @@ def start_sync(root: str, db: str, *extra: str, go: Path | None = None) -> subpr
                             stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow  # two `citeline index` processes: interpreter and Prefect start-up each
 def test_two_syncs_started_at_once_against_one_s3_index_never_duplicate_rows(bucket, tmp_path):
     names = sorted(p.name for p in EXAMPLES.glob("*.md"))
     root = upload_examples(bucket, names)
@@ -226,6 +227,7 @@ def test_two_syncs_started_at_once_against_one_s3_index_never_duplicate_rows(buc
     assert_consistent(db)
 
 
+@pytest.mark.slow  # two `citeline index` processes: interpreter and Prefect start-up each
 def test_a_second_sync_without_wait_leaves_while_the_lock_object_is_held(bucket):
     root = upload_examples(bucket)
     db = f"s3://{bucket}/index"
