@@ -15,6 +15,7 @@ from citeline.common import (CONTEXT_SETTINGS, EXIT_DOCUMENTS_FAILED, CitelineGr
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 from citeline.eval_cmd import eval_command
 from citeline.schemas.errors import CitelineError
+from citeline.schemas.paths import is_remote
 from citeline.schemas.retrieval import BM25, DENSE, RETRIEVERS
 from citeline.schemas.settings import DEFAULT_STRATEGY, STRATEGIES
 from citeline.schemas.stamp import STAMP_COLUMNS, Stamp, is_current
@@ -39,8 +40,22 @@ def cli() -> None:
     """
 
 
+class SourcePath(click.Path):
+    """A local file or folder that must exist, or an object-storage URL (``s3://bucket/docs``)
+    that must hold an object or a prefix of them."""
+
+    def convert(self, value, param, ctx):
+        if not (isinstance(value, str) and is_remote(value)):
+            return super().convert(value, param, ctx)
+        from citeline.pipeline.objects import exists  # fsspec: only when a URL is given
+
+        if not exists(value):
+            self.fail(f"{visible(value)!r}: no object and no prefix of objects there.", param, ctx)
+        return value
+
+
 @cli.command()
-@click.argument("path", type=click.Path(exists=True, file_okay=True, dir_okay=True))
+@click.argument("path", type=SourcePath(exists=True, file_okay=True, dir_okay=True))
 @db_option
 @model_option
 @click.option("--strategy", default=DEFAULT_STRATEGY, show_default=True,
@@ -81,7 +96,7 @@ def cli() -> None:
 @output_options
 def index(path, db, model, strategy, budget, overlap, precision, max_failed, max_bytes, timeout_s, wait_s, ocr_lang,
           whisper_model, dask, token_vectors, progress, include, exclude, verify, as_json):
-    """Index (or re-sync) PATH: a folder or one file."""
+    """Index (or re-sync) PATH: a folder or one file, local or on S3 (s3://bucket/prefix)."""
     if overlap >= budget:
         raise click.UsageError(f"--overlap ({overlap}) must be smaller than --budget ({budget})")
     from citeline.pipeline.walk import Selection, check_patterns

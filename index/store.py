@@ -1,6 +1,7 @@
 """The only module that opens LanceDB: open with a stamp check, write, read (queries: index/reader.py)."""
 from __future__ import annotations
 
+import os
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,6 +16,7 @@ from citeline.index.reader import ChunkReader, has_vector_index
 from citeline.index.filters import chunk_predicate, equals, one_of
 from citeline.index.tokens import TokenVectors
 from citeline.schemas.errors import IndexMismatch, NoIndex
+from citeline.schemas.paths import is_remote
 from citeline.schemas.retrieval import Filters
 from citeline.schemas.stamp import IndexStamp, stamp_differences
 from citeline.schemas.tables import (
@@ -65,7 +67,7 @@ class Store:
 
     def __init__(self, uri: str, ann_min_rows: int = ANN_MIN_ROWS):
         self.uri = uri
-        self.db = lancedb.connect(uri)
+        self.db = lancedb.connect(uri, storage_options=storage_options(uri))
         self.ann_min_rows = ann_min_rows
 
     @classmethod
@@ -422,6 +424,17 @@ class Store:
                 stats = table.index_stats(ix.name)
                 return stats.num_indexed_rows, stats.num_unindexed_rows
         return 0, table.count_rows()
+
+
+def storage_options(uri: str) -> dict[str, str] | None:
+    """LanceDB's options for an index on object storage: none beyond the AWS variables it
+    reads itself (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ...), except that an ``http://``
+    endpoint (a local S3-compatible server) must be allowed explicitly, which s3fs does not
+    ask for: so one endpoint variable serves the input folder and the index alike."""
+    if not is_remote(uri):
+        return None
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
+    return {"allow_http": "true"} if endpoint.startswith("http://") else None
 
 
 def no_index_message(uri: str) -> str:
