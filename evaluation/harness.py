@@ -33,10 +33,10 @@ from citeline.pipeline.embed import get_embedder
 from citeline.pipeline.prepare import prepare
 from citeline.pipeline.record import Prior, indexed_record
 from citeline.pipeline.walk import list_files
+from citeline.query.answerability import Answerability
 from citeline.query.ask import AskOptions, retrieve
-from citeline.query.maxsim import maxsim
 from citeline.query.refuse import MAX_CHUNKS
-from citeline.query.rerank import MaxSimReranker, Passage
+from citeline.query.rerank import MaxSimReranker, TokenCache
 from citeline.query.search import Searcher
 from citeline.query.calibrate import calibrate, cut_in_use
 from citeline.query.thresholds import Uncalibrated, rerank_cut
@@ -147,6 +147,7 @@ class AskGate:
 
     cut: float
     min_rerank_score: float | None = None
+    answerability: Answerability | None = None  # reranked lists: the calibrated score replaces the cut
 
 
 @dataclass
@@ -187,37 +188,6 @@ class QueryCache:
         if text not in self._queries:
             self._queries[text] = self._embedder.embed_query(text)
         return self._queries[text]
-
-
-class TokenCache:
-    """The query side's MaxSim reranker, with each text's word-piece vectors computed once.
-
-    ``MaxSimReranker`` encodes the candidates of every query on the fly; over one
-    index the same chunks come back for many queries, and the same questions are asked
-    of every strategy. Scores are the same function (:func:`query.maxsim.maxsim` of the
-    same ``Embedder.token_vectors``), only batched differently (by length, which
-    also pads less), so they agree with the product's to float rounding.
-    """
-
-    def __init__(self, reranker, queries: dict | None = None, docs: dict | None = None):
-        self.reranker = reranker
-        self.name = reranker.name
-        self.cosine_weight = reranker.cosine_weight
-        self._docs = {} if docs is None else docs  # shared by the rerank configurations of one index
-        self._queries = {} if queries is None else queries  # shared across strategies
-
-    def score(self, query: str, passages: Sequence[Passage]) -> list[float]:
-        texts = [p.text for p in passages]
-        self._fill(self._docs, texts)
-        self._fill(self._queries, [query])
-        return maxsim(self._queries[query], [self._docs[t] for t in texts]).tolist()
-
-    def _fill(self, cache: dict, texts: Sequence[str], batch: int = 16) -> None:
-        embedder = self.reranker.embedder
-        missing = sorted({t for t in texts if t not in cache}, key=lambda t: (len(t), t))
-        for i in range(0, len(missing), batch):
-            part = missing[i : i + batch]
-            cache.update(zip(part, embedder.token_vectors(part)))
 
 
 def _cache_tokens(searcher: Searcher, queries: dict, docs: dict) -> None:
@@ -348,10 +318,14 @@ def ask_gate(searcher: Searcher, reranker, config: EvalConfig) -> AskGate | None
     """
     model = searcher.stamp.embed_model
     try:
-        cut = cut_in_use(searcher.store, searcher.stamp, config.cut).cut
+        in_use = cut_in_use(searcher.store, searcher.stamp, config.cut)
     except Uncalibrated:
         return None
-    return AskGate(cut, rerank_cut(model, reranker.name) if reranker is not None else None)
+    if reranker is None:
+        return AskGate(in_use.cut)
+    scored = in_use.answerability
+    return AskGate(in_use.cut, rerank_cut(model, reranker.name),
+                   scored if scored is not None and scored.reranker == reranker.name else None)
 
 
 def unavailable(searcher: Searcher, retriever: str, probe: str) -> str | None:
@@ -450,7 +424,8 @@ def judge(query: Query, hits: Sequence[Hit], config: EvalConfig, in_domain: bool
     rank = next((i for i, hit in enumerate(relevant, 1) if hit), None)
     window = hits[: config.window]
     scores = tuple(_number(h.rerank_score) for h in window)
-    kept = None if gate is None else gated(hits, relevant, query.text, gate.cut, config.window, gate.min_rerank_score)
+    kept = None if gate is None else gated(hits, relevant, query.text, gate.cut, config.window, gate.min_rerank_score,
+                                             gate.answerability)
     return QueryResult(
         id=query.id, phrasing=query.phrasing, in_domain=in_domain, rank=rank,
         distance=_number(hits[rank - 1].distance) if rank else None,

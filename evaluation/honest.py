@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from citeline.query.answerability import Answerability
 from citeline.query.ask import apply_gate
 from citeline.schemas.retrieval import Hit, Refusal
 
 
 def gated(hits: Sequence[Hit], relevant: Sequence[bool], query: str, cut: float, k: int,
-          min_rerank_score: float | None = None) -> tuple[bool, ...]:
+          min_rerank_score: float | None = None, answerability: Answerability | None = None) -> tuple[bool, ...]:
     """Which of the sources ``ask`` keeps hold the needle: one flag per kept source, () when refused.
 
     Args:
@@ -27,9 +28,10 @@ def gated(hits: Sequence[Hit], relevant: Sequence[bool], query: str, cut: float,
         cut: the cosine cut ``ask`` uses.
         k: how many sources ``ask`` retrieves and keeps at most.
         min_rerank_score: the rerank-score cut ``ask`` adds, if any.
+        answerability: the calibrated score ``ask`` gates reranked lists with, if any.
     """
     flags = {hit.chunk_id: bool(r) for hit, r in zip(hits, relevant)}
-    kept = apply_gate(list(hits[:k]), query, cut, k, min_rerank_score)
+    kept = apply_gate(list(hits[:k]), query, cut, k, min_rerank_score, answerability)
     return () if isinstance(kept, Refusal) else tuple(flags[hit.chunk_id] for hit in kept)
 
 

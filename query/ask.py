@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from citeline.query.answer_check import check_answer
+from citeline.query.answerability import Answerability, gate_answerable
 from citeline.query.cite import build_citations
 from citeline.query.llm import ChatClient
 from citeline.query.prompt import build_prompt
@@ -18,7 +19,8 @@ from citeline.query.calibrate import cut_in_use
 from citeline.query.search import Searcher
 from citeline.query.thresholds import rerank_cut
 from citeline.schemas.retrieval import (
-    BM25, DEFAULT_RETRIEVER, RERANK, RETRIEVERS, AnswerCheck, Citation, Filters, Hit, Refusal,
+    ANSWERABILITY, BM25, COSINE, DEFAULT_RETRIEVER, RERANK, RETRIEVERS, AnswerCheck, Citation, Filters, Hit,
+    Refusal,
 )
 
 
@@ -58,6 +60,7 @@ class Answer:
     query: str
     threshold: float
     citations: tuple[Citation, ...] = ()
+    gate: str = COSINE  # what ``threshold`` bounds: the cosine cut or the answerability score
     prompt: str | None = None
     refusal: Refusal | None = None
     answer: str | None = None
@@ -68,11 +71,12 @@ class Answer:
         return self.refusal is not None
 
     def to_dict(self) -> dict:
-        """The ``--json`` shape: query, refused, threshold, citations, prompt[, answer, answer_checks]."""
+        """The ``--json`` shape: query, refused, threshold, gate, citations, prompt[, answer, answer_checks]."""
         out = {
             "query": self.query,
             "refused": self.refused,
             "threshold": self.threshold,
+            "gate": self.gate,
             "citations": [c.to_dict() for c in self.citations],
             "prompt": self.prompt,
         }
@@ -96,9 +100,13 @@ def retrieve(searcher: Searcher, query: str, options: AskOptions, filters: Filte
 
 def apply_gate(
     hits: Sequence[Hit], query: str, cut: float, k: int = MAX_CHUNKS,
-    min_rerank_score: float | None = None,
+    min_rerank_score: float | None = None, answerability: Answerability | None = None,
 ) -> list[Hit] | Refusal:
     """Keep at most ``k`` hits under the cosine cut (and over the rerank cut, when given).
+
+    With ``answerability`` (the index's calibrated score, for reranked hits) a hit must
+    pass that score instead of the cosine cut: it reads the distance among other evidence
+    (query/answerability.py).
 
     Args:
         hits: retrieved hits in ranking order, each with ``distance`` (and
@@ -122,7 +130,10 @@ def apply_gate(
     >>> apply_gate(hits, "q", 0.1).message()
     'NO ANSWER: nothing under cosine distance 0.1 for "q"'
     """
-    passed = gate(hits, cut, max(len(hits), 1), query=query)
+    if answerability is not None:
+        passed = gate_answerable(hits, query, answerability, max(len(hits), 1))
+    else:
+        passed = gate(hits, cut, max(len(hits), 1), query=query)
     if isinstance(passed, Refusal):
         return passed
     if min_rerank_score is not None:
@@ -143,16 +154,20 @@ def ask(searcher: Searcher, query: str, options: AskOptions = AskOptions(), filt
         IndexMismatch, RerankerUnavailable: from the searcher.
     """
     model = searcher.stamp.embed_model
-    cut = cut_in_use(searcher.store, searcher.stamp, options.cut).cut
+    in_use = cut_in_use(searcher.store, searcher.stamp, options.cut)
+    scored = in_use.answerability if options.reranking else None
+    if scored is not None and scored.reranker != searcher.default_reranker().name:
+        scored = None  # fitted on another reranker's scores: the cosine cut still holds
+    threshold, kind = (scored.threshold, ANSWERABILITY) if scored is not None else (in_use.cut, COSINE)
     min_score = options.min_rerank_score
     if min_score is None and options.reranking:
         min_score = rerank_cut(model, searcher.default_reranker().name)
     rows = retrieve(searcher, query, options, filters)
-    kept = apply_gate(rows, query, cut, options.k, min_score)
+    kept = apply_gate(rows, query, in_use.cut, options.k, min_score, scored)
     if isinstance(kept, Refusal):
-        return Answer(query=query, threshold=cut, refusal=kept)
+        return Answer(query=query, threshold=threshold, gate=kind, refusal=kept)
     citations = tuple(build_citations(kept))
-    return Answer(query=query, threshold=cut, citations=citations, prompt=build_prompt(query, citations))
+    return Answer(query=query, threshold=threshold, gate=kind, citations=citations, prompt=build_prompt(query, citations))
 
 
 def generate(answer: Answer, client: ChatClient) -> Answer:

@@ -29,19 +29,21 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from importlib import resources
 
 import numpy as np
 
 from citeline.pipeline.sentences import sentence_spans
 from citeline.query.refuse import MAX_CHUNKS
+from citeline.query.rerank import MaxSimReranker, TokenCache
+from citeline.query.answerability import Answerability, Evidence, evidence, fit, rate_threshold
+from citeline.query.words import content_words
 from citeline.query.thresholds import COSINE_CUTS, GatePoint, GateQuery, Uncalibrated, gate_point, sweep
 from citeline.schemas.retrieval import COSINE
 
-CALIBRATION_VERSION = "1"  # bump when the sample, the bank or the rule changes
+CALIBRATION_VERSION = "2"  # bump when the sample, the bank or the rule changes
 SEED = 16
 SAMPLE = 300  # pseudo-questions at most: cheap (one batch of query embeddings), stable to ~0.01
 PHRASE_WORDS = 8  # content words in a pseudo-question
@@ -57,19 +59,10 @@ GRID_STEP = 0.005
 # in view (docs/query.md): one corpus, so a setting to re-measure, not a law.
 ADJACENT_RATE = 0.10
 ADJACENT_DEPTH = 50  # chunks searched to find one of another document
-
-_WORD = re.compile(r"[^\W_][\w'\-.]*[^\W_]|[^\W_]", re.UNICODE)
-STOPWORDS = frozenset(
-    """
-    a about above after again against all also am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from further had has
-    have having he her here hers him his how i if in into is it its itself just me more most my no nor
-    not of off on once only or other our ours out over own same she should so some such than that the
-    their theirs them then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours
-    """.split()
-)
-
+# The answerability score reranks its questions as ``ask`` does: fewer than the cosine
+# calibration's, since each one costs a rerank (docs/query.md has the cost).
+SCORED_SAMPLE = 150
+SCORED_BANK = 200
 
 @dataclass(frozen=True)
 class Calibration:
@@ -105,6 +98,7 @@ class Calibration:
     rule: str
     version: str = CALIBRATION_VERSION
     seed: int = SEED
+    answerability: dict | None = None  # the fitted score (query/answerability.py) for reranked answers
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -114,10 +108,12 @@ class Calibration:
         return cls(**json.loads(raw))
 
     def line(self) -> str:
+        scored = "" if self.answerability is None else (
+            f"; reranked answers pass an answerability score over {self.answerability['threshold']:.3f}")
         return (f"cut {self.cut:.3f} calibrated {self.created_at} for {self.model}: "
                 f"{self.sampled} pseudo-questions from {self.chunks} chunks "
                 f"(lost {self.lost}/{self.answerable}, refused {self.refused_in_domain}), "
-                f"{self.offtopic} off-topic questions ({self.bluffs} let through)")
+                f"{self.offtopic} off-topic questions ({self.bluffs} let through){scored}")
 
 
 RULE = (f"the loosest cut letting at most {BLUFF_RATE:.0%} of the off-topic bank through "
@@ -129,20 +125,6 @@ def offtopic_questions() -> list[str]:
     """The off-topic bank that ships with citeline, in file order (comments dropped)."""
     text = resources.files("citeline.query").joinpath("data/offtopic.txt").read_text(encoding="utf-8")
     return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
-
-
-def content_words(text: str) -> list[str]:
-    """The words of ``text`` that carry meaning: stopwords, numbers alone and markup dropped.
-
-    >>> content_words("The forget gate of an LSTM | decides 42 things.")
-    ['forget', 'gate', 'LSTM', 'decides', 'things']
-    """
-    words = (w.strip(".'-") for w in _WORD.findall(text))
-    return [w for w in words if w and w.lower() not in STOPWORDS and not _numeric(w)]
-
-
-def _numeric(word: str) -> bool:
-    return not any(c.isalpha() for c in word)
 
 
 def pseudo_question(content: str, rng: random.Random, words: int = PHRASE_WORDS) -> str | None:
@@ -276,19 +258,19 @@ def measure(searcher, size: int = SAMPLE, seed: int = SEED, window: int = MAX_CH
     rows = searcher.store.chunk_rows(["chunk_id", "content", "doc_id"])
     in_domain = tuple(in_domain_queries(rows, search, size, seed))
     doc_of = {r["chunk_id"]: r["doc_id"] for r in rows}
-    adjacent = (_other_document(deep[q], doc_of, doc) for q, doc in _asked(rows, size, seed))
+    adjacent = (_other_document(deep[q], doc_of, doc) for q, doc, _ in _asked(rows, size, seed))
     return Views(in_domain, tuple(out_of_domain_queries(offtopic_questions(), search)), len(rows),
                  tuple(d for d in adjacent if d is not None))
 
 
-def _asked(rows: Sequence[dict], size: int, seed: int) -> list[tuple[str, str]]:
-    """(question, source doc id) of each pseudo-question, in the order they were asked."""
+def _asked(rows: Sequence[dict], size: int, seed: int) -> list[tuple[str, str, str]]:
+    """(question, source doc id, source chunk id) of each pseudo-question, in the order they were asked."""
     rng = random.Random(seed)
     asked = []
     for i in sample_chunks([r["chunk_id"] for r in rows], size, seed):
         question = pseudo_question(rows[i]["content"], rng)
         if question is not None:
-            asked.append((question, rows[i]["doc_id"]))
+            asked.append((question, rows[i]["doc_id"], rows[i]["chunk_id"]))
     return asked
 
 
@@ -329,12 +311,84 @@ def calibrate(searcher, created_at: str, size: int = SAMPLE, seed: int = SEED) -
     if adjacent is not None and adjacent < point.cut:
         point = gate_point([*views.in_domain, *views.out_of_domain], adjacent)
     stamp = searcher.stamp
+    scored = calibrate_answerability(searcher, seed)
     return Calibration(
         cut=point.cut, model=stamp.embed_model, pipeline_version=stamp.pipeline_version, strategy=stamp.strategy,
         table=searcher.store.active_table(), created_at=created_at, chunks=views.chunks,
         sampled=len(views.in_domain), offtopic=len(views.out_of_domain), bluffs=point.bluffs, lost=point.lost,
         answerable=point.answerable, refused_in_domain=point.refused_in_domain, rule=RULE, seed=seed,
+        answerability=None if scored is None else scored.to_dict(),
     )
+
+
+@dataclass(frozen=True)
+class ScoredViews:
+    """The evidence of reranked sources (query/answerability.py) the score is fitted on.
+
+    ``answered``: each pseudo-question's own chunk, where the reranked window holds it.
+    ``adjacent``: per pseudo-question, the window reranked without its source document.
+    ``offtopic``: per bank question, its reranked window.
+    """
+
+    answered: tuple[Evidence, ...]
+    adjacent: tuple[tuple[Evidence, ...], ...]
+    offtopic: tuple[tuple[Evidence, ...], ...]
+
+
+def measure_scored(searcher, size: int = SCORED_SAMPLE, bank: int = SCORED_BANK, seed: int = SEED,
+                   window: int = MAX_CHUNKS) -> ScoredViews:
+    """Rerank a sample of pseudo-questions and of the bank as ``ask`` does (its default candidates).
+
+    Without stored word-piece vectors MaxSim encodes every candidate; the calibration asks
+    hundreds of questions of one index, so each chunk is encoded once (``TokenCache``).
+    """
+    reranker = searcher.default_reranker()
+    if isinstance(reranker, MaxSimReranker) and searcher.reader.tokens is None:
+        reranker = TokenCache(reranker)
+    depth = 2 * searcher.rerank_config.depth  # the whole pool: the adjacent view needs more than the window
+    rows = searcher.store.chunk_rows(["chunk_id", "content", "doc_id"])
+    answered, adjacent = [], []
+    for question, doc, chunk in _asked(rows, size, seed):
+        hits = searcher.rerank(question, depth, reranker=reranker)
+        top = hits[:window]
+        answered += [e for h, e in zip(top, evidence(question, top)) if h.chunk_id == chunk]
+        others = [h for h in hits if h.chunk.doc_id != doc][:window]
+        adjacent.append(tuple(evidence(question, others)))
+    rng = random.Random(seed)
+    questions = offtopic_questions()
+    offtopic = [tuple(evidence(q, searcher.rerank(q, window, reranker=reranker)))
+                for q in rng.sample(questions, min(bank, len(questions)))]
+    return ScoredViews(tuple(answered), tuple(adjacent), tuple(offtopic))
+
+
+def fit_answerability(views: ScoredViews, reranker: str, bluff_rate: float = BLUFF_RATE,
+                      adjacent_rate: float = ADJACENT_RATE) -> Answerability:
+    """The score fitted on ``views`` and its threshold, chosen by the cosine cut's rule.
+
+    The threshold lets at most ``bluff_rate`` of the bank and ``adjacent_rate`` of the
+    simulated adjacent questions through (the higher of the two thresholds).
+
+    Raises:
+        ValueError: no answered or no unanswerable example to fit on.
+    """
+    negatives = [e for window in (*views.adjacent, *views.offtopic) for e in window]
+    weights, bias = fit(views.answered, negatives)
+    model = Answerability(weights, bias, threshold=0.0, reranker=reranker)
+
+    def best(windows):
+        return [max(map(model.score, w)) for w in windows if w]
+
+    threshold = max(rate_threshold(best(views.offtopic), bluff_rate), rate_threshold(best(views.adjacent), adjacent_rate))
+    return replace(model, threshold=round(threshold, 6))
+
+
+def calibrate_answerability(searcher, seed: int = SEED) -> Answerability | None:
+    """Fit the index's answerability score; None when its sample holds nothing to fit on."""
+    views = measure_scored(searcher, seed=seed)
+    try:
+        return fit_answerability(views, searcher.default_reranker().name)
+    except ValueError:
+        return None
 
 
 # How the cut in use was obtained (``citeline status``, ``ask --json``).
@@ -353,6 +407,13 @@ class CutInUse:
     cut: float
     how: str
     calibration: Calibration | None = None
+
+    @property
+    def answerability(self) -> Answerability | None:
+        """The calibrated answerability score, unless ``--cut`` overrides the gate or none was fitted."""
+        if self.how != CALIBRATED or self.calibration is None or self.calibration.answerability is None:
+            return None
+        return Answerability.from_dict(self.calibration.answerability)
 
     def to_dict(self) -> dict:
         return {"cut": self.cut, "how": self.how,

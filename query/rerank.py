@@ -221,3 +221,34 @@ def get_reranker(spec: str | None, embedder, cosine_weight: float | None = None)
     if spec == CROSS_ENCODER:
         raise not_configured()
     return CrossEncoderReranker(spec, 0.0 if cosine_weight is None else cosine_weight)
+
+
+class TokenCache:
+    """The query side's MaxSim reranker, with each text's word-piece vectors computed once.
+
+    ``MaxSimReranker`` encodes the candidates of every query on the fly; over one
+    index the same chunks come back for many queries (the evaluation asks the same
+    questions of every strategy; the calibration asks hundreds of one index). Scores are the same function (:func:`query.maxsim.maxsim` of the
+    same ``Embedder.token_vectors``), only batched differently (by length, which
+    also pads less), so they agree with the product's to float rounding.
+    """
+
+    def __init__(self, reranker, queries: dict | None = None, docs: dict | None = None):
+        self.reranker = reranker
+        self.name = reranker.name
+        self.cosine_weight = reranker.cosine_weight
+        self._docs = {} if docs is None else docs  # shared by the rerank configurations of one index
+        self._queries = {} if queries is None else queries  # shared across strategies
+
+    def score(self, query: str, passages: Sequence[Passage]) -> list[float]:
+        texts = [p.text for p in passages]
+        self._fill(self._docs, texts)
+        self._fill(self._queries, [query])
+        return maxsim(self._queries[query], [self._docs[t] for t in texts]).tolist()
+
+    def _fill(self, cache: dict, texts: Sequence[str], batch: int = 16) -> None:
+        embedder = self.reranker.embedder
+        missing = sorted({t for t in texts if t not in cache}, key=lambda t: (len(t), t))
+        for i in range(0, len(missing), batch):
+            part = missing[i : i + batch]
+            cache.update(zip(part, embedder.token_vectors(part)))

@@ -90,6 +90,8 @@ DEFAULT_RERANK = RerankConfig(UNION, 50)  # chosen on dev with the paired test (
 # What a refusal cut is applied to: a cosine distance (lower passes) or a rerank score (higher passes).
 COSINE = "cosine"
 CUT_KINDS = (COSINE, RERANK)
+ANSWERABILITY = "answerability"  # the fitted score of query/answerability.py: higher passes
+REFUSAL_KINDS = (*CUT_KINDS, ANSWERABILITY)
 
 
 @dataclass(frozen=True)
@@ -206,8 +208,9 @@ class Citation:
 class Refusal:
     """No chunk passed the gate, so no prompt is built and no model is called.
 
-    ``kind`` is ``"cosine"`` (a distance cut: lower passes) or ``"rerank"`` (a score
-    cut: higher passes); ``best`` is the best value seen, None when nothing was retrieved.
+    ``kind`` is ``"cosine"`` (a distance cut: lower passes), ``"rerank"`` (a score cut:
+    higher passes) or ``"answerability"`` (the calibrated answerability score: higher
+    passes); ``best`` is the best value seen, None when nothing was retrieved.
     """
 
     query: str
@@ -216,8 +219,8 @@ class Refusal:
     best: float | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in CUT_KINDS:
-            raise ValueError(f"unknown refusal kind {self.kind!r}; known: {list(CUT_KINDS)}")
+        if self.kind not in REFUSAL_KINDS:
+            raise ValueError(f"unknown refusal kind {self.kind!r}; known: {list(REFUSAL_KINDS)}")
 
     def message(self) -> str:
         """The one line the CLI prints.
@@ -226,8 +229,10 @@ class Refusal:
         'NO ANSWER: nothing under cosine distance 0.675 for "capital of France?"'
         >>> Refusal("q", 2.5, kind="rerank").message()
         'NO ANSWER: nothing over rerank score 2.5 for "q"'
+        >>> Refusal("q", 0.25, kind="answerability").message()
+        'NO ANSWER: nothing over answerability score 0.25 for "q"'
         """
-        where = "under cosine distance" if self.kind == COSINE else "over rerank score"
+        where = {COSINE: "under cosine distance", RERANK: "over rerank score"}.get(self.kind, f"over {self.kind} score")
         return f'NO ANSWER: nothing {where} {_number(self.threshold)} for "{self.query}"'
 
     def to_dict(self) -> dict:

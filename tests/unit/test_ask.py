@@ -14,7 +14,7 @@ from citeline.schemas.retrieval import ChunkRow, Hit, Refusal
 from citeline.schemas.stamp import IndexStamp
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
-JSON_KEYS = ["query", "refused", "threshold", "citations", "prompt"]
+JSON_KEYS = ["query", "refused", "threshold", "gate", "citations", "prompt"]
 CITATION_KEYS = ["index", "document_id", "document", "label", "fragment", "quote", "distance", "rerank_score",
                  "chunk_id", "path", "start", "end", "uri"]
 
@@ -159,7 +159,7 @@ def test_a_refused_question_has_no_prompt_and_never_reaches_the_model():
     answer = ask(FakeSearcher([hit(1, 0.9), hit(2, 0.8)]), "absurd?", AskOptions(retriever="dense", cut=0.45))
     assert answer.refused and answer.prompt is None and answer.citations == ()
     assert generate(answer, client) is answer and client.prompts == []
-    assert answer.to_dict() == {"query": "absurd?", "refused": True, "threshold": 0.45, "citations": [],
+    assert answer.to_dict() == {"query": "absurd?", "refused": True, "threshold": 0.45, "gate": "cosine", "citations": [],
                                 "prompt": None}
 
 

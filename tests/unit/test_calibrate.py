@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from citeline.index.store import Store
+from citeline.query.words import content_words
 from citeline.query.calibrate import (
-    BLUFF_RATE, CALIBRATED, LEGACY, OVERRIDE, Calibration, calibrate_queries, choose_cut, content_words,
+    BLUFF_RATE, CALIBRATED, LEGACY, OVERRIDE, Calibration, calibrate_queries, choose_cut,
     cut_in_use, offtopic_questions, pseudo_question, sample_chunks,
 )
 from citeline.query.thresholds import GateQuery, Uncalibrated, gate_point
