@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -62,6 +63,19 @@ def test_health_and_openapi(client):
     assert {"/ask", "/search", "/documents", "/documents/{document_id}", "/documents/{document_id}/chunks",
             "/sources/{document_id}", "/health"} <= set(paths)
     assert client.get("/docs").status_code == 200
+
+
+def test_docs_need_no_network(client):
+    """/docs names no outside URL: Swagger UI's files come from this service, under a CSP."""
+    page = client.get("/docs")
+    assert page.status_code == 200 and not re.search(r"(https?:)?//", page.text), page.text
+    policy = page.headers["content-security-policy"]
+    assert "default-src 'self'" in policy and "'unsafe-inline'" not in policy and "http" not in policy
+    assets = re.findall(r'(?:src|href)="(/[^"]+)"', page.text)
+    assert {a.rsplit("/", 1)[1] for a in assets} >= {"swagger-ui-bundle.js", "swagger-ui.css"}
+    for asset in assets:
+        response = client.get(asset)
+        assert response.status_code == 200 and len(response.content) > 100, asset
 
 
 def test_ask_answers_with_located_citations_or_refuses(client, folder):
