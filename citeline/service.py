@@ -252,9 +252,7 @@ def _json_routes(app: FastAPI, index: Index) -> None:
     @app.get("/sources/{document_id}", tags=["documents"])
     def source(document_id: str, request: Request) -> Response:
         """The original file's bytes, with its content type and HTTP range support."""
-        doc = index.document(_checked_id(document_id))
-        data = views.source_bytes(doc)
-        return views.ranged(data, views.content_type(doc.path), request.headers.get("range"))
+        return views.source_response(index.document(_checked_id(document_id)), request.headers.get("range"))
 
 
 def _answer_json(answer) -> dict:

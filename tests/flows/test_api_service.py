@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -160,6 +162,34 @@ def test_sources_serve_the_original_bytes_with_type_and_ranges(client, folder):
     hostile = client.get(f"/sources/{doc_id(client, HOSTILE_NAME)}")
     assert hostile.headers["content-type"] == "text/plain; charset=utf-8"  # never HTML
     assert hostile.headers["x-content-type-options"] == "nosniff" and "sandbox" in hostile.headers["content-security-policy"]
+
+
+def bytes_read() -> int:
+    """What this process has read through read(2) and friends so far (Linux's own count)."""
+    return int(Path("/proc/self/io").read_text().split("rchar:")[1].split()[0])
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="counts reads with Linux's /proc/self/io")
+def test_a_range_reads_only_its_bytes(tmp_path):
+    """A player seeking in a long recording costs what it fetches, not the whole file per request."""
+    size, offset = 48 * 1024 * 1024, 31 * 1024 * 1024 + 7
+    data = random.Random(13).randbytes(size)
+    (tmp_path / "long").mkdir()
+    (tmp_path / "long" / "recording.pdf").write_bytes(data)  # not a PDF: a failed document, still served
+    index = Index.create(str(tmp_path / "db"), model=FAKE)
+    index.sync(str(tmp_path / "long"))
+    with TestClient(create_app(index, poll_s=0)) as client:
+        source = f"/sources/{doc_id(client, 'recording.pdf')}"
+        client.get(source, headers={"Range": "bytes=0-0"})  # the lookups' own first reads
+        before = bytes_read()
+        part = client.get(source, headers={"Range": f"bytes={offset}-{offset + 99}"})
+        read = bytes_read() - before
+        whole = client.get(source)
+    assert part.status_code == 206 and part.content == data[offset:offset + 100]
+    assert part.headers["content-range"] == f"bytes {offset}-{offset + 99}/{size}"
+    assert part.headers["content-length"] == "100"
+    assert read < 64 * 1024, f"{read:,} bytes read for a 100-byte range of {size:,}"
+    assert whole.status_code == 200 and whole.content == data
 
 
 def test_a_source_swapped_for_a_symlink_or_deleted_is_not_served(client, folder, tmp_path):
