@@ -6,7 +6,7 @@ nor a model.
 """
 from __future__ import annotations
 
-__all__ = ["Index"]
+__all__ = ["Filters", "Index"]
 
 
 def __getattr__(name: str):
@@ -14,4 +14,8 @@ def __getattr__(name: str):
         from citeline.api import Index
 
         return Index
+    if name == "Filters":
+        from citeline.schemas.retrieval import Filters
+
+        return Filters
     raise AttributeError(f"module 'citeline' has no attribute {name!r}")

@@ -32,13 +32,14 @@ from citeline.query.cite import (
 )
 from citeline.query.search import Searcher
 from citeline.schemas.errors import NoIndex
-from citeline.schemas.retrieval import BM25, DENSE, RETRIEVERS, Citation
+from citeline.schemas.retrieval import BM25, DENSE, RETRIEVERS, Citation, Filters
 from citeline.schemas.stamp import STAMP_COLUMNS, IndexStamp
 from citeline.schemas.status import DocStatus, RunSummary
 
 DOCUMENT_COLUMNS = ("doc_id", "path", "source", "root", "title", "status", "stage", "reason", "chunk_count",
                     "truncated", "attempts", "notes", *STAMP_COLUMNS)
-CHUNK_FIELDS = ("chunk_id", "doc_id", "path", "title", "section", "ordinal", "start", "end", "content", "locators")
+CHUNK_FIELDS = ("chunk_id", "doc_id", "path", "title", "section", "ordinal", "start", "end", "content", "locators",
+                "tokens")
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ class ChunkInfo:
     label: str
     fragment: str
     locators: tuple[dict, ...]
+    tokens: int = 0  # word pieces of the embedded text, as the model counted them
 
     @classmethod
     def from_row(cls, row: dict) -> "ChunkInfo":
@@ -100,7 +102,7 @@ class ChunkInfo:
             start=row["start"], end=row["end"], section=row.get("section") or "", content=row["content"],
             label=locator_label(row.get("title") or row["path"], row.get("section") or "", locators),
             fragment=locator_fragment(locators, row["start"], row["end"]),
-            locators=tuple(asdict(loc) for loc in locators),
+            locators=tuple(asdict(loc) for loc in locators), tokens=int(row.get("tokens") or 0),
         )
 
     def to_dict(self) -> dict:
@@ -231,8 +233,11 @@ class Index:
     def stamp(self) -> IndexStamp:
         return self.snapshot().searcher.stamp
 
-    def search(self, query: str, k: int = 8, retriever: str = DENSE) -> tuple[Citation, ...]:
+    def search(self, query: str, k: int = 8, retriever: str = DENSE, filters: Filters | None = None
+               ) -> tuple[Citation, ...]:
         """The ``k`` best chunks for ``query`` by ``retriever``, as located citations (no gate).
+
+        ``filters`` keep only matching chunks, before ranking: ``k`` come back when ``k`` match.
 
         Raises:
             ValueError: an unknown retriever or ``k`` < 1.
@@ -242,18 +247,20 @@ class Index:
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}")
         snap = self.snapshot()
-        hits = snap.searcher.search(query, retriever, k)
+        hits = snap.searcher.search(query, retriever, k, filters)
         if retriever == BM25:
             hits = snap.searcher.fill_distances(query, hits)
         return tuple(self._located(snap, build_citations(hits)))
 
-    def ask(self, query: str, generate: bool = False, client=None, **options) -> Answer:
+    def ask(self, query: str, generate: bool = False, client=None, filters: Filters | None = None,
+            **options) -> Answer:
         """Sources and prompt for ``query``, or a refusal: the object ``citeline ask --json`` prints.
 
         Args:
             query: the question.
             generate: also send the prompt to the chat endpoint and check the answer's ``[n]``.
             client: the ``ChatClient`` to use (default: from the environment).
+            filters: only chunks these keep are retrieved and judged (none kept: a refusal).
             **options: ``AskOptions`` fields: k, retriever, rerank, cut, min_rerank_score, depth.
 
         Raises:
@@ -263,7 +270,7 @@ class Index:
         if not query.strip():
             raise ValueError("the question is empty")
         snap = self.snapshot()
-        answer = run_ask(snap.searcher, query, AskOptions(**options))
+        answer = run_ask(snap.searcher, query, AskOptions(**options), filters)
         answer = replace(answer, citations=tuple(self._located(snap, answer.citations)))
         if generate and not answer.refused:
             answer = run_generate(answer, client or chat_client())
@@ -297,9 +304,14 @@ class Index:
         raise KeyError(f"no document {path!r} in the index at {self.uri}")
 
     def chunks(self, path: str) -> tuple[ChunkInfo, ...]:
-        """The chunks of one document (see :meth:`document`), in reading order."""
+        """The chunks of one document (see :meth:`document`), in reading order.
+
+        Read from the open snapshot when there is one (what queries see); else from the
+        index itself, without loading the model (``citeline chunks``).
+        """
         doc = self.document(path)
-        rows = self.snapshot().searcher.store.chunk_rows(list(CHUNK_FIELDS), equals("doc_id", doc.document_id))
+        store = self._snapshot.searcher.store if self._snapshot is not None else Store.existing(self.uri)
+        rows = store.chunk_rows(list(CHUNK_FIELDS), equals("doc_id", doc.document_id))
         return tuple(ChunkInfo.from_row(r) for r in sorted(rows, key=lambda r: r["ordinal"]))
 
     def chunk(self, chunk_id: str) -> ChunkInfo:

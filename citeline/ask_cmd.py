@@ -10,7 +10,7 @@ import os
 
 import click
 
-from citeline.common import cli_errors, model_for, output_options
+from citeline.common import cli_errors, filter_options, model_for, output_options
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 from citeline.schemas.retrieval import DEFAULT_RERANK, DEFAULT_RETRIEVER, ENV_RERANKER, RERANK, RETRIEVERS
 from citeline.schemas.text import visible, visible_lines
@@ -43,9 +43,10 @@ QUOTE_WIDTH = 100  # characters of the quote shown in the sources table
               help="Also require a rerank score strictly over this (only when reranking).")
 @click.option("--generate", is_flag=True,
               help="Send the prompt to CITELINE_LLM_URL / CITELINE_LLM_MODEL and check the answer's citations.")
+@filter_options
 @output_options
 def ask(query, db, model, as_json, k, retriever, rerank_flag, reranker, cosine_weight, cut, min_rerank_score,
-        generate):
+        generate, filters):
     """Answer QUERY from the index with numbered, located sources, or refuse.
 
     Without --generate, prints the sources and the prompt a model would get. When no
@@ -64,7 +65,7 @@ def ask(query, db, model, as_json, k, retriever, rerank_flag, reranker, cosine_w
     with cli_errors():
         client = _chat_client() if generate else None  # an endpoint not configured fails before retrieval
         searcher = _searcher(db, model, reranker if reranking else None, cosine_weight)
-        answer = run_ask(searcher, query, options)
+        answer = run_ask(searcher, query, options, filters)
         answer = _located(searcher, answer)
         if client is not None and not answer.refused:
             answer = run_generate(answer, client)

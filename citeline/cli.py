@@ -11,10 +11,11 @@ import click
 from citeline.api_cmd import api
 from citeline.ask_cmd import ask
 from citeline.common import (CONTEXT_SETTINGS, EXIT_DOCUMENTS_FAILED, CitelineGroup, CliError, as_cli_error, error_text,
-                             cli_errors, model_for, output_options, verbosity)
+                             cli_errors, filter_options, model_for, output_options, verbosity)
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 from citeline.eval_cmd import eval_command
 from citeline.schemas.errors import CitelineError
+from citeline.schemas.paths import is_remote
 from citeline.schemas.retrieval import BM25, DENSE, RETRIEVERS
 from citeline.schemas.settings import DEFAULT_STRATEGY, STRATEGIES
 from citeline.schemas.stamp import STAMP_COLUMNS, Stamp, is_current
@@ -39,8 +40,22 @@ def cli() -> None:
     """
 
 
+class SourcePath(click.Path):
+    """A local file or folder that must exist, or an object-storage URL (``s3://bucket/docs``)
+    that must hold an object or a prefix of them."""
+
+    def convert(self, value, param, ctx):
+        if not (isinstance(value, str) and is_remote(value)):
+            return super().convert(value, param, ctx)
+        from citeline.pipeline.objects import exists  # fsspec: only when a URL is given
+
+        if not exists(value):
+            self.fail(f"{visible(value)!r}: no object and no prefix of objects there.", param, ctx)
+        return value
+
+
 @cli.command()
-@click.argument("path", type=click.Path(exists=True, file_okay=True, dir_okay=True))
+@click.argument("path", type=SourcePath(exists=True, file_okay=True, dir_okay=True))
 @db_option
 @model_option
 @click.option("--strategy", default=DEFAULT_STRATEGY, show_default=True,
@@ -81,7 +96,7 @@ def cli() -> None:
 @output_options
 def index(path, db, model, strategy, budget, overlap, precision, max_failed, max_bytes, timeout_s, wait_s, ocr_lang,
           whisper_model, dask, token_vectors, progress, include, exclude, verify, as_json):
-    """Index (or re-sync) PATH: a folder or one file."""
+    """Index (or re-sync) PATH: a folder or one file, local or on S3 (s3://bucket/prefix)."""
     if overlap >= budget:
         raise click.UsageError(f"--overlap ({overlap}) must be smaller than --budget ({budget})")
     from citeline.pipeline.walk import Selection, check_patterns
@@ -398,9 +413,14 @@ def _status_doc(d: dict, active) -> dict:
 @click.option("--retriever", default=DENSE, show_default=True, type=click.Choice(RETRIEVERS),
               help="dense (cosine), bm25 (full text), hybrid (RRF of both) or rerank (MaxSim over the hybrid "
                    "top 25), as in ask; no refusal gate here.")
+@filter_options
 @output_options
-def search(query, db, model, k, retriever, as_json):
-    """The chunks nearest to QUERY by one retriever, with exact locators."""
+def search(query, db, model, k, retriever, as_json, filters):
+    """The chunks nearest to QUERY by one retriever, with exact locators.
+
+    --path, --type and --since keep only matching documents' chunks, before ranking: -k
+    results come back whenever that many match.
+    """
     from citeline.index.store import Store
     from citeline.pipeline.embed import get_embedder
     from citeline.query.cite import build_citations
@@ -410,7 +430,7 @@ def search(query, db, model, k, retriever, as_json):
     with cli_errors():
         Store.existing(db)  # before the model is looked up: a mistyped --db fails first, creating nothing
         searcher = Searcher.open(db, get_embedder(model_for(db, model)))
-        hits = searcher.search(query, retriever, k)
+        hits = searcher.search(query, retriever, k, filters)
         if retriever == BM25:
             hits = searcher.fill_distances(query, hits)  # every hit shows its cosine distance
         citations = located(searcher.store, build_citations(hits))  # each with the uri ask gives it
@@ -423,6 +443,47 @@ def search(query, db, model, k, retriever, as_json):
         click.echo(f"[{c.index}] {visible(c.document)}{visible(c.fragment)}  {visible(c.label)}  "
                    f"(cosine distance {c.distance:.3f}{rerank})")
         click.echo("    " + "\n    ".join(visible_lines(c.quote)))
+
+
+@cli.command()
+@click.argument("path")
+@db_option
+@output_options
+def chunks(path, db, as_json):
+    """The chunks of one document, in reading order: offsets, locator label, token count.
+
+    PATH is the document's path under its synced folder, its absolute source path, its id,
+    or a file here that was indexed.
+    """
+    from citeline.api import Index
+    from citeline.index.store import Store
+
+    with cli_errors():
+        Store.existing(db)  # "no index at …", creating nothing
+        doc, rows = _document_chunks(Index(db), path)
+    if as_json:
+        click.echo(json.dumps({"document_id": doc.document_id, "path": doc.path, "source": doc.source,
+                               "chunks": [c.to_dict() for c in rows]}, indent=2))
+        return
+    click.echo(f"{visible(doc.path)}  {len(rows)} chunks  ({visible(doc.source)})")
+    for c in rows:
+        click.echo(f"#{c.ordinal:<4} {c.start:>7}-{c.end:<7} {c.tokens:>4} tokens  {visible(c.label)}  "
+                   f"{visible(c.fragment)}")
+
+
+def _document_chunks(index, path: str):
+    """(document, its chunks): PATH as the index names it, else as a file here resolved."""
+    try:
+        doc = index.document(path)
+    except KeyError:
+        local = Path(path).expanduser()
+        if not local.exists():
+            raise CliError(f"no document {visible(path)} in the index", kind="not-indexed") from None
+        try:
+            doc = index.document(str(local.resolve()))
+        except KeyError:
+            raise CliError(f"no document {visible(path)} in the index", kind="not-indexed") from None
+    return doc, index.chunks(doc.document_id)
 
 
 @cli.command()

@@ -6,6 +6,7 @@ takes ``as_json``), and ``cli.add_command(it)``; its errors are rendered by the 
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
@@ -14,6 +15,7 @@ import click
 
 from citeline.config import DEFAULTS, ENV_PREFIX
 from citeline.schemas.errors import CitelineError
+from citeline.schemas.retrieval import Filters
 
 # Exit codes (README, "Exit codes"): 0 every document fine, 1 an error (click's own for
 # ClickException, Python's for a bug's traceback), 2 bad arguments (click's UsageError),
@@ -172,3 +174,25 @@ def model_for(db: str, model: str | None) -> str:
 
     stamp = Store(db).stamp() if index_exists(db) else None  # a new index: create nothing yet
     return stamp.embed_model if stamp else DEFAULTS["model"]
+
+
+def filter_options(command):
+    """--path, --type and --since (repeatable but --since), handed to the command as one
+    ``filters`` (``Filters``, empty when none is given); a bad value is a usage error (exit 2)."""
+    @functools.wraps(command)
+    def with_filters(*args, path_filters, type_filters, since, **kwargs):
+        try:
+            filters = Filters.parse(path_filters, type_filters, since)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+        return command(*args, filters=filters, **kwargs)
+
+    with_filters = click.option("--since", default=None, metavar="DATE",
+                                help="Only documents whose file was modified at or after DATE (ISO 8601; "
+                                     "UTC when no zone is given).")(with_filters)
+    with_filters = click.option("--type", "type_filters", multiple=True, metavar="TYPE",
+                                help="Only this file extension (pdf, md) or extractor (csv, image-ocr); "
+                                     "repeat for any of several.")(with_filters)
+    return click.option("--path", "path_filters", multiple=True, metavar="PREFIX|GLOB",
+                        help="Only documents whose path under its synced folder starts with PREFIX or "
+                             "matches GLOB (* any characters, / too; ? one); repeat for any of several.")(with_filters)

@@ -34,13 +34,14 @@ from citeline.api import Index, chat_client
 from citeline.query.answer_check import check_answer
 from citeline.query.thresholds import Uncalibrated
 from citeline.schemas.errors import CitelineError, IndexMismatch, LLMError, NoIndex
-from citeline.schemas.retrieval import DEFAULT_RETRIEVER, DENSE, RETRIEVERS
+from citeline.schemas.retrieval import DEFAULT_RETRIEVER, DENSE, RETRIEVERS, Filters
 from citeline import views
 
 MAX_BODY = 16 * 1024  # bytes of a request body: a question and a few options
 MAX_QUESTION = 2000  # characters
 MAX_ASK_K = 20
 MAX_SEARCH_K = 100
+MAX_FILTERS = 20  # values of one filter kind in a request
 ID = re.compile(r"^[0-9a-f]{32}$")  # document and chunk ids (pipeline/prepare.py)
 OPEN_PATHS = ("/health",)  # the only path a token does not guard
 TOKEN_COOKIE = "citeline_token"
@@ -68,6 +69,14 @@ class AskRequest(BaseModel):
     rerank: bool = False
     cut: float | None = Field(None, ge=0, le=2)
     generate: bool = False
+    # Query-time filters, as ``citeline ask --path/--type/--since`` (docs/query.md, "Filters").
+    path: list[str] = Field(default_factory=list, max_length=MAX_FILTERS)
+    type: list[str] = Field(default_factory=list, max_length=MAX_FILTERS)
+    since: str | None = Field(None, max_length=64)
+
+    def filters(self) -> Filters:
+        """Raises ValueError (400) for an empty path, a bad type or an unparsable date."""
+        return Filters.parse(self.path, self.type, self.since)
 
 
 def create_app(index: Index, token: str | None = None, poll_s: float = 1.0) -> FastAPI:
@@ -219,8 +228,8 @@ def _json_routes(app: FastAPI, index: Index) -> None:
         object), ``delta`` events with the answer's text, then ``done`` with the checked
         answer and its ``answer_checks`` (or ``error``).
         """
-        options = body.model_dump(exclude={"question", "generate"})
-        answer = index.ask(body.question, **options)
+        options = body.model_dump(exclude={"question", "generate", "path", "type", "since"})
+        answer = index.ask(body.question, filters=body.filters(), **options)
         if body.generate and not answer.refused:
             try:
                 client = chat_client()
@@ -232,9 +241,17 @@ def _json_routes(app: FastAPI, index: Index) -> None:
 
     @app.get("/search", tags=["query"])
     def search(q: str = Query(min_length=1, max_length=MAX_QUESTION),
-               k: int = Query(8, ge=1, le=MAX_SEARCH_K), retriever: Retriever = DENSE) -> dict:
-        """The k best chunks by one retriever, with their locators (no refusal gate)."""
-        return {"query": q, "results": [c.to_dict() for c in index.search(q, k, retriever)]}
+               k: int = Query(8, ge=1, le=MAX_SEARCH_K), retriever: Retriever = DENSE,
+               path: list[str] = Query([], max_length=MAX_FILTERS),
+               kind: list[str] = Query([], alias="type", max_length=MAX_FILTERS),
+               since: str | None = Query(None, max_length=64)) -> dict:
+        """The k best chunks by one retriever, with their locators (no refusal gate).
+
+        ``path`` (prefix or glob), ``type`` (extension or extractor; both repeatable) and
+        ``since`` (ISO 8601) keep only matching documents' chunks, before ranking.
+        """
+        filters = Filters.parse(path, kind, since)
+        return {"query": q, "results": [c.to_dict() for c in index.search(q, k, retriever, filters)]}
 
     @app.get("/documents", tags=["documents"])
     def documents() -> dict:

@@ -12,11 +12,12 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from citeline.index.faults import is_storage_error
 from citeline.index.lock import writer_lock
+from citeline.pipeline.objects import is_object
 from citeline.pipeline.plan import STAT_COLUMNS, SyncPlan, Todo, plan_sync
 from citeline.pipeline.prepare import Prepared, Unchanged
 from citeline.pipeline.walk import Selection, list_files
 from citeline.schemas.errors import DocumentError
-from citeline.schemas.paths import escape
+from citeline.schemas.paths import escape, is_remote
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import STAMP_COLUMNS, IndexStamp
 from citeline.schemas.status import DocError, DocStatus, Outcome, RunSummary
@@ -100,13 +101,23 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
 def plan_folder(root: str, store, stamp, selection: Selection = Selection(), verify: bool = False) -> SyncPlan:
     """What this run must do; a single file is indexed without forgetting its neighbours."""
     files = list_files(root, selection)
-    prune = synced_root(root) if Path(root).expanduser().is_dir() else None
+    prune = synced_root(root) if is_folder(root) else None
     return plan_sync(files, store.document_rows(RECORD_COLUMNS), stamp, prune, verify)
 
 
 def synced_root(root: str) -> str:
-    """``root`` as the index stores it: resolved, escaped (schemas/paths.py)."""
+    """``root`` as the index stores it: resolved, escaped (schemas/paths.py); an
+    object-storage URL as given, less a trailing slash."""
+    if is_remote(root):
+        return escape(root.rstrip("/"))
     return escape(str(Path(root).expanduser().resolve()))
+
+
+def is_folder(root: str) -> bool:
+    """Whether ``root`` is a folder (or a prefix of objects), whose vanished files a sync forgets."""
+    if is_remote(root):
+        return not is_object(root.rstrip("/"))
+    return Path(root).expanduser().is_dir()
 
 
 def run_documents(todo: list[Todo], stamp: IndexStamp, settings: IndexSettings

@@ -7,10 +7,11 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+import fsspec
 import numpy as np
 
 from citeline.index.store import Store
-from citeline.schemas.paths import is_under, os_path
+from citeline.schemas.paths import is_remote, is_under, os_path
 from citeline.schemas.stamp import INDEX_STAMP_COLUMNS, IndexStamp, is_current
 from citeline.schemas.status import DocStatus
 from citeline.schemas.tables import DOCUMENTS
@@ -191,6 +192,27 @@ def _duplicates(chunks: list[dict]) -> list[Violation]:
             for cid, n in counts.items() if n > 1]
 
 
+def stored_objects(roots: list[str]) -> set[str]:
+    """Every object under the object-storage ``roots``, and the roots that hold any: one
+    listing per root rather than one request per document."""
+    present: set[str] = set()
+    for root in roots:
+        protocol = root.split("://", 1)[0]
+        fs = fsspec.filesystem(protocol, use_listings_cache=False)
+        keys = fs.find(root, withdirs=False) if fs.exists(root) else []
+        present.update(f"{protocol}://{key}" for key in keys)
+        if keys:
+            present.add(root)
+    return present
+
+
+def _exists(source: str, present: set[str]) -> bool:
+    """Whether a stored source (a path, or an object's URL) is still there."""
+    if not is_remote(source):
+        return os.path.lexists(os_path(source))
+    return source in present or fsspec.filesystem(source.split("://", 1)[0], use_listings_cache=False).exists(source)
+
+
 def source_warnings(store: Store) -> list[Violation]:
     """Documents still served whose file is gone: warnings, not violations.
 
@@ -199,11 +221,13 @@ def source_warnings(store: Store) -> list[Violation]:
     and ``citeline rm PATH`` forgets a folder no sync reaches (one renamed or deleted).
     A gone root is reported once, not once per document under it.
     """
-    gone_roots = [r for r in store.roots() if not os.path.lexists(os_path(r))]
+    roots = store.roots()
+    present = stored_objects([r for r in roots if is_remote(r)])
+    gone_roots = [r for r in roots if not _exists(r, present)]
     found = [Violation("root-gone", r, "this synced folder or file no longer exists, its documents are still "
                        "served: `citeline rm` it if it was renamed or deleted") for r in gone_roots]
     for d in store.document_rows(["doc_id", "source"]):
-        if not any(is_under(d["source"], r) for r in gone_roots) and not os.path.lexists(os_path(d["source"])):
+        if not any(is_under(d["source"], r) for r in gone_roots) and not _exists(d["source"], present):
             found.append(Violation("source-gone", d["source"], "the file no longer exists, its chunks are still "
                                    "served: sync its folder or `citeline rm` it", d["doc_id"]))
     return found

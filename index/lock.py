@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from citeline.index.lease import lease_lock
 from citeline.schemas.errors import IndexBusy
 
 LOCK_NAME = ".citeline-writer.lock"
@@ -22,12 +23,17 @@ def writer_lock(uri: str, wait_s: float = 0.0) -> Iterator[None]:
     """Hold the index's writer lock, waiting up to ``wait_s`` seconds for it.
 
     The lock is an advisory ``flock`` on a file inside a local index folder, released
-    by the kernel when the holder dies (kill -9 included). Object-storage URIs have no
-    shared file system: there, run one sync per index (a Prefect concurrency limit).
+    by the kernel when the holder dies (kill -9 included). An index on S3 is guarded by
+    a lock object with a lease instead (index/lease.py). Other object stores have no
+    guard: run one sync per index there (a Prefect concurrency limit).
 
     Raises:
         IndexBusy: another process holds the lock after ``wait_s``.
     """
+    if uri.startswith("s3://"):
+        with lease_lock(uri, wait_s):
+            yield
+        return
     if not is_local(uri):
         yield
         return

@@ -55,9 +55,11 @@ class ChunkReader:
     def _row(self, i: int) -> dict:
         return {c: values[i] for c, values in self._values.items()}
 
-    def dense(self, vector: np.ndarray, k: int) -> list[dict]:
-        """The ``k`` nearest chunks, each with ``distance`` = 1 - cosine, nearest first."""
+    def dense(self, vector: np.ndarray, k: int, where: str | None = None) -> list[dict]:
+        """The ``k`` nearest chunks (of those ``where`` keeps), each with ``distance`` = 1 - cosine, nearest first."""
         vector = np.asarray(vector, dtype=np.float32)
+        if where is not None:
+            return self._dense_where(vector, k, where)
         if not self.exact:
             # The index is searched for k x refine candidates, and ef may not be smaller.
             ef = max(self.ef, k * (self.refine or 1))
@@ -73,11 +75,27 @@ class ChunkReader:
         top = top[np.argsort(-similarity[top], kind="stable")]
         return [{**self._row(i), "distance": float(1.0 - similarity[i])} for i in top]
 
-    def bm25(self, query: str, k: int) -> list[dict]:
-        """The ``k`` best chunks by BM25 over the embedded ``text``, each with ``score``."""
+    def _dense_where(self, vector: np.ndarray, k: int, where: str) -> list[dict]:
+        """LanceDB's search over the rows ``where`` keeps, filtered before ranking: an exact scan
+        of them without a vector index; with one, HNSW under the filter (it returned the exact
+        top 10 for a filter keeping 10 of 6,000 rows here, so no fallback scan is needed)."""
+        if k <= 0:
+            return []
+        search = self.table.search(vector).distance_type("cosine").where(where, prefilter=True).limit(k)
+        if not self.exact:
+            search = search.ef(max(self.ef, k * (self.refine or 1)))
+            if self.refine:
+                search = search.refine_factor(self.refine)
+        found = search.select([*self.columns, "_distance"]).to_list()
+        return [_renamed(row, "_distance", "distance") for row in found]
+
+    def bm25(self, query: str, k: int, where: str | None = None) -> list[dict]:
+        """The ``k`` best chunks (of those ``where`` keeps) by BM25 over the embedded ``text``, each with ``score``."""
         if not query.strip() or k <= 0:
             return []
         search = self.table.search(query, query_type="fts").limit(k)
+        if where is not None:
+            search = search.where(where, prefilter=True)
         if not self.exact:
             return [_renamed(row, "_score", "score") for row in search.select([*self.columns, "_score"]).to_list()]
         found = search.select(["chunk_id", "_score"]).to_arrow()

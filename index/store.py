@@ -1,6 +1,7 @@
 """The only module that opens LanceDB: open with a stamp check, write, read (queries: index/reader.py)."""
 from __future__ import annotations
 
+import os
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
@@ -8,13 +9,15 @@ from typing import Iterable, Mapping, Sequence
 
 import lancedb
 import pyarrow as pa
-from lancedb.expr import Expr
-from lancedb.index import FTS, BTree, HnswSq
+from lancedb.expr import Expr, col, lit
+from lancedb.index import FTS, Bitmap, BTree, HnswSq
 
 from citeline.index.reader import ChunkReader, has_vector_index
-from citeline.index.filters import equals, one_of
+from citeline.index.filters import chunk_predicate, equals, one_of
 from citeline.index.tokens import TokenVectors
 from citeline.schemas.errors import IndexMismatch, NoIndex
+from citeline.schemas.paths import is_remote
+from citeline.schemas.retrieval import Filters
 from citeline.schemas.stamp import IndexStamp, stamp_differences
 from citeline.schemas.tables import (
     CALIBRATION_KEY, CHUNKS_PREFIX, DOCUMENTS, DOCUMENTS_SCHEMA, META, META_SCHEMA, ROOT_KEY, STAMP_KEY, STAT_FIELDS,
@@ -35,6 +38,12 @@ Filter = Expr | str
 # cannot change scores silently: these are the settings every index so far was built
 # with (the defaults of the deprecated ``create_fts_index``). No positions: citeline
 # runs no phrase queries, and they would make the index bigger.
+# Scalar indexes on the columns query-time filters read (index/filters.py), so a prefilter
+# looks rows up instead of scanning: a path prefix (BTree answers LIKE 'prefix%'), an
+# extractor name (few distinct values: a bitmap), the ids a modified-since filter names.
+CHUNK_FILTER_INDEXES = (("path", BTree()), ("extractor", Bitmap()), ("doc_id", BTree()))
+DOCUMENT_FILTER_INDEXES = (("mtime_ns", BTree()),)
+
 TEXT_INDEX = FTS(base_tokenizer="simple", language="English", max_token_length=40, lower_case=True,
                  stem=True, remove_stop_words=True, ascii_folding=True, with_position=False)
 
@@ -58,7 +67,7 @@ class Store:
 
     def __init__(self, uri: str, ann_min_rows: int = ANN_MIN_ROWS):
         self.uri = uri
-        self.db = lancedb.connect(uri)
+        self.db = lancedb.connect(uri, storage_options=storage_options(uri))
         self.ann_min_rows = ann_min_rows
 
     @classmethod
@@ -346,6 +355,20 @@ class Store:
             return []
         return _scan(self.db.open_table(name), columns, where)
 
+    def modified_since(self, since_ns: int) -> list[str]:
+        """Ids of the documents whose file was last read with an mtime at or after ``since_ns``."""
+        if "mtime_ns" not in self.documents().schema.names:
+            return []
+        return [r["doc_id"] for r in self.document_rows(["doc_id"], col("mtime_ns") >= lit(since_ns))]
+
+    def predicate(self, filters: Filters | None) -> str | None:
+        """The chunks-table prefilter of ``filters`` (None: none); modified-since reads the documents table."""
+        if not filters:
+            return None
+        since = filters.modified_since
+        modified = None if since is None else self.modified_since(int(since.timestamp() * 1_000_000) * 1000)
+        return chunk_predicate(filters, modified)
+
     def reader(self, stamp: IndexStamp, columns: Sequence[str]) -> ChunkReader:
         """The active chunks table opened for queries (stamp checked once, rows as ``columns``)."""
         tokens = TokenVectors(self, stamp)
@@ -376,7 +399,9 @@ class Store:
                 table.create_index("vector", config=HnswSq(distance_type="cosine"))
                 # Lookups by id (rerank texts, BM25-only vectors) stop being full scans.
                 table.create_index("chunk_id", config=BTree())
+            _add_indexes(table, CHUNK_FILTER_INDEXES)
             table.optimize()  # also folds the rows added since into every index
+        _add_indexes(self.documents(), DOCUMENT_FILTER_INDEXES)
         self.documents().optimize()
 
     def rebuild_full_text(self, stamp: IndexStamp) -> None:
@@ -399,6 +424,17 @@ class Store:
                 stats = table.index_stats(ix.name)
                 return stats.num_indexed_rows, stats.num_unindexed_rows
         return 0, table.count_rows()
+
+
+def storage_options(uri: str) -> dict[str, str] | None:
+    """LanceDB's options for an index on object storage: none beyond the AWS variables it
+    reads itself (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ...), except that an ``http://``
+    endpoint (a local S3-compatible server) must be allowed explicitly, which s3fs does not
+    ask for: so one endpoint variable serves the input folder and the index alike."""
+    if not is_remote(uri):
+        return None
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
+    return {"allow_http": "true"} if endpoint.startswith("http://") else None
 
 
 def no_index_message(uri: str) -> str:
@@ -426,6 +462,14 @@ def check_stamp(found: IndexStamp, expected: IndexStamp, uri: str) -> None:
         err.add_note("Help: use the model and strategy the index was built with; move the index to another "
                      "model or strategy with `citeline reindex --model M --strategy S`; or use another --db.")
         raise err
+
+
+def _add_indexes(table, wanted) -> None:
+    """Build the scalar indexes ``table`` lacks (once; ``optimize`` keeps them current)."""
+    have = {tuple(ix.columns) for ix in table.list_indices()}
+    for column, config in wanted:
+        if (column,) not in have and column in table.schema.names:
+            table.create_index(column, config=config)
 
 
 def _scan(table, columns: Sequence[str] | None, where: Filter | None) -> list[dict]:

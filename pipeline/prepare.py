@@ -18,6 +18,7 @@ from typing import BinaryIO
 
 from citeline import extractors
 from citeline.extractors.clean import Deadline
+from citeline.pipeline import objects
 from citeline.pipeline.beneath import Escapes, open_beneath
 from citeline.pipeline.chunk import CHUNKER_VERSION, chunk_document
 from citeline.pipeline.embed import Embedder
@@ -27,7 +28,7 @@ from citeline.pipeline.walk import FileStat, SourceFile
 from citeline.schemas.document import Canonical, Chunk, segments_from_json
 from citeline.schemas.errors import DocumentError, TooLarge, Unreadable, UnsupportedType, Vanished
 from citeline.schemas.options import ExtractOptions
-from citeline.schemas.paths import os_path
+from citeline.schemas.paths import is_remote, os_path
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp, Stamp
 from citeline.schemas.status import Stage
@@ -116,6 +117,8 @@ def read_stat(path: str, max_bytes: int, root: str | None = None) -> tuple[bytes
         Unreadable: a symlink, permissions or another OS error.
         TooLarge: over the size limit.
     """
+    if is_remote(path):
+        return read_remote(path, max_bytes)
     path = os_path(path)  # stored names are escaped (schemas/paths.py)
     root = os.path.dirname(path) if root is None else os_path(root)
     with open_source(path, max_bytes, root) as (handle, before), _os_errors():
@@ -168,6 +171,17 @@ def _os_errors() -> Iterator[None]:
         raise Unreadable(f"permission denied: {exc.strerror}") from None
     except IsADirectoryError:
         raise Unreadable("a directory, not a file") from None
+
+
+def read_remote(url: str, max_bytes: int) -> tuple[bytes, FileStat]:
+    """``read_stat`` for an object (``s3://bucket/key``): its bytes and the stat of that version.
+
+    Raises:
+        Vanished, Unreadable, TooLarge: as ``read_stat`` (pipeline/objects.py).
+    """
+    sys.audit("citeline.open", url)
+    data, info = objects.read_object(url, max_bytes)
+    return data, FileStat.of_object(info)
 
 
 _SYMLINK = ("a symbolic link (or a path through one) where the listing found a regular file: "

@@ -1,14 +1,16 @@
 """Which files of a folder are documents."""
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pathspec
 
-from citeline.schemas.paths import escape
+from citeline.pipeline import objects
+from citeline.schemas.paths import escape, is_remote
 
 IGNORE_FILE = ".citelineignore"
 # Folders no one means to index: version control, dependencies, caches. Hidden folders
@@ -30,6 +32,19 @@ class FileStat:
     @classmethod
     def of(cls, st: os.stat_result) -> "FileStat":
         return cls(st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+
+    @classmethod
+    def of_object(cls, info: dict) -> "FileStat":
+        """An object's stat: it has no inode, so its ETag (which changes with every new
+        version of its bytes) fills that column, as a number; device 0 marks an object."""
+        modified = info.get("LastModified")
+        mtime_ns = int(modified.timestamp()) * 10**9 + modified.microsecond * 1000 if modified is not None else 0
+        return cls(int(info["size"]), mtime_ns, etag_number(info.get("ETag", "")), 0)
+
+
+def etag_number(etag: str) -> int:
+    """An ETag as a non-negative int64 (60 bits of its sha256), to store where an inode goes."""
+    return int(hashlib.sha256(etag.strip('"').encode()).hexdigest()[:15], 16)
 
 
 @dataclass(frozen=True)
@@ -79,6 +94,8 @@ def list_files(root: str | Path, selection: Selection = Selection()) -> list[Sou
         FileNotFoundError: ``root`` does not exist.
         ValueError: a pattern of ``selection`` or of ``.citelineignore`` is malformed.
     """
+    if is_remote(str(root)):
+        return list_remote(str(root), selection)
     base = Path(root).expanduser().resolve(strict=True)
     if base.is_file():  # named on its own: indexed whatever the patterns say
         st = base.lstat()
@@ -102,9 +119,56 @@ def list_files(root: str | Path, selection: Selection = Selection()) -> list[Sou
     return found
 
 
+def list_remote(root: str, selection: Selection = Selection()) -> list[SourceFile]:
+    """``list_files`` for a prefix on object storage (``s3://bucket/docs``), or one object.
+
+    Objects have no symlinks or devices, and no folders: a key's parents play the
+    folders' part, so a hidden or excluded parent hides every key under it, as
+    ``os.walk`` pruning does locally. The listing's own stat (size, LastModified,
+    ETag) is kept, so no object is read here either.
+
+    Raises:
+        FileNotFoundError: nothing is stored at ``root``.
+        ValueError: a pattern of ``selection`` or of ``.citelineignore`` is malformed.
+    """
+    root = root.rstrip("/")
+    info = objects.object_info(root)
+    if info is not None:  # named on its own, as a single local file is
+        parent, _, name = root.rpartition("/")
+        return [SourceFile(escape(root), escape(parent), escape(name), FileStat.of_object(info))]
+    excluded, included = _object_specs(root, selection)
+    found = []
+    for relative, info in objects.list_objects(root):
+        if not _object_kept(relative, excluded, included):
+            continue
+        found.append(SourceFile(escape(f"{root}/{relative}"), escape(root), escape(relative), FileStat.of_object(info)))
+    return found
+
+
+def _object_kept(relative: str, excluded: pathspec.PathSpec, included: pathspec.PathSpec | None) -> bool:
+    """Whether an object's key (relative to the synced prefix) survives hiding and the patterns."""
+    parts = PurePosixPath(relative).parts
+    if any(part.startswith(".") for part in parts):
+        return False
+    parents = ["/".join(parts[:i]) + "/" for i in range(1, len(parts))]
+    if any(excluded.match_file(parent) for parent in parents) or excluded.match_file(relative):
+        return False
+    return included is None or included.match_file(relative)
+
+
+def _object_specs(root: str, selection: Selection) -> tuple[pathspec.PathSpec, pathspec.PathSpec | None]:
+    text = objects.read_text(f"{root}/{IGNORE_FILE}")
+    lines = _checked_lines(f"{root}/{IGNORE_FILE}", text.splitlines()) if text is not None else []
+    return _spec_pair(lines, selection)
+
+
 def _specs(base: Path, selection: Selection) -> tuple[pathspec.PathSpec, pathspec.PathSpec | None]:
     """The exclude spec (defaults, then ``.citelineignore``, then ``--exclude``) and the include spec."""
-    lines = [*DEFAULT_EXCLUDE, *_ignore_file_lines(base), *selection.exclude]
+    return _spec_pair(_ignore_file_lines(base), selection)
+
+
+def _spec_pair(ignore_lines: list[str], selection: Selection) -> tuple[pathspec.PathSpec, pathspec.PathSpec | None]:
+    lines = [*DEFAULT_EXCLUDE, *ignore_lines, *selection.exclude]
     included = pathspec.GitIgnoreSpec.from_lines(selection.include) if selection.include else None
     return pathspec.GitIgnoreSpec.from_lines(lines), included
 
@@ -118,11 +182,20 @@ def _ignore_file_lines(base: Path) -> list[str]:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except FileNotFoundError:
         return []
+    return _checked_lines(str(path), lines)
+
+
+def _checked_lines(where: str, lines: list[str]) -> list[str]:
+    """``lines`` of an ignore file, each checked to be a pattern.
+
+    Raises:
+        ValueError: naming the file, line and pattern that is malformed.
+    """
     for number, line in enumerate(lines, 1):
         try:
             pathspec.GitIgnoreSpec.from_lines([line])
         except ValueError as exc:
-            raise ValueError(f"{path}, line {number}: {line!r} is not a gitignore-style pattern: {exc}") from None
+            raise ValueError(f"{where}, line {number}: {line!r} is not a gitignore-style pattern: {exc}") from None
     return lines
 
 

@@ -18,7 +18,7 @@ from citeline.query.calibrate import cut_in_use
 from citeline.query.search import Searcher
 from citeline.query.thresholds import rerank_cut
 from citeline.schemas.retrieval import (
-    BM25, DEFAULT_RETRIEVER, RERANK, RETRIEVERS, AnswerCheck, Citation, Hit, Refusal,
+    BM25, DEFAULT_RETRIEVER, RERANK, RETRIEVERS, AnswerCheck, Citation, Filters, Hit, Refusal,
 )
 
 
@@ -82,12 +82,13 @@ class Answer:
         return out
 
 
-def retrieve(searcher: Searcher, query: str, options: AskOptions) -> list[Hit]:
-    """The top ``k`` hits of the chosen retriever, reranked when asked; every hit has ``distance``."""
+def retrieve(searcher: Searcher, query: str, options: AskOptions, filters: Filters | None = None) -> list[Hit]:
+    """The top ``k`` hits of the chosen retriever (of the chunks ``filters`` keep), reranked when asked;
+    every hit has ``distance``."""
     if options.reranking:
         candidates = None if options.retriever == RERANK else options.retriever
-        return searcher.rerank(query, options.k, candidates=candidates, depth=options.depth)
-    hits = searcher.search(query, options.retriever, options.k)
+        return searcher.rerank(query, options.k, candidates=candidates, depth=options.depth, filters=filters)
+    hits = searcher.search(query, options.retriever, options.k, filters)
     if options.retriever == BM25:
         hits = searcher.fill_distances(query, hits)  # the gate judges BM25 hits by cosine too
     return hits
@@ -133,8 +134,9 @@ def apply_gate(
     return passed[:k]
 
 
-def ask(searcher: Searcher, query: str, options: AskOptions = AskOptions()) -> Answer:
-    """Retrieve, gate, cite and build the prompt for ``query`` (no generation).
+def ask(searcher: Searcher, query: str, options: AskOptions = AskOptions(), filters: Filters | None = None) -> Answer:
+    """Retrieve, gate, cite and build the prompt for ``query`` (no generation); the gate judges
+    only the chunks ``filters`` keep (none kept: a refusal).
 
     Raises:
         Uncalibrated: ``options.cut`` is None and the index has no calibration (nor a legacy cut).
@@ -145,7 +147,7 @@ def ask(searcher: Searcher, query: str, options: AskOptions = AskOptions()) -> A
     min_score = options.min_rerank_score
     if min_score is None and options.reranking:
         min_score = rerank_cut(model, searcher.default_reranker().name)
-    rows = retrieve(searcher, query, options)
+    rows = retrieve(searcher, query, options, filters)
     kept = apply_gate(rows, query, cut, options.k, min_score)
     if isinstance(kept, Refusal):
         return Answer(query=query, threshold=cut, refusal=kept)

@@ -16,6 +16,7 @@ from urllib.parse import quote
 from citeline.schemas.locator import (
     CharRange, Locator, Page, Passage, RowRange, SheetRange, Slide, TimeSpan, bounding_range, locator_from_dict,
 )
+from citeline.schemas.paths import is_remote
 from citeline.schemas.retrieval import ChunkRow, Citation, Hit
 
 FRAGMENT_SAFE = "!:,'=."  # what a fragment keeps unencoded: page=3, t=1.5,2, 'Sheet'!A1:D9
@@ -72,16 +73,23 @@ def with_sources(citations: Sequence[Citation], sources: Mapping[str, str]) -> l
 
 
 def source_uri(source: str, fragment: str) -> str:
-    """A ``file://`` URI of ``source`` with the citation's fragment, percent-encoded.
+    """A ``file://`` URI of ``source`` with the citation's fragment, percent-encoded; an
+    object's URL (``s3://bucket/key``) keeps its own scheme.
 
     A sheet range (``'Q1 sales'!A1:D9``) becomes the fragment as it is; the others
     already start with ``#``.
+
+    >>> source_uri("s3://bucket/docs/Q1 notes.md", "#c=4,9")
+    's3://bucket/docs/Q1%20notes.md#c=4,9'
 
     >>> source_uri("/data/talk.mp3", "#t=12.00,19.50")
     'file:///data/talk.mp3#t=12.00,19.50'
     >>> source_uri("/data/Q1 book.xlsx", "'Q1 sales'!A1:D9")
     "file:///data/Q1%20book.xlsx#'Q1%20sales'!A1:D9"
     """
+    if is_remote(source):
+        scheme, _, key = source.partition("://")
+        return f"{scheme}://{quote(key, safe='/')}#" + quote(fragment.removeprefix("#"), safe=FRAGMENT_SAFE)
     path = quote(PurePosixPath(source).as_posix(), safe="/")
     return f"file://{path}#" + quote(fragment.removeprefix("#"), safe=FRAGMENT_SAFE)
 

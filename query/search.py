@@ -20,7 +20,7 @@ from citeline.query.fuse import rrf
 from citeline.query.rerank import MaxSimReranker, Passage, Reranker, rerank
 from citeline.schemas.errors import IndexMismatch
 from citeline.schemas.retrieval import (
-    BM25, CHUNK_COLUMNS, DEFAULT_RERANK, DENSE, HYBRID, RERANK, UNION, ChunkRow, Hit, RerankConfig,
+    BM25, CHUNK_COLUMNS, DEFAULT_RERANK, DENSE, HYBRID, RERANK, UNION, ChunkRow, Filters, Hit, RerankConfig,
 )
 from citeline.schemas.stamp import IndexStamp
 
@@ -62,18 +62,22 @@ class Searcher:
         self._last_query = (query, vector)
         return vector
 
-    def dense(self, query: str, k: int = 8) -> list[Hit]:
-        return hits_from_rows(self.reader.dense(self.query_vector(query), k), DENSE, "distance")
+    def dense(self, query: str, k: int = 8, filters: Filters | None = None) -> list[Hit]:
+        """The ``k`` nearest chunks; ``filters`` (every retriever takes them) apply before ranking,
+        so ``k`` hits come back whenever ``k`` chunks match."""
+        where = self.store.predicate(filters)
+        return hits_from_rows(self.reader.dense(self.query_vector(query), k, where), DENSE, "distance")
 
-    def bm25(self, query: str, k: int = 8) -> list[Hit]:
-        return hits_from_rows(self.reader.bm25(query, k), BM25, "score")
+    def bm25(self, query: str, k: int = 8, filters: Filters | None = None) -> list[Hit]:
+        return hits_from_rows(self.reader.bm25(query, k, self.store.predicate(filters)), BM25, "score")
 
-    def hybrid(self, query: str, k: int = 8, depth: int = FUSION_DEPTH, dense_weight: float = 1.0) -> list[Hit]:
+    def hybrid(self, query: str, k: int = 8, depth: int = FUSION_DEPTH, dense_weight: float = 1.0,
+               filters: Filters | None = None) -> list[Hit]:
         """Reciprocal rank fusion of dense and BM25: ranks, never their incomparable scores.
 
         ``dense_weight`` weighs the dense list's RRF terms against BM25's 1.
         """
-        dense, lexical = self.dense(query, depth), self.bm25(query, depth)
+        dense, lexical = self.dense(query, depth, filters), self.bm25(query, depth, filters)
         by_id = {hit.chunk_id: hit for hit in lexical}
         by_id.update({hit.chunk_id: hit for hit in dense})  # a dense hit already knows its distance
         fused = rrf([[h.chunk_id for h in dense], [h.chunk_id for h in lexical]], k=RRF_K, limit=k,
@@ -81,23 +85,23 @@ class Searcher:
         hits = [replace(by_id[f.chunk_id], rank=f.rank, score=f.score, retriever=HYBRID) for f in fused]
         return self.fill_distances(query, hits)
 
-    def union(self, query: str, depth: int) -> list[Hit]:
+    def union(self, query: str, depth: int, filters: Filters | None = None) -> list[Hit]:
         """The dense top ``depth``, then the BM25 top ``depth`` that dense did not find (up to 2 x depth)."""
-        dense = self.dense(query, depth)
+        dense = self.dense(query, depth, filters)
         seen = {hit.chunk_id for hit in dense}
-        lexical = [hit for hit in self.bm25(query, depth) if hit.chunk_id not in seen]
+        lexical = [hit for hit in self.bm25(query, depth, filters) if hit.chunk_id not in seen]
         pool = [*dense, *lexical]
         return self.fill_distances(query, [replace(h, rank=i) for i, h in enumerate(pool, 1)])
 
-    def candidates(self, query: str, config: RerankConfig) -> list[Hit]:
-        """The list ``config`` hands the reranker, every hit with its ``distance``."""
+    def candidates(self, query: str, config: RerankConfig, filters: Filters | None = None) -> list[Hit]:
+        """The list ``config`` hands the reranker, every hit with its ``distance`` (only chunks ``filters`` keep)."""
         if config.candidates == UNION:
-            return self.union(query, config.depth)
+            return self.union(query, config.depth, filters)
         if config.candidates == HYBRID:
-            return self.hybrid(query, config.depth, dense_weight=config.dense_weight)
+            return self.hybrid(query, config.depth, dense_weight=config.dense_weight, filters=filters)
         if config.candidates == DENSE:
-            return self.dense(query, config.depth)
-        return self.fill_distances(query, self.bm25(query, config.depth))
+            return self.dense(query, config.depth, filters)
+        return self.fill_distances(query, self.bm25(query, config.depth, filters))
 
     def fill_distances(self, query: str, hits: Sequence[Hit]) -> list[Hit]:
         """The hits, those that only BM25 found given their cosine distance, so the gate can judge every one."""
@@ -111,7 +115,7 @@ class Searcher:
 
     def rerank(
         self, query: str, k: int = 8, candidates: str | None = None, depth: int | None = None,
-        reranker: Reranker | None = None, config: RerankConfig | None = None,
+        reranker: Reranker | None = None, config: RerankConfig | None = None, filters: Filters | None = None,
     ) -> list[Hit]:
         """The candidates of ``config`` (default: the searcher's ``rerank_config``), reordered
         by a reranker; top ``k`` kept. ``candidates`` and ``depth`` override the config's.
@@ -126,7 +130,7 @@ class Searcher:
         if candidates is not None and candidates != config.candidates:  # the weight was the other list's
             config = RerankConfig(candidates, config.depth, cosine_weight=config.cosine_weight)
         config = replace(config, depth=max(depth or config.depth, k))
-        pool = self.candidates(query, config)
+        pool = self.candidates(query, config, filters)
         reranker = reranker or self.default_reranker()
         return rerank(query, pool, reranker, k, self.passages(pool, reranker))
 
@@ -142,11 +146,11 @@ class Searcher:
             self.reranker = MaxSimReranker(self.embedder, self.rerank_config.cosine_weight)
         return self.reranker
 
-    def search(self, query: str, retriever: str = DENSE, k: int = 8) -> list[Hit]:
+    def search(self, query: str, retriever: str = DENSE, k: int = 8, filters: Filters | None = None) -> list[Hit]:
         methods = {DENSE: self.dense, BM25: self.bm25, HYBRID: self.hybrid, RERANK: self.rerank}
         if retriever not in methods:
             raise ValueError(f"unknown retriever {retriever!r}; choose one of {sorted(methods)}")
-        return methods[retriever](query, k)
+        return methods[retriever](query, k, filters=filters)
 
 
 def hits_from_rows(rows: Sequence[Mapping], retriever: str, score: str) -> list[Hit]:

@@ -45,3 +45,12 @@ def is_under(source: str, folder: str) -> bool:
     (True, False)
     """
     return source == folder or source.startswith(folder.rstrip("/") + "/")
+
+
+def is_remote(path: str) -> bool:
+    """Whether ``path`` is a URL on object storage (``s3://bucket/key``), not a local path.
+
+    >>> is_remote("s3://bucket/docs"), is_remote("/docs"), is_remote("file:///docs")
+    (True, False, False)
+    """
+    return "://" in path and not path.startswith("file://")

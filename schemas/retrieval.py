@@ -8,8 +8,9 @@ stage that adds a number returns a new hit (``dataclasses.replace``).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
+from datetime import datetime, timezone
 
 # Retriever names, so that the gate can tell a cosine distance from any other score.
 DENSE = "dense"
@@ -264,3 +265,73 @@ class AnswerCheck:
             "unknown": list(self.unknown),
             "uncited": list(self.uncited),
         }
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Which chunks a query may return, applied before ranking (docs/query.md, "Filters").
+
+    A chunk passes when each given kind of filter has one value it matches (values of one
+    kind are alternatives; kinds combine with AND):
+
+    Attributes:
+        paths: a document's path under its synced folder starts with the value, or, when
+            the value holds ``*`` or ``?``, matches it as a glob (``*`` any run of
+            characters, ``/`` included; ``?`` one character; every other character is
+            itself, ``%``, ``_`` and ``[`` included).
+        types: the file's extension (``pdf``, ``md``; case-insensitive, no dot) or the
+            extractor that read it (``pdf``, ``csv``, ``text``, ``image-ocr``, ``media``...).
+        modified_since: the file's modification time, as stat saw it when last read, is at
+            or after this instant (timezone-aware); a document indexed before stats were
+            kept has none and does not pass.
+    """
+
+    paths: tuple[str, ...] = ()
+    types: tuple[str, ...] = ()
+    modified_since: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if any(not p for p in self.paths):
+            raise ValueError("a path filter is empty")
+        if bad := [t for t in self.types if not _TYPE.fullmatch(t)]:
+            raise ValueError(f"bad document type {bad[0]!r}: give an extension or extractor name, e.g. pdf")
+        if self.modified_since is not None and self.modified_since.tzinfo is None:
+            raise ValueError("modified_since must be timezone-aware")
+
+    def __bool__(self) -> bool:
+        return bool(self.paths or self.types or self.modified_since is not None)
+
+    @classmethod
+    def parse(cls, paths: Iterable[str] = (), types: Iterable[str] = (), since: str | None = None) -> "Filters":
+        """Filters from command-line options or query parameters (built once per query).
+
+        Raises:
+            ValueError: an empty path, a type that is not a name, or an unparsable date.
+
+        >>> Filters.parse(["docs/"], ["PDF", ".md"], "2024-05-01").modified_since.isoformat()
+        '2024-05-01T00:00:00+00:00'
+        >>> Filters.parse(types=[".PDF"]).types
+        ('pdf',)
+        """
+        kinds = tuple(t.strip().lower().removeprefix(".") for t in types)
+        return cls(tuple(paths), kinds, None if since in (None, "") else parse_since(since))
+
+
+_TYPE = re.compile(r"[a-z0-9][a-z0-9_+-]{0,31}")
+
+
+def parse_since(text: str) -> datetime:
+    """An ISO 8601 date or date-time; one without a timezone is UTC.
+
+    Raises:
+        ValueError: the text is no such date.
+
+    >>> parse_since("2024-05-01T12:30:00+02:00").isoformat()
+    '2024-05-01T12:30:00+02:00'
+    """
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"bad date {text!r}: write an ISO 8601 date, e.g. 2024-05-01 or "
+                         f"2024-05-01T12:00:00+02:00") from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)

@@ -40,11 +40,11 @@ class FakeSearcher:
         self.hits, self.stamp, self.calls = hits, IndexStamp(model, 384), []
         self.store = UncalibratedStore()
 
-    def search(self, query, retriever, k):
+    def search(self, query, retriever, k, filters=None):
         self.calls.append(("search", retriever, k))
         return self.hits[:k]
 
-    def rerank(self, query, k, candidates, depth):
+    def rerank(self, query, k, candidates, depth, filters=None):
         self.calls.append(("rerank", candidates, k, depth))
         return self.hits[:k]
 

@@ -139,7 +139,7 @@ def test_identical_inputs_give_identical_results(corpus, tmp_path):
 def _without_rerank(monkeypatch):
     real = Searcher.search
 
-    def search(self, query, retriever="dense", k=8):
+    def search(self, query, retriever="dense", k=8, filters=None):
         if retriever == "rerank":
             raise ValueError("unknown retriever 'rerank'")
         return real(self, query, retriever, k)

@@ -1,0 +1,166 @@
+"""One writer per index on S3: a lock object, created only if absent, held by a renewed lease.
+
+LanceDB's commits do not keep two writers apart: two processes that ``merge_insert``
+the same keys into one table on S3 both commit, and every row is there twice
+(measured against a local S3 server, docs/benchmarks.md). So a sync first creates
+``<index>/.citeline-writer.lock`` with ``If-None-Match: *``, which S3 (and S3-compatible
+servers) grant to exactly one of several writers. The holder rewrites it every
+``lease_s / 4`` seconds, each time only if it is still the version it wrote
+(``If-Match``); a holder killed without releasing it is taken over once its lease has
+run out, judged on the storage's own clock (the response's Date against the object's
+LastModified), so two machines' clocks never need to agree.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Iterator
+
+import botocore.session
+from botocore.exceptions import ClientError
+
+from citeline.schemas.errors import IndexBusy
+
+LOCK_KEY = ".citeline-writer.lock"
+LEASE_S = 60.0  # how long a killed holder keeps others out
+_LOST = ("PreconditionFailed", "ConditionalRequestConflict", "NoSuchKey", "404", "412", "409")
+
+
+@dataclass(frozen=True)
+class LockObject:
+    bucket: str
+    key: str
+
+    @classmethod
+    def of(cls, uri: str) -> "LockObject":
+        bucket, _, prefix = uri.removeprefix("s3://").partition("/")
+        prefix = prefix.strip("/")
+        return cls(bucket, f"{prefix}/{LOCK_KEY}" if prefix else LOCK_KEY)
+
+
+def s3_client():
+    """A client configured as s3fs and LanceDB are: by AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ..."""
+    session = botocore.session.get_session()
+    return session.create_client("s3", region_name=session.get_config_variable("region") or "us-east-1")
+
+
+class Lease:
+    """A held lock object, renewed on a thread until released."""
+
+    def __init__(self, client, lock: LockObject, etag: str, lease_s: float):
+        self.client, self.lock, self.etag, self.lease_s = client, lock, etag, lease_s
+        self.lost = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._renew, name="citeline-lease", daemon=True)
+
+    def start(self) -> "Lease":
+        self._thread.start()
+        return self
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.lease_s / 4):
+            try:
+                self.etag = put(self.client, self.lock, self.lease_s, IfMatch=self.etag)
+            except ClientError as exc:
+                if _code(exc) in _LOST:  # taken over: this process stalled past its lease
+                    self.lost = True
+                    return
+                # a transient storage error: try again at the next beat, well within the lease
+
+    def release(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        if self.lost:
+            return
+        try:
+            self.client.delete_object(Bucket=self.lock.bucket, Key=self.lock.key, IfMatch=self.etag)
+        except ClientError as exc:
+            if _code(exc) not in _LOST:
+                raise
+
+
+@contextmanager
+def lease_lock(uri: str, wait_s: float = 0.0, lease_s: float = LEASE_S) -> Iterator[Lease]:
+    """Hold the S3 index's lock object, waiting up to ``wait_s`` seconds for it.
+
+    Raises:
+        IndexBusy: another writer holds a live lease after ``wait_s``.
+    """
+    lease = acquire(uri, wait_s, lease_s).start()
+    try:
+        yield lease
+    finally:
+        lease.release()
+
+
+def acquire(uri: str, wait_s: float = 0.0, lease_s: float = LEASE_S) -> Lease:
+    """Create the lock object (or take over an expired one); the Lease is not yet renewed."""
+    client, lock = s3_client(), LockObject.of(uri)
+    deadline = time.monotonic() + wait_s
+    while True:
+        etag, holder = try_take(client, lock, lease_s)
+        if etag is not None:
+            return Lease(client, lock, etag, lease_s)
+        if time.monotonic() >= deadline:
+            raise IndexBusy(f"the index at {uri} is being written by process {holder}; "
+                            "wait for it to finish (or pass --wait SECONDS)")
+        time.sleep(0.5)
+
+
+def try_take(client, lock: LockObject, lease_s: float) -> tuple[str | None, str]:
+    """(the lock object's ETag, this holder) when taken; (None, its holder) when another holds it."""
+    try:
+        return put(client, lock, lease_s, IfNoneMatch="*"), holder_name()
+    except ClientError as exc:
+        if _code(exc) not in _LOST:
+            raise
+    try:
+        found = client.get_object(Bucket=lock.bucket, Key=lock.key)
+    except ClientError as exc:
+        if _code(exc) in _LOST:  # released in between: try again at once
+            return None, "another process"
+        raise
+    body = _body(found)
+    if not _expired(found, float(body.get("lease_s", LEASE_S))):
+        return None, str(body.get("holder", "another process"))
+    try:  # a dead holder's: take it over, unless another waiter just did
+        return put(client, lock, lease_s, IfMatch=found["ETag"]), holder_name()
+    except ClientError as exc:
+        if _code(exc) not in _LOST:
+            raise
+        return None, str(body.get("holder", "another process"))
+
+
+def put(client, lock: LockObject, lease_s: float, **condition) -> str:
+    """Write the lock object under ``condition``; its new ETag."""
+    body = json.dumps({"holder": holder_name(), "lease_s": lease_s}).encode()
+    return client.put_object(Bucket=lock.bucket, Key=lock.key, Body=body, **condition)["ETag"]
+
+
+def holder_name() -> str:
+    return f"{os.getpid()} on {socket.gethostname()}"
+
+
+def _body(found: dict) -> dict:
+    try:
+        body = json.loads(found["Body"].read())
+    except ValueError:  # not ours to read: treated as held, for the default lease
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _expired(found: dict, lease_s: float) -> bool:
+    """Whether the lease ran out, on the storage's clock: its Date now against the lock's LastModified."""
+    date = found.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
+    now = parsedate_to_datetime(date).timestamp() if date else time.time()
+    return now - found["LastModified"].timestamp() > lease_s
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))

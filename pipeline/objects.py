@@ -1,0 +1,104 @@
+"""Input folders on object storage (``s3://bucket/prefix``), read through fsspec.
+
+Endpoint and credentials come from the standard AWS variables (AWS_ENDPOINT_URL,
+AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION), which botocore reads for s3fs
+and which LanceDB reads for an index on the same storage (index/store.py), so one
+configuration serves both.
+
+Listings are never cached: a sync must see the bucket as it is now, and a process
+(a served deployment, the tests) runs many syncs.
+"""
+from __future__ import annotations
+
+import errno
+
+import fsspec
+from fsspec.exceptions import FSTimeoutError
+
+from citeline.schemas.errors import TooLarge, Unreadable, Vanished
+from citeline.schemas.paths import is_remote
+
+
+def filesystem(url: str) -> fsspec.AbstractFileSystem:
+    """The fsspec file system of ``url``'s scheme, with no listings cache."""
+    protocol = url.split("://", 1)[0]
+    return fsspec.filesystem(protocol, use_listings_cache=False)
+
+
+def object_info(url: str) -> dict | None:
+    """The info of the one object ``url`` names; None when it is a prefix (a folder) or nothing."""
+    try:
+        info = filesystem(url).info(url)
+    except FileNotFoundError:
+        return None
+    return info if info.get("type") == "file" else None
+
+
+def is_object(url: str) -> bool:
+    """Whether ``url`` names one object (a file), not a prefix holding objects (a folder)."""
+    return object_info(url) is not None
+
+
+def exists(url: str) -> bool:
+    """Whether ``url`` is an object or a non-empty prefix."""
+    return filesystem(url).exists(url)
+
+
+def list_objects(root: str) -> list[tuple[str, dict]]:
+    """(path relative to ``root``, fsspec info) of every object under the prefix ``root``, sorted.
+
+    Raises:
+        FileNotFoundError: no object lies under ``root``.
+    """
+    fs = filesystem(root)
+    base = fs._strip_protocol(root).rstrip("/")
+    found = fs.find(base, detail=True, withdirs=False)
+    if not found:
+        raise FileNotFoundError(f"no object under {root}")
+    # Zero-byte "folder markers" some tools write (``key/``) are not documents.
+    return sorted((key[len(base) + 1:], info) for key, info in found.items()
+                  if key.startswith(base + "/") and not key.endswith("/"))
+
+
+def read_text(url: str) -> str | None:
+    """A small object's text (``.citelineignore``), or None when there is none."""
+    try:
+        return filesystem(url).cat_file(url).decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return None
+
+
+def read_object(url: str, max_bytes: int) -> tuple[bytes, dict]:
+    """An object's bytes and the info (size, ETag, LastModified) of exactly those bytes.
+
+    s3fs pins every read of an open file to the ETag it saw on opening (``IfMatch``),
+    so an object replaced mid-read fails instead of mixing two versions.
+
+    Raises:
+        Vanished: the object is gone, or was replaced while it was read.
+        Unreadable: access denied, or the storage did not answer.
+        TooLarge: over ``max_bytes`` (nothing is downloaded).
+    """
+    assert is_remote(url), url
+    fs = filesystem(url)
+    try:
+        with fs.open(url, "rb", cache_type="none") as handle:
+            info = dict(handle.details)
+            if info["size"] > max_bytes:
+                raise TooLarge(f"{info['size']:,} bytes is over the {max_bytes:,}-byte limit (--max-bytes); "
+                               "the object was not read")
+            data = handle.read()
+    except FileNotFoundError:
+        raise Vanished("the object disappeared before it could be read") from None
+    except PermissionError as exc:
+        raise Unreadable(f"access denied: {exc}") from None
+    except FSTimeoutError:
+        raise Unreadable("the object store did not answer in time") from None
+    except OSError as exc:
+        if exc.errno != errno.EBUSY:  # s3fs's FileExpired: a new version since the object was opened
+            raise
+        raise Vanished("the object changed while it was being read; it is read again on the next attempt") from None
+    if len(data) != info["size"]:
+        raise Vanished(f"the object changed while it was being read ({info['size']:,} bytes listed, "
+                       f"{len(data):,} read); it is read again on the next attempt")
+    return data, info
