@@ -24,7 +24,7 @@ from citeline.extractors.sheet import display
 from citeline.pipeline.prepare import changed, open_source, read_source
 from citeline.schemas.errors import DocumentError
 from citeline.schemas.locator import Page, SheetRange, TimeSpan, locator_from_dict
-from citeline.schemas.paths import os_path
+from citeline.schemas.paths import is_remote, os_path
 from citeline.schemas.settings import IndexSettings
 
 MAX_SOURCE_BYTES = IndexSettings().max_bytes  # the indexer reads nothing larger either
@@ -104,7 +104,13 @@ def source_response(doc: DocumentInfo, header: str | None) -> Response:
 
 
 def _open_source(doc: DocumentInfo, stack: ExitStack) -> tuple[BinaryIO, int]:
-    """The source opened as the indexer opens it (beneath its folder, no symlink), and its size."""
+    """The source opened as the indexer opens it (beneath its folder, no symlink), and its size.
+
+    An object on S3 is read whole, as the indexer reads it (ranged GETs are not wired yet).
+    """
+    if is_remote(doc.source):
+        data = source_bytes(doc)
+        return io.BytesIO(data), len(data)
     path = os_path(doc.source)
     root = os_path(doc.root) if doc.root and doc.root != doc.source else os.path.dirname(path)
     try:
