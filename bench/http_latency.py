@@ -4,13 +4,23 @@ Over an index of the dev corpus (~1k chunks): the questions of ground_truth.json
 out_of_domain.jsonl, asked round-robin.
 
 - in process: ``Index.search(q, k=8)`` (dense) and ``Index.ask(q)`` (the default: MaxSim
-  rerank of the hybrid top 25, gate, citations, prompt; no generation), one client;
+  rerank of the hybrid top 25, gate, citations, prompt; no generation), one client calling
+  from a worker thread, as the service's endpoints run, for ``--seconds`` each;
 - over HTTP: ``GET /search?q=…&k=8`` and ``POST /ask {"question": q}`` against
   ``citeline api`` running as its own process, with 1 and 4 concurrent clients
   (keep-alive connections), each for ``--seconds``;
 - RSS of the service process after start and after the runs (/proc/PID/status VmRSS).
 
-The ratio HTTP / in-process is of medians measured in the same run on the same machine.
+Each cell starts warm (one untimed call per client) and each kind is measured in process
+and over HTTP back to back, so the ratio HTTP / in-process compares medians of the same
+work at the same load.
+
+Why the worker thread: FastAPI runs a plain ``def`` endpoint on a thread of its pool, and
+torch's two intra-op threads behave very differently there. On the main thread of a busy
+2-core machine (load 10) one ``embed_query`` took ~480 ms at the median against ~29 ms on a
+worker thread of the same process, and ~56 ms on the main thread after
+``torch.set_num_threads(1)``; the bench's earlier in-process column (1.4–3.2 s per search)
+measured that, not citeline's work.
 
     .venv/bin/python bench/http_latency.py --db DB [--seconds 20] [--questions N] [--token-vectors]
 
@@ -32,6 +42,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -56,21 +67,23 @@ def percentiles(samples: list[float]) -> dict:
     return {"n": len(samples), "p50_ms": round(statistics.median(ordered) * 1000, 2), "p95_ms": round(p95 * 1000, 2)}
 
 
-def in_process(db: str, qs: list[str], rounds: int) -> dict:
-    from citeline import Index
+def in_process(index, kind: str, qs: list[str], seconds: float) -> dict:
+    """One client calling ``index`` for ``seconds``, timed on a worker thread as the service runs it."""
+    call = (lambda q: index.search(q, K)) if kind == "search" else (lambda q: index.ask(q))
 
-    index = Index.open(db)
-    for q in qs[:3]:
-        index.ask(q)  # warm: model, reranker, caches
-    out = {}
-    for name, call in (("search", lambda q: index.search(q, K)), ("ask", lambda q: index.ask(q))):
-        samples = []
-        for q in qs * rounds:
+    def client() -> list[float]:
+        call(qs[0])  # warm: model, reranker, caches, this thread
+        samples, i, stop = [], 0, time.monotonic() + seconds
+        while time.monotonic() < stop:
             start = time.perf_counter()
-            call(q)
+            call(qs[i % len(qs)])
             samples.append(time.perf_counter() - start)
-        out[name] = percentiles(samples)
-    return out
+            i += 1
+        return samples
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        samples = pool.submit(client).result()
+    return {**percentiles(samples), "per_s": round(len(samples) / seconds, 1)}
 
 
 def free_port() -> int:
@@ -175,7 +188,6 @@ def main() -> None:
     parser.add_argument("--db")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--rounds", type=int, default=1, help="passes over the questions in process")
     parser.add_argument("--questions", type=int, default=0, help="use only the first N questions (0: all)")
     parser.add_argument("--token-vectors", action="store_true")
     args = parser.parse_args()
@@ -184,22 +196,25 @@ def main() -> None:
         print(f"token vectors added for {add_token_vectors(db)} chunks", file=sys.stderr)
     qs = questions(args.corpus)
     qs = qs[:args.questions] if args.questions else qs
+    from citeline import Index
     from citeline.index.store import Store
 
     report = {"cpu": cpu_name(), "cores": os.cpu_count(), "chunks": Store(db).count_chunks(),
               "token_vectors": any(n.startswith("tokens_") for n in Store(db).table_names()),
-              "load_before": os.getloadavg()[0], "seconds": args.seconds}
-    report["in_process"] = in_process(db, qs, args.rounds)
+              "load_before": os.getloadavg(), "seconds": args.seconds, "in_process": {}, "http": {}}
+    index = Index.open(db)
     proc, port = start_service(db)
     try:
         report["rss_mb_started"] = rss_mb(proc.pid)
-        report["http"] = {f"{kind} x{clients}": over_http(port, kind, qs, clients, args.seconds)
-                          for kind in ("search", "ask") for clients in (1, 4)}
+        for kind in ("search", "ask"):  # each kind back to back: in process, then HTTP, at one load
+            report["in_process"][kind] = in_process(index, kind, qs, args.seconds)
+            for clients in (1, 4):
+                report["http"][f"{kind} x{clients}"] = over_http(port, kind, qs, clients, args.seconds)
         report["rss_mb_after"] = rss_mb(proc.pid)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    report["load_after"] = os.getloadavg()[0]
+    report["load_after"] = os.getloadavg()
     report["ratio_p50_1_client"] = {
         kind: round(report["http"][f"{kind} x1"]["p50_ms"] / report["in_process"][kind]["p50_ms"], 2)
         for kind in ("search", "ask")}

@@ -397,6 +397,12 @@ def sources_of(store: Store, doc_ids) -> dict[str, str]:
     return {r["doc_id"]: r["source"] for r in rows}
 
 
+def located(store: Store, citations: Sequence[Citation]) -> list[Citation]:
+    """The citations, each given the ``uri`` of its source file (``search`` and ``ask --json``)."""
+    sources = sources_of(store, {c.document_id for c in citations}) if citations else {}
+    return with_sources(citations, sources)
+
+
 def chat_client():
     """The chat endpoint from CITELINE_LLM_* or, failing those, the standard OPENAI_* variables."""
     from citeline.query.llm import ENV_API_KEY, ENV_MODEL, ENV_URL, ChatClient

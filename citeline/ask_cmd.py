@@ -103,11 +103,9 @@ def _located(searcher, answer):
     """The answer, its citations given the ``uri`` of their source files (``Index.ask`` does the same)."""
     from dataclasses import replace
 
-    from citeline.api import sources_of
-    from citeline.query.cite import with_sources
+    from citeline.api import located
 
-    sources = sources_of(searcher.store, {c.document_id for c in answer.citations}) if answer.citations else {}
-    return replace(answer, citations=tuple(with_sources(answer.citations, sources)))
+    return replace(answer, citations=tuple(located(searcher.store, answer.citations)))
 
 
 def _print(answer, generated: bool) -> None:

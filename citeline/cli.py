@@ -425,6 +425,7 @@ def search(query, db, model, k, retriever, as_json, filters):
     from citeline.pipeline.embed import get_embedder
     from citeline.query.cite import build_citations
     from citeline.query.search import Searcher
+    from citeline.api import located
 
     with cli_errors():
         Store.existing(db)  # before the model is looked up: a mistyped --db fails first, creating nothing
@@ -432,7 +433,7 @@ def search(query, db, model, k, retriever, as_json, filters):
         hits = searcher.search(query, retriever, k, filters)
         if retriever == BM25:
             hits = searcher.fill_distances(query, hits)  # every hit shows its cosine distance
-    citations = build_citations(hits)
+        citations = located(searcher.store, build_citations(hits))  # each with the uri ask gives it
     if as_json:
         click.echo(json.dumps({"query": query, "retriever": retriever,
                                "results": [c.to_dict() for c in citations]}, indent=2))

@@ -11,6 +11,8 @@ no symlink on the way (``pipeline.prepare.read_source``), or answers 404.
 """
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
 import json
 import re
@@ -22,7 +24,9 @@ from typing import Literal
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
@@ -46,6 +50,11 @@ STATIC = {"ask.js": "text/javascript", "style.css": "text/css"}
 # document's <script> or inline handler.
 PAGE_CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; media-src 'self'; "
             "frame-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'self'")
+
+# Swagger UI's script and style as fastapi-offline ships them: /docs works with no network.
+DOCS_ASSETS = "/static/docs"
+SWAGGER_PACKAGE = ("fastapi_offline", "static")
+_INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.S)
 
 Retriever = Literal[RETRIEVERS]  # type: ignore[valid-type]
 
@@ -90,12 +99,13 @@ def create_app(index: Index, token: str | None = None, poll_s: float = 1.0) -> F
         stop.set()
 
     app = FastAPI(title="citeline", summary="Ask an index; every answer cites the exact place.",
-                  lifespan=lifespan, docs_url="/docs", redoc_url=None)
+                  lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.index = index
     _guard(app, token)
     _errors(app)
     _json_routes(app, index)
     _page_routes(app, index)
+    _docs_routes(app)
     try:
         index.snapshot()  # the model loads now, not on the first question
     except IndexMismatch:
@@ -259,9 +269,7 @@ def _json_routes(app: FastAPI, index: Index) -> None:
     @app.get("/sources/{document_id}", tags=["documents"])
     def source(document_id: str, request: Request) -> Response:
         """The original file's bytes, with its content type and HTTP range support."""
-        doc = index.document(_checked_id(document_id))
-        data = views.source_bytes(doc)
-        return views.ranged(data, views.content_type(doc.path), request.headers.get("range"))
+        return views.source_response(index.document(_checked_id(document_id)), request.headers.get("range"))
 
 
 def _answer_json(answer) -> dict:
@@ -324,3 +332,28 @@ def _page_routes(app: FastAPI, index: Index) -> None:
 def _page(html: str) -> HTMLResponse:
     return HTMLResponse(html, headers={"Content-Security-Policy": PAGE_CSP, "X-Content-Type-Options": "nosniff",
                                        "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"})
+
+
+# ---- OpenAPI docs ---------------------------------------------------------------------------
+
+
+def _docs_routes(app: FastAPI) -> None:
+    app.mount(DOCS_ASSETS, StaticFiles(packages=[SWAGGER_PACKAGE]), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> HTMLResponse:
+        page = get_swagger_ui_html(
+            openapi_url=app.openapi_url, title=f"{app.title} — API", swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
+            swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css", swagger_favicon_url=f"{DOCS_ASSETS}/favicon.png")
+        html = page.body.decode()
+        return HTMLResponse(html, headers={"Content-Security-Policy": docs_csp(html), "X-Content-Type-Options": "nosniff",
+                                           "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"})
+
+
+def docs_csp(html: str) -> str:
+    """The ask page's policy, plus Swagger's one inline start-up script by its hash (nothing
+    else inline runs) and the data: icons its style sheet draws with."""
+    hashes = " ".join(f"'sha256-{base64.b64encode(hashlib.sha256(s.encode()).digest()).decode()}'"
+                      for s in _INLINE_SCRIPT.findall(html))
+    return (PAGE_CSP.replace("script-src 'self'", f"script-src 'self' {hashes}")
+            .replace("img-src 'self'", "img-src 'self' data:"))

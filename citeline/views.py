@@ -9,21 +9,27 @@ from __future__ import annotations
 import html
 import io
 import mimetypes
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
 from pathlib import PurePosixPath
+from typing import BinaryIO
 
-from fastapi.responses import Response
+from fastapi.responses import Response, StreamingResponse
+from starlette.background import BackgroundTask
 
 from citeline.api import ChunkInfo, DocumentInfo, Index
 from citeline.extractors.sheet import display
-from citeline.pipeline.prepare import read_source
+from citeline.pipeline.prepare import changed, open_source, read_source
 from citeline.schemas.errors import DocumentError
 from citeline.schemas.locator import Page, SheetRange, TimeSpan, locator_from_dict
+from citeline.schemas.paths import is_remote, os_path
 from citeline.schemas.settings import IndexSettings
 
 MAX_SOURCE_BYTES = IndexSettings().max_bytes  # the indexer reads nothing larger either
 MAX_TABLE_CELLS = 20_000
+STREAM_BYTES = 256 * 1024  # one read of a source being sent
 TEXT_SUFFIXES = (".md", ".markdown", ".txt", ".text", ".rst", ".csv", ".tsv", ".html", ".htm")
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
@@ -69,25 +75,64 @@ def content_type(path: str) -> str:
     return guessed if guessed.startswith(("audio/", "video/")) else "application/octet-stream"
 
 
-def ranged(data: bytes, ctype: str, header: str | None) -> Response:
-    """The bytes whole (200) or the one range asked for (206; 416 when unsatisfiable).
+def source_response(doc: DocumentInfo, header: str | None) -> Response:
+    """The recorded source whole (200) or the one range asked for (206; 416 when unsatisfiable),
+    streamed from the open file: only the bytes sent are read, so a player seeking in a long
+    recording costs what it fetches. Only single ranges are served: players ask for one at a time.
 
-    Only single ranges are served: media players ask for one at a time.
+    Raises:
+        SourceUnavailable: the file is gone, a link now, too large or unreadable.
     """
+    ctype = content_type(doc.path)
     headers = {"Accept-Ranges": "bytes", "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
     if ctype != "application/pdf":
         headers["Content-Security-Policy"] = "default-src 'none'; sandbox"
     if ctype == "application/octet-stream":
         headers["Content-Disposition"] = "attachment"
-    size = len(data)
-    if not header:
-        return Response(data, 200, headers=headers, media_type=ctype)
-    span = byte_range(header, size)
-    if span is None:
-        return Response(b"", 416, headers={**headers, "Content-Range": f"bytes */{size}"})
-    first, last = span
-    headers["Content-Range"] = f"bytes {first}-{last}/{size}"
-    return Response(data[first:last + 1], 206, headers=headers, media_type=ctype)
+    with ExitStack() as stack:
+        handle, size = _open_source(doc, stack)
+        span = byte_range(header, size) if header else (0, size - 1)
+        if span is None:
+            return Response(b"", 416, headers={**headers, "Content-Range": f"bytes */{size}"})
+        first, last = span
+        if header:
+            headers["Content-Range"] = f"bytes {first}-{last}/{size}"
+        headers["Content-Length"] = str(last + 1 - first)
+        owner = stack.pop_all()  # the stream closes the file when it ends; the task if it never starts
+        return StreamingResponse(_read_span(handle, first, last + 1, owner), 206 if header else 200,
+                                 headers=headers, media_type=ctype, background=BackgroundTask(owner.close))
+
+
+def _open_source(doc: DocumentInfo, stack: ExitStack) -> tuple[BinaryIO, int]:
+    """The source opened as the indexer opens it (beneath its folder, no symlink), and its size.
+
+    An object on S3 is read whole, as the indexer reads it (ranged GETs are not wired yet).
+    """
+    if is_remote(doc.source):
+        data = source_bytes(doc)
+        return io.BytesIO(data), len(data)
+    path = os_path(doc.source)
+    root = os_path(doc.root) if doc.root and doc.root != doc.source else os.path.dirname(path)
+    try:
+        handle, before = stack.enter_context(open_source(path, MAX_SOURCE_BYTES, root))
+        opened = os.fstat(handle.fileno())
+    except (DocumentError, OSError) as exc:
+        raise SourceUnavailable(f"the source of document {doc.document_id} cannot be served: {exc}") from None
+    if changed(before, opened):  # swapped between the look and the open
+        raise SourceUnavailable(f"the source of document {doc.document_id} changed while it was opened")
+    return handle, opened.st_size
+
+
+def _read_span(handle: BinaryIO, start: int, end: int, owner: ExitStack) -> Iterator[bytes]:
+    with owner:
+        handle.seek(start)
+        left = end - start
+        while left > 0:
+            block = handle.read(min(STREAM_BYTES, left))
+            if not block:  # the file shrank while it was sent: the short body ends the connection
+                return
+            left -= len(block)
+            yield block
 
 
 def byte_range(header: str, size: int) -> tuple[int, int] | None:

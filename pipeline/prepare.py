@@ -10,8 +10,11 @@ import os
 import stat
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from citeline import extractors
 from citeline.extractors.clean import Deadline
@@ -118,7 +121,27 @@ def read_stat(path: str, max_bytes: int, root: str | None = None) -> tuple[bytes
         return read_remote(path, max_bytes)
     path = os_path(path)  # stored names are escaped (schemas/paths.py)
     root = os.path.dirname(path) if root is None else os_path(root)
-    try:
+    with open_source(path, max_bytes, root) as (handle, before), _os_errors():
+        opened = os.fstat(handle.fileno())
+        data = handle.read(max_bytes + 1)
+        after = os.fstat(handle.fileno())
+    if changed(before, opened) or changed(opened, after) or len(data) != after.st_size:
+        raise Vanished(f"the file changed while it was being read ({before.st_size:,} bytes before opening, "
+                       f"{len(data):,} read, {after.st_size:,} now); it is read again on the next attempt")
+    return data, FileStat.of(after)
+
+
+@contextmanager
+def open_source(path: str, max_bytes: int, root: str) -> Iterator[tuple[BinaryIO, os.stat_result]]:
+    """The file opened for reading beneath ``root`` with no symlink on the way, and the
+    ``lstat`` it was checked under; a reader seeks and reads only what it needs.
+
+    ``path`` and ``root`` are the file system's names (``os_path`` of the stored ones).
+
+    Raises:
+        Vanished, Unreadable, TooLarge: as ``read_stat``.
+    """
+    with _os_errors():
         before = os.lstat(path)
         if stat.S_ISLNK(before.st_mode):
             raise Unreadable(_SYMLINK)
@@ -130,10 +153,16 @@ def read_stat(path: str, max_bytes: int, root: str | None = None) -> tuple[bytes
         # Auditors (and the race tests) see every source opened, openat2 included.
         sys.audit("citeline.open", path)
         # Non-blocking, so a pipe swapped in after the stat cannot hang the run; no effect on files.
-        with open(open_beneath(root, os.path.relpath(path, root)), "rb") as handle:
-            opened = os.fstat(handle.fileno())
-            data = handle.read(max_bytes + 1)
-            after = os.fstat(handle.fileno())
+        handle = open(open_beneath(root, os.path.relpath(path, root)), "rb")
+    with handle:
+        yield handle, before
+
+
+@contextmanager
+def _os_errors() -> Iterator[None]:
+    """OS errors met opening or reading a source, as the document failures they are."""
+    try:
+        yield
     except Escapes:
         raise Unreadable(_SYMLINK) from None
     except FileNotFoundError:
@@ -142,10 +171,6 @@ def read_stat(path: str, max_bytes: int, root: str | None = None) -> tuple[bytes
         raise Unreadable(f"permission denied: {exc.strerror}") from None
     except IsADirectoryError:
         raise Unreadable("a directory, not a file") from None
-    if changed(before, opened) or changed(opened, after) or len(data) != after.st_size:
-        raise Vanished(f"the file changed while it was being read ({before.st_size:,} bytes before opening, "
-                       f"{len(data):,} read, {after.st_size:,} now); it is read again on the next attempt")
-    return data, FileStat.of(after)
 
 
 def read_remote(url: str, max_bytes: int) -> tuple[bytes, FileStat]:

@@ -13,6 +13,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -40,6 +41,8 @@ QUESTIONS = {  # kind of citation -> a question whose best source is of that kin
     "time": "When was the quarterly report delivered to the board?",
 }
 WAIT_S = 60
+# No name resolves but loopback's: the pages must work on a machine with no network.
+OFFLINE = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"
 OPEN_CUT = 0.8
 
 
@@ -105,8 +108,9 @@ def browser():
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000",
-                "--autoplay-policy=no-user-gesture-required", "--mute-audio"):
+                "--autoplay-policy=no-user-gesture-required", "--mute-audio", OFFLINE):
         options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "SEVERE"})  # CSP violations land here
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
     driver.set_page_load_timeout(WAIT_S)
     yield driver
@@ -221,3 +225,44 @@ def test_the_documents_page_lists_every_document(service, browser):
     rows = browser.find_elements(By.CSS_SELECTOR, "#documents tbody tr")
     assert sorted(r.find_elements(By.TAG_NAME, "td")[1].text for r in rows) == [
         "meeting.ogg", "notes.md", "report.pdf", "sales.xlsx"]
+
+
+@pytest.fixture(scope="module")
+def bare_service(tmp_path_factory):
+    """The service over an index not yet built (the fake embedder): /docs needs no model."""
+    import uvicorn
+
+    from citeline.api import Index
+    from citeline.service import create_app
+    from fakes import FAKE
+
+    app = create_app(Index.create(str(tmp_path_factory.mktemp("bare") / "db"), model=FAKE), poll_s=0)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + WAIT_S
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{server.config.port}"
+    server.should_exit = True
+    thread.join(timeout=30)
+
+
+def test_the_api_docs_render_with_no_network(bare_service, browser, tmp_path):
+    """Swagger UI draws the operations from files the service ships (no CDN), under its CSP."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get_log("browser")  # drop what earlier pages logged
+    browser.get(bare_service + "/docs")
+    WebDriverWait(browser, WAIT_S).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#operations-query-ask_ask_post"))
+    operation = browser.find_element(By.CSS_SELECTOR, "#operations-query-ask_ask_post")
+    assert "POST" in operation.text and "/ask" in operation.text
+    assert browser.find_elements(By.CSS_SELECTOR, "#operations-query-search_search_get")
+    operation.find_element(By.CSS_SELECTOR, ".opblock-summary").click()  # opens: its icons and schema draw
+    WebDriverWait(browser, WAIT_S).until(lambda d: operation.find_elements(By.CSS_SELECTOR, ".opblock-body"))
+    assert not [entry["message"] for entry in browser.get_log("browser")]
+    loaded = browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    assert loaded and all(url.startswith(bare_service + "/") for url in loaded), loaded
+    shot(browser, tmp_path, "api-docs")

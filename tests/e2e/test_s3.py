@@ -236,3 +236,20 @@ def test_a_second_sync_without_wait_leaves_while_the_lock_object_is_held(bucket)
     assert "is being written by process" in err and "--wait SECONDS" in err
     assert not Store(db).has_table("documents")
 
+
+
+def test_the_service_serves_an_s3_source_and_its_ranges(bucket):
+    from fastapi.testclient import TestClient
+
+    from citeline.service import create_app
+
+    root = upload_examples(bucket, ("04-dropout.md",))
+    settings = IndexSettings(db=f"s3://{bucket}/index", model=FAKE)
+    sync(root, settings)
+    body = (EXAMPLES / "04-dropout.md").read_bytes()
+    with TestClient(create_app(Index.open(settings.db, FAKE), poll_s=0)) as client:
+        (doc,) = client.get("/documents").json()["documents"]
+        source = f"/sources/{doc['document_id']}"
+        assert client.get(source).content == body
+        part = client.get(source, headers={"Range": "bytes=10-19"})
+        assert part.status_code == 206 and part.content == body[10:20]

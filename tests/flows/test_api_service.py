@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -62,6 +65,19 @@ def test_health_and_openapi(client):
     assert {"/ask", "/search", "/documents", "/documents/{document_id}", "/documents/{document_id}/chunks",
             "/sources/{document_id}", "/health"} <= set(paths)
     assert client.get("/docs").status_code == 200
+
+
+def test_docs_need_no_network(client):
+    """/docs names no outside URL: Swagger UI's files come from this service, under a CSP."""
+    page = client.get("/docs")
+    assert page.status_code == 200 and not re.search(r"(https?:)?//", page.text), page.text
+    policy = page.headers["content-security-policy"]
+    assert "default-src 'self'" in policy and "'unsafe-inline'" not in policy and "http" not in policy
+    assets = re.findall(r'(?:src|href)="(/[^"]+)"', page.text)
+    assert {a.rsplit("/", 1)[1] for a in assets} >= {"swagger-ui-bundle.js", "swagger-ui.css"}
+    for asset in assets:
+        response = client.get(asset)
+        assert response.status_code == 200 and len(response.content) > 100, asset
 
 
 def test_ask_answers_with_located_citations_or_refuses(client, folder):
@@ -146,6 +162,34 @@ def test_sources_serve_the_original_bytes_with_type_and_ranges(client, folder):
     hostile = client.get(f"/sources/{doc_id(client, HOSTILE_NAME)}")
     assert hostile.headers["content-type"] == "text/plain; charset=utf-8"  # never HTML
     assert hostile.headers["x-content-type-options"] == "nosniff" and "sandbox" in hostile.headers["content-security-policy"]
+
+
+def bytes_read() -> int:
+    """What this process has read through read(2) and friends so far (Linux's own count)."""
+    return int(Path("/proc/self/io").read_text().split("rchar:")[1].split()[0])
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="counts reads with Linux's /proc/self/io")
+def test_a_range_reads_only_its_bytes(tmp_path):
+    """A player seeking in a long recording costs what it fetches, not the whole file per request."""
+    size, offset = 48 * 1024 * 1024, 31 * 1024 * 1024 + 7
+    data = random.Random(13).randbytes(size)
+    (tmp_path / "long").mkdir()
+    (tmp_path / "long" / "recording.pdf").write_bytes(data)  # not a PDF: a failed document, still served
+    index = Index.create(str(tmp_path / "db"), model=FAKE)
+    index.sync(str(tmp_path / "long"))
+    with TestClient(create_app(index, poll_s=0)) as client:
+        source = f"/sources/{doc_id(client, 'recording.pdf')}"
+        client.get(source, headers={"Range": "bytes=0-0"})  # the lookups' own first reads
+        before = bytes_read()
+        part = client.get(source, headers={"Range": f"bytes={offset}-{offset + 99}"})
+        read = bytes_read() - before
+        whole = client.get(source)
+    assert part.status_code == 206 and part.content == data[offset:offset + 100]
+    assert part.headers["content-range"] == f"bytes {offset}-{offset + 99}/{size}"
+    assert part.headers["content-length"] == "100"
+    assert read < 64 * 1024, f"{read:,} bytes read for a 100-byte range of {size:,}"
+    assert whole.status_code == 200 and whole.content == data
 
 
 def test_a_source_swapped_for_a_symlink_or_deleted_is_not_served(client, folder, tmp_path):

@@ -65,6 +65,16 @@ def test_search_retrievers_return_their_name_and_distances(indexed):
         assert report["results"] and all(r["distance"] is not None for r in report["results"])
 
 
+def test_search_hits_carry_the_uri_ask_gives_them(indexed):
+    folder, db, _, _ = indexed
+    for retriever in ("dense", "bm25"):
+        _, found = run_json("search", "dropout training", "--db", db, "--retriever", retriever, "-k", "1")
+        (hit,) = found["results"]
+        assert hit["uri"] == (folder / "dropout.md").as_uri() + hit["fragment"], retriever
+    _, asked = run_json("ask", "dropout training", "--db", db, "--retriever", "dense", "--cut", "1.5", "-k", "1")
+    assert asked["citations"][0]["uri"] == hit["uri"]
+
+
 def test_rm_and_reindex_print_json(indexed, tmp_path):
     folder, db, _, _ = indexed
     code, report = run_json("reindex", "--db", db, "--model", FAKE, "--strategy", "C")
