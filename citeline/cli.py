@@ -325,8 +325,11 @@ def rm(path, db, wait_s, as_json):
 @db_option
 @click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
               help="Seconds to wait for another writer of the same index.")
+@click.option("--answerability", is_flag=True,
+              help="Also fit the experimental answerability score; reranked `ask` then gates with it "
+                   "(slower: reranks 350 questions; docs/query.md, \"Answerability\").")
 @output_options
-def calibrate(db, wait_s, as_json):
+def calibrate(db, wait_s, answerability, as_json):
     """Measure the index's refusal cut from the index itself (done by index and reindex too).
 
     Pseudo-questions drawn from the indexed chunks and a shipped bank of off-topic
@@ -336,7 +339,8 @@ def calibrate(db, wait_s, as_json):
     from citeline.flows.calibrate import calibrate_index
 
     with cli_errors():
-        state = calibrate_index(_existing_settings(db), wait_s=wait_s, return_state=True)
+        state = calibrate_index(_existing_settings(db), wait_s=wait_s, answerability=answerability,
+                                return_state=True)
         found = state.result(raise_on_failure=False)
         if isinstance(found, BaseException):
             raise found  # a citeline error as JSON or text (cli_errors); a bug with its traceback

@@ -93,6 +93,9 @@ def _split(value: str, param) -> list[str]:
               help="Seconds one document may take to be read, chunked and embedded (as for index).")
 @click.option("--cut", type=click.FloatRange(0, 2), default=None,
               help="The cosine cut for 'answered honestly' (default: the one ask uses for the model).")
+@click.option("--answerability", is_flag=True,
+              help="Calibrate each index with the answerability score, as `calibrate --answerability` does, "
+                   "so rerank's 'answered honestly' is gated by it.")
 @click.option("--rerank-configs", "rerank_configs", default=None, callback=_rerank_configs,
               help="More rerank configurations to run beside the default and compare with it, "
                    "comma-separated LIST[*W]@N[+cosW], e.g. dense@50,union@25,hybrid*2@50+cos0.25.")
@@ -102,7 +105,7 @@ def _split(value: str, param) -> list[str]:
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
 @output_options
 def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model, precision, timeout_s, cut,
-                 rerank_configs, formats, progress, as_json):
+                 answerability, rerank_configs, formats, progress, as_json):
     """Index CORPUS_DIR once per strategy, run every retriever over its queries, and report.
 
     CORPUS_DIR holds docs/, ground_truth.jsonl and out_of_domain.jsonl. Writes
@@ -120,7 +123,8 @@ def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model,
     try:
         corpus = load_corpus(corpus_dir)
         config = EvalConfig(strategies=strategies, retrievers=retrievers, ks=ks, model=model, precision=precision,
-                            timeout_s=timeout_s, cut=cut, rerank_variants=rerank_configs)
+                            timeout_s=timeout_s, cut=cut, answerability=answerability,
+                            rerank_variants=rerank_configs)
         with _bar(progress and verbosity() >= 0 and sys.stderr.isatty()) as bar:
             if formats:
                 from citeline.evaluation.formats import run_formats, write as write_formats

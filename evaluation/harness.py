@@ -74,6 +74,7 @@ class EvalConfig:
     window: int = MAX_CHUNKS  # chunks the refusal gate looks at, and ask's default k
     cosine_cuts: tuple[float, ...] = tuple(gates.cosine_grid())
     cut: float | None = None  # ask's --cut; None: the cut ask itself resolves for the model
+    answerability: bool = False  # calibrate with the opt-in answerability score (calibrate --answerability)
     rerank_variants: tuple[RerankConfig, ...] = ()  # more rerank configurations, run beside the default
     format: str = "md"  # what the documents were rendered as: decides the needle rule (evaluation.match)
 
@@ -102,7 +103,7 @@ class EvalConfig:
             "strategies": list(self.strategies), "ks": list(self.ks), "depth": self.depth,
             "model": self.model, "precision": self.precision, "budget": self.budget,
             "overlap": self.overlap, "gate_window": self.window, "cosine_cuts": list(self.cosine_cuts),
-            "cut": self.cut, "rerank_default": DEFAULT_RERANK.spec,
+            "cut": self.cut, "answerability": self.answerability, "rerank_default": DEFAULT_RERANK.spec,
             "rerank_variants": [v.spec for v in self.variants()],
             "format": self.format,
         }
@@ -362,7 +363,7 @@ def index_strategy(corpus: Corpus, strategy: str, uri: str, embedder, config: Ev
         header_tokens += _header_tokens(prepared.rows, embedder)
         on_document(file.path)
     store.finish_run(stamp)
-    calibrate_index(store, stamp, embedder)
+    calibrate_index(store, stamp, embedder, config.answerability)
     rows = store.chunk_rows(["path", "ordinal", "content", "tokens", "truncated"])
     rows.sort(key=lambda r: (r["path"], r["ordinal"]))
     lost = destroyed([n.needle for n in corpus.needles], [r["content"] for r in rows], rule_for(config.format))
@@ -371,10 +372,11 @@ def index_strategy(corpus: Corpus, strategy: str, uri: str, embedder, config: Ev
                      sum(bool(r["truncated"]) for r in rows), int(embedder.max_tokens), lost_ids)
 
 
-def calibrate_index(store: Store, stamp: IndexStamp, embedder) -> None:
-    """Calibrate the new index's gate and store it, as the index flow does after a first sync."""
+def calibrate_index(store: Store, stamp: IndexStamp, embedder, answerability: bool = False) -> None:
+    """Calibrate the new index's gate and store it, as the index flow does after a first sync
+    (``answerability``: as ``calibrate --answerability`` does)."""
     try:
-        found = calibrate(Searcher(store, embedder, stamp), "evaluation")
+        found = calibrate(Searcher(store, embedder, stamp), "evaluation", answerability=answerability)
     except Uncalibrated:
         return  # nothing to ask about: ask_gate finds no cut and the report says "not measured"
     store.set_calibration(store.active_table(), found.to_json())

@@ -10,15 +10,16 @@ from citeline.tasks.store import store_for
 
 
 @flow(name="calibrate", flow_run_name="calibrate {settings.db}")
-def calibrate_index(settings: IndexSettings, wait_s: float = 0.0):
-    """Calibrate the active chunks table's gate (query/calibrate.py) and store it in ``meta``.
+def calibrate_index(settings: IndexSettings, wait_s: float = 0.0, answerability: bool = False):
+    """Calibrate the active chunks table's gate (query/calibrate.py) and store it in ``meta``;
+    ``answerability`` also fits the opt-in answerability score.
 
     Returns:
         Completed with the Calibration; Failed when the index holds nothing to calibrate on.
     """
     with writer_lock(settings.db, wait_s):
         stamp = store_for(settings.db).require_stamp()
-        found = calibrate_gate(settings, stamp, force=True)
+        found = calibrate_gate(settings, stamp, force=True, answerability=answerability)
     if found is None:
         return Failed(message="nothing to calibrate on: no chunk holds a sentence to ask about")
     return Completed(message=found.line(), data=found)

@@ -291,13 +291,17 @@ def adjacent_cut(distances: Sequence[float], rate: float = ADJACENT_RATE) -> flo
     return round(float(ordered[int(rate * len(ordered))]), 6)
 
 
-def calibrate(searcher, created_at: str, size: int = SAMPLE, seed: int = SEED) -> Calibration:
+def calibrate(searcher, created_at: str, size: int = SAMPLE, seed: int = SEED,
+              answerability: bool = False) -> Calibration:
     """Calibrate the cosine cut of ``searcher``'s index (see the module docstring).
 
     Args:
         searcher: an open searcher over the index, with the embedder it was built with.
         created_at: the time to stamp on the result (ISO 8601).
         size, seed: the pseudo-question sample.
+        answerability: also fit the answerability score (:func:`calibrate_answerability`;
+            opt-in: it reranks hundreds of questions, and docs/query.md has why it is not
+            the default).
 
     Raises:
         Uncalibrated: the index holds no chunk with a sentence to draw a question from.
@@ -311,7 +315,7 @@ def calibrate(searcher, created_at: str, size: int = SAMPLE, seed: int = SEED) -
     if adjacent is not None and adjacent < point.cut:
         point = gate_point([*views.in_domain, *views.out_of_domain], adjacent)
     stamp = searcher.stamp
-    scored = calibrate_answerability(searcher, seed)
+    scored = calibrate_answerability(searcher, seed) if answerability else None
     return Calibration(
         cut=point.cut, model=stamp.embed_model, pipeline_version=stamp.pipeline_version, strategy=stamp.strategy,
         table=searcher.store.active_table(), created_at=created_at, chunks=views.chunks,
@@ -379,7 +383,7 @@ def fit_answerability(views: ScoredViews, reranker: str, bluff_rate: float = BLU
         return [max(map(model.score, w)) for w in windows if w]
 
     threshold = max(rate_threshold(best(views.offtopic), bluff_rate), rate_threshold(best(views.adjacent), adjacent_rate))
-    return replace(model, threshold=round(threshold, 6))
+    return replace(model, threshold=threshold)  # unrounded: rounding down would let one more through
 
 
 def calibrate_answerability(searcher, seed: int = SEED) -> Answerability | None:

@@ -31,8 +31,11 @@ def needs_calibration(calibrated_rows: int | None, rows: int) -> bool:
 
 
 @task(task_run_name="calibrate-gate", cache_policy=NO_CACHE)
-def calibrate_gate(settings: IndexSettings, stamp: IndexStamp, force: bool = False) -> Calibration | None:
+def calibrate_gate(settings: IndexSettings, stamp: IndexStamp, force: bool = False,
+                   answerability: bool = False) -> Calibration | None:
     """Measure and store the active table's calibration; skipped when the stored one still fits.
+
+    ``answerability`` also fits the opt-in answerability score (query/answerability.py).
 
     Returns:
         The calibration stored by this call, or None when none was needed.
@@ -43,7 +46,8 @@ def calibrate_gate(settings: IndexSettings, stamp: IndexStamp, force: bool = Fal
         return None
     searcher = Searcher(store, embedder_for(settings), stamp)
     try:
-        found = calibrate(searcher, datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        found = calibrate(searcher, datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                          answerability=answerability)
     except Uncalibrated as exc:  # an index of bare numbers: nothing to ask about; ask says so
         get_logger().warning("gate.not_calibrated", reason=str(exc))
         return None

@@ -59,7 +59,8 @@ function showSources(data) {
     list.append(item);
   }
   $("results").hidden = false;
-  setStatus(data.citations.length + " sources under cosine distance " + number(data.threshold) + ".");
+  const gate = data.gate === "answerability" ? " over answerability score " : " under cosine distance ";
+  setStatus(data.citations.length + " sources" + gate + number(data.threshold) + ".");
 }
 
 function renderAnswer(text, checks) {

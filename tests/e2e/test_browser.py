@@ -75,9 +75,12 @@ class Service:
     base: str
     db: Path
 
-    def cut(self) -> float:
-        """The cut ask uses on this index: its own calibration (``citeline status --json``)."""
-        return json.loads(invoke("status", "--db", self.db, "--json").output)["gate"]["cut"]
+    def gate(self) -> Refusal:
+        """The refusal the page's reranked ask gives on this index, from its own calibration
+        (``citeline status --json``): its answerability score where one was fitted, else its cosine cut."""
+        gate = json.loads(invoke("status", "--db", self.db, "--json").output)["gate"]
+        scored = gate["calibration"]["answerability"]
+        return Refusal("q", scored["threshold"], kind="answerability") if scored else Refusal("q", gate["cut"])
 
 
 def free_port() -> int:
@@ -213,8 +216,9 @@ def test_an_absurd_question_is_refused_with_the_cut(service, browser, tmp_path):
     refusal = browser.find_element(By.ID, "refusal")
     assert refusal.is_displayed() and not browser.find_elements(By.CSS_SELECTOR, "#sources li")
     message = browser.find_element(By.ID, "refusal-message").text
-    cut = service.cut()  # the index's calibrated cut, not a number written here
-    assert message.startswith(Refusal("q", cut).message().split(" for ")[0]) and f"(cut {cut:.3f}" in message
+    expected = service.gate()  # the index's calibrated gate, not a number written here
+    assert message.startswith(expected.message().split(" for ")[0])
+    assert f"(cut {expected.threshold:.3f}" in message
     shot(browser, tmp_path, "refusal")
 
 

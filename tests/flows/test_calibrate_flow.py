@@ -30,6 +30,7 @@ def test_index_calibrates_and_reindex_recalibrates_for_the_new_model(docs, tmp_p
     assert first.model == FAKE and first.table == store.active_table()
     assert first.sampled > 0 and first.offtopic >= 300 and first.chunks == store.count_chunks()
     assert cut_in_use(store, store.stamp()).how == CALIBRATED
+    assert first.answerability is None  # opt-in: calibrate --answerability
 
     with embed.registered(OTHER, lambda precision, batch_size: HashEmbedder(OTHER, 32)):
         reindex(IndexSettings(db=s.db, model=OTHER))
@@ -55,6 +56,23 @@ def test_calibrate_command_measures_again_and_a_resync_keeps_it(docs, tmp_path):
     again = json.loads(result.output)
     assert again["cut"] == first.cut and again["model"] == FAKE  # seeded: the same sample, the same cut
     assert stored(s.db).created_at >= first.created_at
+
+
+def test_calibrate_answerability_fits_the_score_that_reranked_ask_then_gates_with(docs, tmp_path):
+    s = IndexSettings(db=str(tmp_path / "index"), model=FAKE)
+    index_folder(str(docs), s)
+    assert json.loads(invoke("ask", "dropout", "--db", s.db, "--json").output)["gate"] == "cosine"
+    result = invoke("calibrate", "--db", s.db, "--answerability", "--json")
+    assert result.exit_code == 0, result.output
+    store = Store(s.db)
+    scored = cut_in_use(store, store.stamp()).answerability
+    assert scored is not None and scored.reranker == "maxsim" and len(scored.weights) == len(scored.features)
+    asked = json.loads(invoke("ask", "dropout", "--db", s.db, "--json").output)
+    assert asked["gate"] == "answerability" and asked["threshold"] == scored.threshold
+    dense = json.loads(invoke("ask", "dropout", "--db", s.db, "--json", "--retriever", "dense").output)
+    assert dense["gate"] == "cosine" and dense["threshold"] == stored(s.db).cut  # not reranked: the cosine cut
+    forced = json.loads(invoke("ask", "dropout", "--db", s.db, "--json", "--cut", "0.9").output)
+    assert forced["gate"] == "cosine" and forced["threshold"] == 0.9  # --cut overrides the score too
 
 
 def test_calibrate_without_an_index_fails_cleanly(tmp_path):
