@@ -226,6 +226,7 @@ def render(doc: dict) -> str:
                 + " | ".join(_num(rec.get(k)) for k in ("1", "4", "8", "20"))
                 + f" | {_num(run['mrr'])} | {_num(by.get('course', {}).get('recall', {}).get('20'))}"
                 + f" | {_num(by.get('ticket', {}).get('recall', {}).get('20'))} | {run['destroyed']} |")
+    lines += _honest_rows(doc)
     lines += ["", "## Parity with Markdown (exact sign test, same queries)", "",
               "| format | run | metric | wins | losses | ties | p | separated |", "|---|---|---|---|---|---|---|---|"]
     for c in doc["parity"]:
@@ -253,6 +254,27 @@ def render(doc: dict) -> str:
     for fmt, t in doc["timings"].items():
         lines.append(f"| {fmt} | {t['render_s']} | {t['eval_s']} |")
     return "\n".join(lines) + "\n"
+
+
+def _honest_rows(doc: dict) -> list[str]:
+    """What ``ask`` returns per format and phrasing (the gate and window of each format's run)."""
+    entries = [(fmt, e) for fmt, result in doc["formats"].items() for e in result.get("answered_honestly", [])]
+    if not entries:
+        return []
+    lines = ["", "## Answered honestly per format", "",
+             "An in-domain question is answered when a chunk holding its needle passes `ask`'s gate",
+             "(see report.md of an ordinary run); lost = found in the window but cut by the gate.", "",
+             "| format | strategy/retriever | course answered | ticket answered | all answered | lost | bluffs |",
+             "|---|---|---|---|---|---|---|"]
+    for fmt, e in entries:
+        by, a = e["by_phrasing"], e["all"]
+        lines.append(f"| {fmt} | {e['strategy']}/{e['retriever']} | {_share(by.get('course'))} | "
+                     f"{_share(by.get('ticket'))} | {_share(a)} | {a['lost']}/{a['found']} | {a['bluffs']}/{a['ood']} |")
+    return lines
+
+
+def _share(tally: dict | None) -> str:
+    return "—" if tally is None else f"{tally['answered']}/{tally['queries']}"
 
 
 def _num(value) -> str:

@@ -41,7 +41,7 @@ def dehyphenate(text: str, vocabulary: Collection[str] | None = None) -> str:
     """Rejoin words hyphenated at line ends.
 
     The hyphen is dropped ("infor-\\nmation" → "information") unless the word reads as a
-    compound: the second part holds a hyphen itself ("state-\\nof-the-art"), the first
+    compound: either part holds a hyphen itself ("state-\\nof-the-art", "text-to-\\nimage"), the first
     part is a prefix that keeps its hyphen ("self-\\nevident"), or ``vocabulary`` (lower
     case) knows the hyphenated form but not the joined one.
 
@@ -54,7 +54,10 @@ def dehyphenate(text: str, vocabulary: Collection[str] | None = None) -> str:
     def join(m: re.Match) -> str:
         head, tail = m.group(1), m.group(2)
         joined, hyphened = head + tail, f"{head}-{tail}"
-        if "-" in tail or head.lower() in _KEEP_HYPHEN:
+        # The word before the break holds a hyphen already ("text-to-\nimage"): typesetters do
+        # not hyphenate such a compound, so the line ends at one of its own hyphens.
+        compound = m.start() > 0 and m.string[m.start() - 1] in "-\u2010"
+        if compound or "-" in tail or head.lower() in _KEEP_HYPHEN:
             return hyphened
         if vocabulary is not None:
             lowered = joined.lower()

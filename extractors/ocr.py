@@ -36,7 +36,8 @@ from citeline.extractors.clean import Deadline, clean
 
 NAME = "image-ocr"
 # 2: capitals hyphenated at a line end are rejoined (ELE-\nMENT).
-VERSION = "2"
+# 3: a compound broken at one of its own hyphens keeps it ("text-to-\nimage").
+VERSION = "3"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff")

@@ -33,7 +33,8 @@ NAME = "pdf"
 # 3: a page whose every line matches a running header keeps them (slides were left empty).
 # 4: headings (larger or bold short lines, numbered titles) become "## " lines, so the
 # chunker sees sections; capitals hyphenated at a line end are rejoined.
-VERSION = "4"
+# 5: a compound broken at one of its own hyphens keeps it ("text-to-\nimage").
+VERSION = "5"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".pdf",)

@@ -122,3 +122,21 @@ def test_cli_writes_the_formats_report(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert "| pdf | E/dense |" in (out / "formats.md").read_text()
     assert json.loads((out / "formats.json").read_text())["parity"]
+
+
+def test_the_report_counts_honest_answers_per_format_and_phrasing():
+    def honest(answered):
+        return {"answered": answered, "queries": 2, "refused": 2 - answered, "lost": 0, "found": answered,
+                "bluffs": 1, "ood": 3, "share": answered / 2}
+
+    def result(course, ticket):
+        return {"runs": [], "gate_summary": [], "answered_honestly": [
+            {"strategy": "E", "retriever": "dense", "all": {**honest(course + ticket), "queries": 4},
+             "by_phrasing": {"course": honest(course), "ticket": honest(ticket)}}]}
+
+    doc = {"formats": {"md": result(2, 1), "scan": result(1, 0)}, "parity": [], "citations": {},
+           "timings": {}}
+    report = render(doc)
+    assert "## Answered honestly per format" in report
+    assert "| md | E/dense | 2/2 | 1/2 | 3/4 | 0/3 | 1/3 |" in report
+    assert "| scan | E/dense | 1/2 | 0/2 | 1/4 | 0/1 | 1/3 |" in report

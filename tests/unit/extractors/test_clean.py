@@ -21,6 +21,9 @@ def test_ligatures_expand_and_nothing_else_changes():
         ("infor\u2010\nmation", "information"),  # U+2010 HYPHEN
         ("state-\nof-the-art", "state-of-the-art"),
         ("self-\nevident", "self-evident"),
+        # A compound broken at one of its own hyphens (a dev PDF lost "text-to-image" as "text-toimage").
+        ("a text-to-\nimage model", "a text-to-image model"),
+        ("TEXT-TO-\nIMAGE", "TEXT-TO-IMAGE"),
         ("COVID-\n19", "COVID-\n19"),  # a digit: not a broken word
         ("Smith-\nJones", "Smith-\nJones"),  # a capital: a name, not a broken word
         ("an ELE-\nMENT", "an ELEMENT"),  # a word set in capitals (issue 14)
