@@ -80,8 +80,8 @@ def test_an_absurd_question_is_refused_with_exit_0(db):
     result = run(db, ABSURD, "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert data == {"query": ABSURD, "refused": True, "threshold": data["threshold"], "citations": [],
-                    "prompt": None}
+    assert data == {"query": ABSURD, "refused": True, "threshold": data["threshold"], "gate": "cosine",
+                    "citations": [], "prompt": None}
     text = run(db, ABSURD, "--retriever", "dense", "--cut", "0.3")
     assert text.exit_code == 0
     assert text.output == f'NO ANSWER: nothing under cosine distance 0.3 for "{ABSURD}"\n'
