@@ -36,14 +36,14 @@ from importlib import resources
 import numpy as np
 
 from citeline.pipeline.sentences import sentence_spans
+from citeline.query.answerability import Answerability, Evidence, evidence, fit, rate_threshold
 from citeline.query.refuse import MAX_CHUNKS
 from citeline.query.rerank import MaxSimReranker, TokenCache
-from citeline.query.answerability import Answerability, Evidence, evidence, fit, rate_threshold
-from citeline.query.words import content_words
 from citeline.query.thresholds import COSINE_CUTS, GatePoint, GateQuery, Uncalibrated, gate_point, sweep
+from citeline.query.words import content_words
 from citeline.schemas.retrieval import COSINE
 
-CALIBRATION_VERSION = "2"  # bump when the sample, the bank or the rule changes
+CALIBRATION_VERSION = "1"  # bump when the sample, the bank or the rule of the cosine cut changes
 SEED = 16
 SAMPLE = 300  # pseudo-questions at most: cheap (one batch of query embeddings), stable to ~0.01
 PHRASE_WORDS = 8  # content words in a pseudo-question
@@ -63,6 +63,7 @@ ADJACENT_DEPTH = 50  # chunks searched to find one of another document
 # calibration's, since each one costs a rerank (docs/query.md has the cost).
 SCORED_SAMPLE = 150
 SCORED_BANK = 200
+
 
 @dataclass(frozen=True)
 class Calibration:
