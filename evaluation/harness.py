@@ -324,9 +324,7 @@ def ask_gate(searcher: Searcher, reranker, config: EvalConfig) -> AskGate | None
         return None
     if reranker is None:
         return AskGate(in_use.cut)
-    scored = in_use.answerability
-    return AskGate(in_use.cut, rerank_cut(model, reranker.name),
-                   scored if scored is not None and scored.reranker == reranker.name else None)
+    return AskGate(in_use.cut, rerank_cut(model, reranker.name), in_use.answerability_for(reranker.name))
 
 
 def unavailable(searcher: Searcher, retriever: str, probe: str) -> str | None:

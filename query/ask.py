@@ -153,15 +153,13 @@ def ask(searcher: Searcher, query: str, options: AskOptions = AskOptions(), filt
         Uncalibrated: ``options.cut`` is None and the index has no calibration (nor a legacy cut).
         IndexMismatch, RerankerUnavailable: from the searcher.
     """
-    model = searcher.stamp.embed_model
     in_use = cut_in_use(searcher.store, searcher.stamp, options.cut)
-    scored = in_use.answerability if options.reranking else None
-    if scored is not None and scored.reranker != searcher.default_reranker().name:
-        scored = None  # fitted on another reranker's scores: the cosine cut still holds
+    reranker = searcher.default_reranker().name if options.reranking else None
+    scored = in_use.answerability_for(reranker) if reranker else None
     threshold, kind = (scored.threshold, ANSWERABILITY) if scored is not None else (in_use.cut, COSINE)
     min_score = options.min_rerank_score
-    if min_score is None and options.reranking:
-        min_score = rerank_cut(model, searcher.default_reranker().name)
+    if min_score is None and reranker:
+        min_score = rerank_cut(searcher.stamp.embed_model, reranker)
     rows = retrieve(searcher, query, options, filters)
     kept = apply_gate(rows, query, in_use.cut, options.k, min_score, scored)
     if isinstance(kept, Refusal):

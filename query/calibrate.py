@@ -420,6 +420,11 @@ class CutInUse:
             return None
         return Answerability.from_dict(self.calibration.answerability)
 
+    def answerability_for(self, reranker: str) -> Answerability | None:
+        """The calibrated score if it was fitted on ``reranker``'s scores (another's are on another scale)."""
+        scored = self.answerability
+        return scored if scored is not None and scored.reranker == reranker else None
+
     def to_dict(self) -> dict:
         return {"cut": self.cut, "how": self.how,
                 "calibration": None if self.calibration is None else asdict(self.calibration)}
