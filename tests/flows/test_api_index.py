@@ -10,7 +10,8 @@ import make
 from citeline.query.cite import verify_quote
 from citeline.schemas.errors import IndexMismatch, NoIndex
 from citeline.pipeline import embed
-from fakes import FAKE, HashEmbedder
+from fakes import HashEmbedder
+from testkit import synced_index
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 CUT = 0.95  # the fake embedder has no calibrated cut
@@ -28,12 +29,7 @@ def folder(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def index(folder, tmp_path_factory, prefect_harness):
-    from citeline import Index
-
-    index = Index.create(str(tmp_path_factory.mktemp("db") / "db"), model=FAKE)
-    summary = index.sync(str(folder))
-    assert (summary.indexed, summary.failed) == (3, 1), summary.line()
-    return index
+    return synced_index(folder, tmp_path_factory, indexed=3, failed=1)
 
 
 def test_import_is_lazy_and_the_class_is_the_api_one():

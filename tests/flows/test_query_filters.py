@@ -12,8 +12,7 @@ from fastapi.testclient import TestClient
 
 from citeline.schemas.retrieval import Filters
 from citeline.service import create_app
-from fakes import FAKE
-from testkit import invoke
+from testkit import invoke, synced_index
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 CUT = 0.95  # the fake embedder has no calibrated cut
@@ -52,12 +51,7 @@ def folder(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def index(folder, tmp_path_factory, prefect_harness):
-    from citeline import Index
-
-    index = Index.create(str(tmp_path_factory.mktemp("db") / "db"), model=FAKE)
-    summary = index.sync(str(folder))
-    assert (summary.indexed, summary.failed) == (12, 0), summary.line()
-    return index
+    return synced_index(folder, tmp_path_factory, indexed=12)
 
 
 ALL = {f"notes/n{n}.md" for n in range(5)} | {f"reports/r{n}.pdf" for n in range(3)} | {
