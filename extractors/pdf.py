@@ -34,7 +34,8 @@ NAME = "pdf"
 # 4: headings (larger or bold short lines, numbered titles) become "## " lines, so the
 # chunker sees sections; capitals hyphenated at a line end are rejoined.
 # 5: a compound broken at one of its own hyphens keeps it ("text-to-\nimage").
-VERSION = "5"
+# 6: a sentence running over a page break stays one paragraph (it was split in two chunks).
+VERSION = "6"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".pdf",)
@@ -350,13 +351,42 @@ def _matches(norm: str, y: float, others: dict[tuple[int, int], tuple[str, float
 
 
 def _assemble(pages: list[_Page], run: _Run) -> tuple[str, list[Segment]]:
-    """Clean each page's text, then append it; offsets are recorded as it is appended."""
-    built = Assembler()
+    """Clean each page's text, then append it; offsets are recorded as it is appended.
+
+    A page is a new paragraph unless its text carries on the previous page's sentence:
+    then a line break joins them, so the chunker keeps the sentence whole and its chunk
+    cites both pages.
+    """
+    built, last = Assembler(), ""
     for page in pages:
         text = clean(blocks_text(page.text.blocks), run.vocab)
         if text:
-            built.add(text, Page(page.number, page.label, page.text.confidence))
+            sep = "\n" if continues(last, text) else "\n\n"
+            built.add(text, Page(page.number, page.label, page.text.confidence), sep)
+            last = text
     return built.text, list(built.segments)
+
+
+# A sentence ends at . ! ? … or a colon, perhaps inside closing quotes or brackets.
+_ENDS_SENTENCE = re.compile(r"[.!?…:][\"'”’)\]]*\s*\Z")
+# The next page carries on when it starts in lower case, perhaps after an opening quote or bracket.
+_CARRIES_ON = re.compile(r"\A[\"'“‘(\[]*[a-z]")
+
+
+def continues(before: str, after: str) -> bool:
+    """Whether ``after`` (a page's text) carries on the sentence ``before`` (the previous page's) left open.
+
+    >>> continues("we cannot use an optimizer over", '"mini-batches" of data')
+    True
+    >>> continues("The page ends here.", "the next starts low")
+    False
+    >>> continues("## 2 Structure handling", "The next page")
+    False
+    """
+    last_line = before.rsplit("\n", 1)[-1]
+    if not before or last_line.startswith("#") or _ENDS_SENTENCE.search(before):
+        return False
+    return bool(_CARRIES_ON.match(after))
 
 
 def _ocr_notes(pages: list[_Page], run: _Run) -> None:

@@ -223,3 +223,39 @@ def test_reading_as_a_heading():
     assert reads_as_heading("asn1 print structure") and reads_as_heading("2.1 Scope")
     for text in ("It ends with a full stop.", "1 Introduction . . . . . . 2", "iv", "12", "Note:", "x" * 121):
         assert not reads_as_heading(text), text
+
+
+# ------------------------------------------------------------------ a sentence over a page break (issue 14)
+
+
+def _pages(*pages: list[str]) -> bytes:
+    """A PDF of one column per page, each page's lines as given."""
+    doc = pymupdf.open()
+    for lines in pages:
+        page = doc.new_page(width=420, height=300)
+        for n, line in enumerate(lines):
+            page.insert_text((36, 50 + 14 * n), line, fontsize=11)
+    return doc.tobytes()
+
+
+def test_a_sentence_over_a_page_break_is_one_paragraph_citing_both_pages():
+    """Two-column chapters broke dev needles in two chunks at the page break (q27, q32)."""
+    filler = [f"Line {n} of the setting explains the model in plain words." for n in range(8)]
+    canonical = pdf.extract(_pages([*filler, "In this case we cannot use an optimizer over"],
+                                   ['"mini-batches" of data when the kernel is exact.', *filler]), "gp.pdf")
+    sentence = 'we cannot use an optimizer over\n"mini-batches" of data'
+    assert sentence in canonical.text
+    chunks = chunk_document(canonical.text, canonical.title, "d", "E")
+    holding = [c for c in chunks if sentence in c.content]
+    assert len(holding) == 1
+    assert locators_for(holding[0].start, holding[0].end, canonical.segments) == [Page(1), Page(2)]
+
+
+@pytest.mark.parametrize("end, start", [
+    ("The previous page ends its sentence.", "the next one starts in lower case."),
+    ("A closing quote ends it too.\"", "and lower case still starts a paragraph."),
+    ("This line is followed by a capital", "The next page starts a new thought."),
+])
+def test_a_page_that_ends_its_sentence_starts_a_new_paragraph(end, start):
+    canonical = pdf.extract(_pages(["First page text.", end], [start, "More text."]), "p.pdf")
+    assert f"{end}\n\n{start}" in canonical.text
