@@ -102,10 +102,13 @@ def _split(value: str, param) -> list[str]:
 @click.option("--formats", default=None, callback=_formats,
               help="Render every document into these formats (md,pdf,scan,docx,html,speech), evaluate each "
                    "and compare it with Markdown; writes formats.md and formats.json.")
+@click.option("--documents", default=None, callback=lambda ctx, param, value: value and _split(value, param),
+              help="Measure only these documents of the corpus (file names, comma-separated) and their "
+                   "needles, e.g. to evaluate speech, which takes minutes per document.")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
 @output_options
 def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model, precision, timeout_s, cut,
-                 answerability, rerank_configs, formats, progress, as_json):
+                 answerability, rerank_configs, formats, documents, progress, as_json):
     """Index CORPUS_DIR once per strategy, run every retriever over its queries, and report.
 
     CORPUS_DIR holds docs/, ground_truth.jsonl and out_of_domain.jsonl. Writes
@@ -122,6 +125,8 @@ def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model,
         raise click.UsageError(f"--k cut-offs must be at most the depth 20, got {max(ks)}")
     try:
         corpus = load_corpus(corpus_dir)
+        if documents:
+            corpus = corpus.only(documents)
         config = EvalConfig(strategies=strategies, retrievers=retrievers, ks=ks, model=model, precision=precision,
                             timeout_s=timeout_s, cut=cut, answerability=answerability,
                             rerank_variants=rerank_configs)

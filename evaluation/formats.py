@@ -16,6 +16,7 @@ spoken (known exactly: :func:`evaluation.render.render_speech` synthesises block
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
@@ -63,19 +64,27 @@ def parse_formats(value: str) -> tuple[str, ...]:
 def rendered_corpus(corpus: Corpus, fmt: str, root: Path) -> tuple[Corpus, list[Rendered]]:
     """``corpus`` with its documents rendered as ``fmt`` under ``root/<fmt>/docs``.
 
-    A finished rendering is reused (speech takes minutes to synthesise); an unfinished one
-    (no ``rendered.json``) is redone from scratch.
+    A finished rendering of the same documents is reused (speech takes minutes to
+    synthesise); an unfinished one (no ``rendered.json``), or one of other documents (the
+    corpus narrowed with ``--documents``), is redone from scratch.
     """
     folder = root / fmt
     marker = folder / RENDERED
-    if marker.exists():
-        done = [Rendered(d["source"], Path(d["path"]), tuple(Spoken(**s) for s in d["spans"]))
-                for d in json.loads(marker.read_text())]
-    else:
+    done = _finished_rendering(marker)
+    if [r.source for r in done] != [name for name, _ in corpus.documents]:
+        marker.unlink(missing_ok=True)
+        shutil.rmtree(folder / DOCS, ignore_errors=True)  # an index of the folder would keep the others
         done = render_corpus(fmt, corpus.documents, folder / DOCS)
         marker.write_text(json.dumps([{"source": r.source, "path": str(r.path),
                                        "spans": [asdict(s) for s in r.spans]} for r in done]))
     return replace(corpus, root=folder), done
+
+
+def _finished_rendering(marker: Path) -> list[Rendered]:
+    if not marker.exists():
+        return []
+    return [Rendered(d["source"], Path(d["path"]), tuple(Spoken(**s) for s in d["spans"]))
+            for d in json.loads(marker.read_text())]
 
 
 def run_formats(corpus: Corpus, formats: Sequence[str], config: EvalConfig = EvalConfig(), *,

@@ -348,7 +348,10 @@ def index_strategy(corpus: Corpus, strategy: str, uri: str, embedder, config: Ev
     store = Store(uri)
     store.chunks(stamp, create=True)
     header_tokens = 0
-    files = list_files(corpus.docs_dir)
+    # By stem: a rendered folder holds a.pdf for a.md; the corpus's own folder may hold more
+    # documents than it measures (Corpus.only).
+    stems = {Path(name).stem for name, _ in corpus.documents}
+    files = [f for f in list_files(corpus.docs_dir) if Path(f.path).stem in stems]
     _forget_others(store, stamp, {f.source for f in files})
     for file in files:
         try:

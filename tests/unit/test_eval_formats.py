@@ -140,3 +140,47 @@ def test_the_report_counts_honest_answers_per_format_and_phrasing():
     assert "## Answered honestly per format" in report
     assert "| md | E/dense | 2/2 | 1/2 | 3/4 | 0/3 | 1/3 |" in report
     assert "| scan | E/dense | 1/2 | 0/2 | 1/4 | 0/1 | 1/3 |" in report
+
+
+def test_documents_narrow_every_format_and_a_narrower_run_renders_again(tmp_path, monkeypatch):
+    """``--documents`` measures a subset (speech costs minutes per document), Markdown's baseline
+    on the same subset; a reused --db-dir rendered for other documents is not searched."""
+    from citeline.evaluation import harness
+
+    monkeypatch.setattr(harness, "load_embedder", lambda config: HashEmbedder())
+    monkeypatch.setattr("citeline.evaluation.formats.load_embedder", lambda config: HashEmbedder())
+    corpus, work = write_corpus(tmp_path / "corpus"), tmp_path / "work"
+
+    def run(*documents):
+        out = tmp_path / f"out-{len(documents)}"
+        narrowed = ["--documents", ",".join(documents)] if documents else []
+        result = CliRunner().invoke(eval_command, [str(corpus), "--out", str(out), "--formats", "pdf",
+                                                   "--strategies", "E", "--retrievers", "dense", "--no-progress",
+                                                   "--db-dir", str(work), *narrowed])
+        assert result.exit_code == 0, result.output
+        return json.loads((out / "formats.json").read_text())["formats"]
+
+    everything = run()
+    assert {q["id"] for q in everything["pdf"]["runs"][0]["per_query"]} >= {"n1:course", "n2:course"}
+    narrowed = run("b.md")
+    for fmt in ("md", "pdf"):
+        assert {q["id"].split(":")[0] for q in narrowed[fmt]["runs"][0]["per_query"]} == {"n2"}
+        assert narrowed[fmt]["index"][0]["chunks"] < everything[fmt]["index"][0]["chunks"]
+    assert sorted(p.name for p in (work / "render" / "pdf" / "docs").iterdir()) == ["b.pdf"]
+
+
+def test_an_unknown_document_is_refused_with_the_known_ones(tmp_path):
+    result = CliRunner().invoke(eval_command, [str(write_corpus(tmp_path / "corpus")), "--out", str(tmp_path / "o"),
+                                               "--documents", "c.md", "--no-progress"])
+    assert result.exit_code == 1 and "no document named 'c.md'" in result.output and "a.md, b.md" in result.output
+
+
+def test_a_narrowed_markdown_evaluation_indexes_only_its_documents(tmp_path):
+    from citeline.evaluation.harness import run_evaluation
+
+    corpus = load_corpus(write_corpus(tmp_path / "corpus"))
+    config = EvalConfig(strategies=("E",), retrievers=("dense",), precision="fp32")
+    full = run_evaluation(corpus, config, db_dir=tmp_path / "full", embedder=HashEmbedder())
+    narrow = run_evaluation(corpus.only(["b.md"]), config, db_dir=tmp_path / "narrow", embedder=HashEmbedder())
+    assert {q["id"] for q in narrow["runs"][0]["per_query"]} == {"n2:course", "n2:ticket"}
+    assert 0 < narrow["index"][0]["chunks"] < full["index"][0]["chunks"]
