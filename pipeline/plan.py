@@ -26,6 +26,12 @@ class Todo:
     prior: Prior = Prior()
     known: Known | None = None  # the file may be unchanged: skip it if its bytes are these
 
+    @property
+    def was_indexed(self) -> bool:
+        """Whether the index may hold chunks of the document's previous version, whose
+        vectors its unchanged chunks keep (pipeline/reuse.py); a new file reads nothing."""
+        return self.prior.created_at is not None
+
     @classmethod
     def of_record(cls, record: dict) -> "Todo":
         """A stored document as work: index its file again (retry, repair)."""

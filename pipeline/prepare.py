@@ -24,6 +24,7 @@ from citeline.pipeline.chunk import CHUNKER_VERSION, chunk_document
 from citeline.pipeline.embed import Embedder
 from citeline.pipeline.isolate import extract_isolated
 from citeline.pipeline.locate import locators_for, locators_json
+from citeline.pipeline.reuse import Kept, Reused, StoredWork, encode_reusing, kept_vectors
 from citeline.pipeline.walk import FileStat, SourceFile
 from citeline.schemas.document import Canonical, Chunk, segments_from_json
 from citeline.schemas.errors import DocumentError, TooLarge, Unreadable, UnsupportedType, Vanished
@@ -61,6 +62,7 @@ class Prepared:
     rows: list[dict] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)  # wall time per stage, for bench/
     stat: FileStat | None = None  # of the bytes read (None when re-chunked from the record)
+    reused: Reused = Reused()  # chunks encoded, and those that kept a stored vector (pipeline/reuse.py)
 
     @property
     def truncated(self) -> int:
@@ -206,12 +208,14 @@ def extract_bytes(data: bytes, name: str, options: ExtractOptions) -> Canonical:
 
 
 def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: IndexSettings,
-            known: Known | None = None) -> Prepared | Unchanged:
+            known: Known | None = None, stored: StoredWork | None = None) -> Prepared | Unchanged:
     """Read, extract, chunk and embed one file, within ``settings.timeout_s`` in all.
 
     The file is read once: its bytes are hashed, and when they are ``known`` (the
     indexed ones, for the same extractor) nothing else is done; otherwise the same
-    bytes are extracted.
+    bytes are extracted. With ``stored`` (the index may hold this document's previous
+    chunks), a chunk whose embedded text is unchanged keeps its stored vector and only
+    the others are encoded (pipeline/reuse.py).
 
     The limit is checked between stages and between groups of ``EMBED_GROUP`` chunks,
     and handed to the extractor as what is left of it (an isolated extractor is killed
@@ -245,7 +249,8 @@ def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: I
         marks.append(time.perf_counter())
         deadline.check("the end of chunking")
         stage = Stage.EMBED
-        prepared.rows = embed_rows(prepared, chunks, embedder, stamp, deadline)
+        kept = kept_vectors(stored.chunk_vectors(prepared.doc_id), stamp) if stored is not None else {}
+        prepared.rows, prepared.reused = embed_rows(prepared, chunks, embedder, stamp, deadline, kept)
         marks.append(time.perf_counter())
         prepared.seconds = dict(zip(("read", "extract", "chunk", "embed"), (b - a for a, b in zip(marks, marks[1:]))))
         return prepared
@@ -280,14 +285,26 @@ def rechunk(record: dict, embedder: Embedder, stamp: IndexStamp, settings: Index
     prepared = Prepared(file, record["doc_id"], record["sha256"], record["size"], canonical)
     chunks = chunk_document(canonical.text, canonical.title, prepared.doc_id, stamp.strategy,
                             settings.budget, settings.overlap)
-    prepared.rows = embed_rows(prepared, chunks, embedder, stamp)
+    prepared.rows, prepared.reused = embed_rows(prepared, chunks, embedder, stamp)
     return prepared
 
 
 def embed_rows(prepared: Prepared, chunks: list[Chunk], embedder: Embedder, stamp: IndexStamp,
-               deadline: Deadline | None = None) -> list[dict]:
-    """Chunk rows with vectors, word-piece counts and every stamp column."""
-    texts = [c.text for c in chunks]
+               deadline: Deadline | None = None, kept: dict[str, Kept] | None = None) -> tuple[list[dict], Reused]:
+    """Chunk rows with vectors, word-piece counts and every stamp column, and what they cost.
+
+    Args:
+        kept: stored vectors by ``reuse_key``; a chunk whose embedded text is among them is not encoded.
+    """
+    encoded = encode_reusing([c.text for c in chunks], stamp, kept or {},
+                             lambda texts: encode_groups(embedder, texts, deadline))
+    ids = [chunk_id_for(prepared.doc_id, c, stamp) for c in chunks]
+    reused = Reused(encoded.encoded, {ids[i]: old for i, old in encoded.kept.items()})
+    return chunk_rows(prepared, chunks, ids, encoded.vectors, encoded.tokens, embedder.max_tokens, stamp), reused
+
+
+def encode_groups(embedder: Embedder, texts: list[str], deadline: Deadline | None) -> tuple[list, list[int]]:
+    """Encode ``texts`` ``EMBED_GROUP`` at a time, checking the time limit between groups."""
     vectors, tokens = [], []
     for start in range(0, len(texts), EMBED_GROUP):
         if deadline is not None:
@@ -295,10 +312,16 @@ def embed_rows(prepared: Prepared, chunks: list[Chunk], embedder: Embedder, stam
         group_vectors, group_tokens = embedder.embed_counted(texts[start:start + EMBED_GROUP])
         vectors.extend(group_vectors)
         tokens.extend(group_tokens)
+    return vectors, tokens
+
+
+def chunk_rows(prepared: Prepared, chunks: list[Chunk], ids: list[str], vectors: list, tokens: list[int],
+               max_tokens: int, stamp: IndexStamp) -> list[dict]:
+    """The rows of the chunks table for a document's chunks and their vectors."""
     stamped = Stamp(stamp, prepared.canonical.extractor, prepared.canonical.extractor_version).columns()
     return [
         {
-            "chunk_id": chunk_id_for(prepared.doc_id, c, stamp),
+            "chunk_id": chunk_id,
             "doc_id": prepared.doc_id,
             "path": prepared.file.path,
             "title": prepared.canonical.title,
@@ -310,11 +333,11 @@ def embed_rows(prepared: Prepared, chunks: list[Chunk], embedder: Embedder, stam
             "text": c.text,
             "locators": locators_json(locators_for(c.start, c.end, prepared.canonical.segments)),
             "tokens": n,
-            "truncated": n > embedder.max_tokens,
+            "truncated": n > max_tokens,
             "vector": vector,
             **stamped,
         }
-        for c, vector, n in zip(chunks, vectors, tokens)
+        for c, chunk_id, vector, n in zip(chunks, ids, vectors, tokens)
     ]
 
 
