@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Protocol
 
 from citeline.schemas.stamp import IndexStamp
@@ -28,6 +29,35 @@ class StoredWork(Protocol):
     def chunk_vectors(self, doc_id: str) -> list[dict]:
         """The document's chunk rows: ``chunk_id``, ``text``, ``vector``, ``tokens``."""
         ...
+
+    def records_with(self, sha256: str) -> list[dict]:
+        """The document records of these bytes, with their canonical text (a rename's or a copy's source)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Reuse:
+    """Where a document's work may already be stored, as the plan knows it (no byte read yet)."""
+
+    stored: StoredWork
+    previous: bool = False  # the document was indexed before: its unchanged chunks keep their vectors
+    same_size: bool = False  # a stored document has this file's size: one with its bytes lends its work
+
+
+def keeps_title(donor_path: str, path: str, title: str) -> bool:
+    """Whether a document read from ``donor_path`` keeps ``title`` at ``path``.
+
+    Extractors fall back to the file name (its stem, or the whole name) for a document
+    without a title of its own, so such a title may change with a rename: the stored
+    canonical form is then not what extraction would give, and the file is extracted.
+
+    >>> keeps_title("a/notes.md", "b/notes.md", "notes"), keeps_title("notes.md", "ideas.md", "notes")
+    (True, False)
+    >>> keeps_title("notes.md", "ideas.md", "Dropout, explained")
+    True
+    """
+    before, after = PurePosixPath(donor_path), PurePosixPath(path)
+    return before.name == after.name or title not in (before.stem, before.name)
 
 
 @dataclass(frozen=True)

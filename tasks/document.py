@@ -48,8 +48,8 @@ def prepare_document(todo: Todo, stamp: IndexStamp, settings: IndexSettings):
     """
     embedder = embedder_for(settings)
     try:
-        stored = StoredChunks(store_for(settings.db), stamp) if todo.was_indexed else None
-        return prepare(todo.file, embedder, stamp, settings, todo.known, stored)
+        return prepare(todo.file, embedder, stamp, settings, todo.known,
+                       todo.reuse(StoredChunks(store_for(settings.db), stamp)))
     except (DocumentError, OSError) as exc:
         if not is_bad_input(exc) or (isinstance(exc, DocumentError) and exc.transient):
             raise
@@ -111,6 +111,6 @@ def indexed(prepared: Prepared, count: int, written: float) -> Outcome:
     # bound here: a batch's write task has no single document for the run-id processor to name
     get_logger(path=prepared.file.path, document_id=prepared.doc_id).info(
         Events.DOCUMENT_INDEXED, chunks=count, truncated=prepared.truncated, encoded=prepared.reused.encoded,
-        reused=prepared.reused.reused, seconds={stage: round(s, 4) for stage, s in seconds.items()})
+        reused=prepared.reused.reused, lent_by=prepared.lent_by, seconds={stage: round(s, 4) for stage, s in seconds.items()})
     return Outcome(prepared.file.path, DocStatus.INDEXED, chunks=count, truncated=prepared.truncated,
                    encoded=prepared.reused.encoded, reused=prepared.reused.reused)
