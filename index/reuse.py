@@ -12,7 +12,7 @@ from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.tables import chunks_table_name
 
 VECTOR_COLUMNS = ("chunk_id", "text", "vector", "tokens")
-RECORD_COLUMNS = ("doc_id", "source", "path", "status", "sha256", "title", "canonical", "segments", "notes",
+LENDER_COLUMNS = ("doc_id", "source", "path", "status", "sha256", "title", "canonical", "segments", "notes",
                   "extractor", "extractor_version")
 
 
@@ -30,6 +30,6 @@ class StoredChunks:
         return self.store.chunk_rows(VECTOR_COLUMNS, equals("doc_id", doc_id), table=self.table)
 
     def records_with(self, sha256: str) -> list[dict]:
-        """The document records of these bytes (``RECORD_COLUMNS``), oldest first: one lends its work."""
-        rows = self.store.document_rows([*RECORD_COLUMNS, "created_at"], equals("sha256", sha256))
+        """The document records of these bytes (``LENDER_COLUMNS``), oldest first: one lends its work."""
+        rows = self.store.document_rows([*LENDER_COLUMNS, "created_at"], equals("sha256", sha256))
         return sorted(rows, key=lambda r: (r["created_at"], r["doc_id"]))

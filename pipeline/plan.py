@@ -33,6 +33,7 @@ class Todo:
     prior: Prior = Prior()
     known: Known | None = None  # the file may be unchanged: skip it if its bytes are these
     same_size: bool = False  # a stored document has this new file's size: it may be a rename or a copy
+    fresh: bool = False  # take nothing from the index (a repair does not trust the rows it replaces)
 
     @property
     def was_indexed(self) -> bool:
@@ -42,14 +43,14 @@ class Todo:
 
     def reuse(self, stored: StoredWork) -> Reuse | None:
         """What the task may take from the index; None when there is nothing to look for."""
-        if not (self.was_indexed or self.same_size):
+        if self.fresh or not (self.was_indexed or self.same_size):
             return None
         return Reuse(stored, previous=self.was_indexed, same_size=self.same_size)
 
     @classmethod
-    def of_record(cls, record: dict) -> "Todo":
-        """A stored document as work: index its file again (retry, repair)."""
-        return cls(SourceFile(record["source"], record["root"], record["path"]), Prior.of(record))
+    def of_record(cls, record: dict, fresh: bool = False) -> "Todo":
+        """A stored document as work: index its file again (retry; repair, ``fresh``)."""
+        return cls(SourceFile(record["source"], record["root"], record["path"]), Prior.of(record), fresh=fresh)
 
 
 @dataclass

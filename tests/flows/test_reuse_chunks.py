@@ -177,3 +177,20 @@ def test_a_worker_in_another_process_reads_the_stored_vectors_from_the_index_pat
     assert done.returncode == 0, done.stderr[-2000:]
     encoded_there, reused_there, rows = json.loads(done.stdout.strip().splitlines()[-1])
     assert 1 <= encoded_there <= 3 and reused_there == rows - encoded_there
+
+
+def test_a_repair_encodes_a_damaged_vector_again_rather_than_keep_it(report, tmp_path):
+    """Reuse trusts a stored vector because its text is unchanged; a repair must not."""
+    from citeline.flows.repair import repair_index
+
+    settings = IndexSettings(db=str(tmp_path / "index"), model=FAKE)
+    sync(report.parent, settings)
+    store = Store(settings.db)
+    victim = store.chunk_rows(["chunk_id", "vector"])[5]
+    store.chunks(store.stamp()).update(where=f"chunk_id = '{victim['chunk_id']}'",
+                                       values={"vector": [2 * x for x in victim["vector"]]})
+    assert {v.rule for v in check_index(store)} == {"norm"}
+    state = repair_index(settings, return_state=True)
+    assert state.is_completed(), state.message
+    assert check_index(store) == []
+    assert vectors(settings.db)[victim["chunk_id"]] == np.asarray(victim["vector"], dtype=np.float32).tobytes()
