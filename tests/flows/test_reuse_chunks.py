@@ -143,36 +143,40 @@ def test_kept_chunks_keep_their_token_vectors(report, tmp_path):
 
 
 WORKER = """
-import sys, json
+import json, pickle, sys
 sys.path.insert(0, {fixtures!r})
 from citeline.index.reuse import StoredChunks
 from citeline.index.store import Store
 from citeline.pipeline import embed
 from citeline.pipeline.prepare import prepare
-from citeline.pipeline.walk import SourceFile
-from citeline.schemas.settings import IndexSettings
 from fakes import FAKE, HashEmbedder
 
 embed.register(FAKE, lambda precision, batch_size: HashEmbedder())
-settings = IndexSettings(db={db!r}, model=FAKE)
-store = Store(settings.db)
-prepared = prepare(SourceFile({source!r}, {root!r}, "report.md"), embed.get_embedder(FAKE), store.stamp(), settings,
-                   stored=StoredChunks(Store(settings.db), store.stamp()))
+with open({todo!r}, "rb") as f:
+    todo, stamp, settings = pickle.load(f)
+# what tasks/document.py::prepare_document does on a worker: open the index from the settings
+prepared = prepare(todo.file, embed.get_embedder(FAKE), stamp, settings, todo.known,
+                   todo.reuse(StoredChunks(Store(settings.db), stamp)))
 print(json.dumps([prepared.reused.encoded, prepared.reused.reused, len(prepared.rows)]))
 """
 
 
 def test_a_worker_in_another_process_reads_the_stored_vectors_from_the_index_path(report, tmp_path):
-    """What a Dask worker does: open the index from the path in the settings, nothing else shared."""
+    """What a Dask worker does: get the pickled work item, open the index from the path in the settings."""
     import json
+    import pickle
     import subprocess
     import sys
+
+    from citeline.flows.ingest import plan_folder
 
     settings = IndexSettings(db=str(tmp_path / "index"), model=FAKE)
     sync(report.parent, settings)
     edit_one_paragraph(report, 20)
-    script = WORKER.format(fixtures=str(Path(__file__).parents[1] / "fixtures"), db=settings.db,
-                           source=str(report), root=str(report.parent))
+    store = Store(settings.db)
+    [todo] = plan_folder(str(report.parent), store, store.stamp()).todo
+    (tmp_path / "todo.pickle").write_bytes(pickle.dumps((todo, store.stamp(), settings)))
+    script = WORKER.format(fixtures=str(Path(__file__).parents[1] / "fixtures"), todo=str(tmp_path / "todo.pickle"))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     encoded_there, reused_there, rows = json.loads(done.stdout.strip().splitlines()[-1])
