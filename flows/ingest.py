@@ -91,6 +91,7 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
             indexed=len(outcomes), failed=len(failures), skipped=len(plan.skip) + unchanged, deleted=deleted,
             chunks=sum(o.chunks for o in outcomes), truncated=sum(o.truncated for o in outcomes),
             rows=store.count_chunks(), failures=tuple(failures),
+            encoded=sum(o.encoded for o in outcomes), reused=sum(o.reused for o in outcomes),
         )
     seconds = dict(zip(("plan", "documents", "finish"), (round(b - a, 4) for a, b in zip(marks, marks[1:]))))
     log.info(Events.RUN_FINISHED, seconds=seconds, **{k: v for k, v in summary.__dict__.items() if k != "failures"})

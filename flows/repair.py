@@ -67,7 +67,8 @@ def reindex(targets: dict[str, list[Violation]], records: dict[str, dict], stamp
     """Index the affected documents again from their files, exactly as a sync would."""
     if not targets:
         return []
-    todo = [Todo.of_record(records[doc_id]) for doc_id in sorted(targets, key=lambda d: records[d]["source"])]
+    # fresh: a damaged row's vector must not be kept because its text is unchanged
+    todo = [Todo.of_record(records[doc_id], fresh=True) for doc_id in sorted(targets, key=lambda d: records[d]["source"])]
     why = {records[d]["path"]: "; ".join(f"{v.rule}: {v.detail}" for v in vs) for d, vs in targets.items()}
     outcomes, failed = run_documents(todo, stamp, settings)
     failures = record_failures(failed, settings) if failed else []

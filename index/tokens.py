@@ -10,7 +10,7 @@ partial table costs speed, never correctness.
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -69,6 +69,27 @@ class TokenVectors:
         """Store (chunk id, (count, dim) unit vectors) pairs in one commit; return how many."""
         rows = [{"chunk_id": cid, "count": len(v), "vectors": np.asarray(v, dtype=np.float16).tobytes()}
                 for cid, v in items]
+        if rows:
+            (self._table().merge_insert("chunk_id").when_matched_update_all().when_not_matched_insert_all()
+             .execute(pa.Table.from_pylist(rows, schema=TOKENS_SCHEMA)))
+        return len(rows)
+
+    def copy(self, pairs: Mapping[str, str]) -> int:
+        """Store under each new chunk id the vectors of the old one it names, in one commit; return how many.
+
+        For chunks that kept their sentence vector because their embedded text is unchanged
+        (pipeline/reuse.py): the word-piece vectors are a function of that text too. An old
+        id without stored vectors is left out (its new chunk is encoded by the next fill).
+        """
+        if not pairs or not self.exists():
+            return 0
+        olds = sorted(set(pairs.values()))
+        stored = {}
+        for start in range(0, len(olds), 500):
+            for row in self._table().search().where(one_of("chunk_id", olds[start:start + 500])).limit(None).to_list():
+                stored[row["chunk_id"]] = row
+        rows = [{"chunk_id": new, "count": stored[old]["count"], "vectors": stored[old]["vectors"]}
+                for new, old in sorted(pairs.items()) if old in stored]
         if rows:
             (self._table().merge_insert("chunk_id").when_matched_update_all().when_not_matched_insert_all()
              .execute(pa.Table.from_pylist(rows, schema=TOKENS_SCHEMA)))

@@ -4,6 +4,12 @@ Stat first, hash second: a file whose size, mtime, inode and device are those it
 was written from is skipped without being opened. Any other file the record knows is
 read once by its task, which hashes those bytes and skips it when they are the recorded
 ones (``pipeline.prepare.Known``), or extracts from the very same bytes when they are not.
+
+Content identity: a new file of the size of a stored document may be that document
+renamed, moved or copied. Its task hashes it and, when a stored document has those bytes,
+indexes it from that document's canonical text and vectors: no extraction, no encoding
+(``pipeline.prepare.same_bytes``). A renamed file's old record is then forgotten with the
+other vanished ones, after the new one is written.
 """
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ from dataclasses import dataclass, field
 from citeline import extractors
 from citeline.pipeline.prepare import Known, doc_id_for
 from citeline.pipeline.record import Prior
+from citeline.pipeline.reuse import Reuse, StoredWork
 from citeline.pipeline.walk import FileStat, SourceFile
 from citeline.schemas.paths import is_under
 from citeline.schemas.stamp import IndexStamp, Stamp, is_current
@@ -25,11 +32,25 @@ class Todo:
     file: SourceFile
     prior: Prior = Prior()
     known: Known | None = None  # the file may be unchanged: skip it if its bytes are these
+    same_size: bool = False  # a stored document has this new file's size: it may be a rename or a copy
+    fresh: bool = False  # take nothing from the index (a repair does not trust the rows it replaces)
+
+    @property
+    def was_indexed(self) -> bool:
+        """Whether the index may hold chunks of the document's previous version, whose
+        vectors its unchanged chunks keep (pipeline/reuse.py); a new file reads nothing."""
+        return self.prior.created_at is not None
+
+    def reuse(self, stored: StoredWork) -> Reuse | None:
+        """What the task may take from the index; None when there is nothing to look for."""
+        if self.fresh or not (self.was_indexed or self.same_size):
+            return None
+        return Reuse(stored, previous=self.was_indexed, same_size=self.same_size)
 
     @classmethod
-    def of_record(cls, record: dict) -> "Todo":
-        """A stored document as work: index its file again (retry, repair)."""
-        return cls(SourceFile(record["source"], record["root"], record["path"]), Prior.of(record))
+    def of_record(cls, record: dict, fresh: bool = False) -> "Todo":
+        """A stored document as work: index its file again (retry; repair, ``fresh``)."""
+        return cls(SourceFile(record["source"], record["root"], record["path"]), Prior.of(record), fresh=fresh)
 
 
 @dataclass
@@ -57,6 +78,12 @@ def stat_matches(record: dict, seen: FileStat | None) -> bool:
     return None not in stored and stored == (seen.size, seen.mtime_ns, seen.inode, seen.device)
 
 
+def stored_sizes(records: list[dict]) -> set[int]:
+    """The sizes of the indexed documents: a new file of another size is no rename or copy of
+    one, and is extracted without looking for stored work (a first index looks for none)."""
+    return {r["size"] for r in records if r.get("status") == DocStatus.INDEXED and r.get("size") is not None}
+
+
 def plan_sync(files: list[SourceFile], records: list[dict], stamp: IndexStamp, prune_root: str | None,
               verify: bool = False) -> SyncPlan:
     """Sort files into todo and skip; records whose source lies under ``prune_root`` with no file become gone.
@@ -71,13 +98,16 @@ def plan_sync(files: list[SourceFile], records: list[dict], stamp: IndexStamp, p
             changes that kept size and mtime).
     """
     by_id = {r["doc_id"]: r for r in records}
+    sizes = stored_sizes(records)
     plan = SyncPlan()
     seen = set()
     for file in files:
         doc_id = doc_id_for(file.source)
         seen.add(doc_id)
         record = by_id.get(doc_id)
-        if record is None or not is_current_record(record, stamp):
+        if record is None:
+            plan.todo.append(Todo(file, same_size=file.stat is not None and file.stat.size in sizes))
+        elif not is_current_record(record, stamp):
             plan.todo.append(Todo(file, Prior.of(record)))
         elif not verify and stat_matches(record, file.stat):
             plan.skip.append(file)

@@ -10,7 +10,7 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +24,7 @@ from citeline.pipeline.chunk import CHUNKER_VERSION, chunk_document
 from citeline.pipeline.embed import Embedder
 from citeline.pipeline.isolate import extract_isolated
 from citeline.pipeline.locate import locators_for, locators_json
+from citeline.pipeline.reuse import Kept, Reuse, Reused, encode_reusing, keeps_title, kept_vectors
 from citeline.pipeline.walk import FileStat, SourceFile
 from citeline.schemas.document import Canonical, Chunk, segments_from_json
 from citeline.schemas.errors import DocumentError, TooLarge, Unreadable, UnsupportedType, Vanished
@@ -31,7 +32,7 @@ from citeline.schemas.options import ExtractOptions
 from citeline.schemas.paths import is_remote, os_path
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp, Stamp
-from citeline.schemas.status import Stage
+from citeline.schemas.status import DocStatus, Stage
 
 SNIFF_BYTES = 8192
 # Chunks embedded between two looks at the time limit: four encoder batches of 16 (a second
@@ -61,6 +62,8 @@ class Prepared:
     rows: list[dict] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)  # wall time per stage, for bench/
     stat: FileStat | None = None  # of the bytes read (None when re-chunked from the record)
+    reused: Reused = Reused()  # chunks encoded, and those that kept a stored vector (pipeline/reuse.py)
+    lent_by: str | None = None  # the stored document with the same bytes whose work this one took
 
     @property
     def truncated(self) -> int:
@@ -77,7 +80,7 @@ class Known:
     extractor_version: str
 
     @classmethod
-    def of(cls, record: dict) -> "Known":
+    def of(cls, record: Mapping) -> "Known":
         return cls(record["sha256"], record["extractor"], record["extractor_version"])
 
 
@@ -206,12 +209,16 @@ def extract_bytes(data: bytes, name: str, options: ExtractOptions) -> Canonical:
 
 
 def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: IndexSettings,
-            known: Known | None = None) -> Prepared | Unchanged:
+            known: Known | None = None, reuse: Reuse | None = None) -> Prepared | Unchanged:
     """Read, extract, chunk and embed one file, within ``settings.timeout_s`` in all.
 
     The file is read once: its bytes are hashed, and when they are ``known`` (the
     indexed ones, for the same extractor) nothing else is done; otherwise the same
-    bytes are extracted.
+    bytes are extracted. With ``reuse`` (pipeline/reuse.py), stored work is taken where
+    it is the same: a stored document with these very bytes (a renamed, moved or copied
+    file) lends its canonical text, so nothing is extracted; and a chunk whose embedded
+    text is stored under the same stamp (that document's, or this one's previous
+    version's) keeps its vector, so only the others are encoded.
 
     The limit is checked between stages and between groups of ``EMBED_GROUP`` chunks,
     and handed to the extractor as what is left of it (an isolated extractor is killed
@@ -226,17 +233,25 @@ def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: I
     stage = Stage.READ
     deadline = Deadline(settings.timeout_s)
     marks = [time.perf_counter()]
+    doc_id = doc_id_for(file.source)
     try:
         data, seen = read_stat(file.source, settings.max_bytes, file.root)
         sha256 = hashlib.sha256(data).hexdigest()
         if known is not None and is_known(data, sha256, Path(file.path).name, known):
-            return Unchanged(file, doc_id_for(file.source), seen)
+            return Unchanged(file, doc_id, seen)
         marks.append(time.perf_counter())
+        stage = Stage.CHUNK  # reading the index is no document's fault: an error there stops the run
+        donor = same_bytes(data, sha256, file, doc_id, reuse) if reuse is not None and reuse.same_size else None
         stage = Stage.EXTRACT
-        options = ExtractOptions(ocr_lang=settings.ocr_lang, time_limit_s=_left(deadline),
-                                 whisper_model=settings.whisper_model)
-        canonical = extract_bytes(data, Path(file.path).name, options)
-        prepared = Prepared(file, doc_id_for(file.source), sha256, len(data), canonical, stat=seen)
+        if donor is not None:
+            canonical, lender = stored_canonical(donor), donor["doc_id"]
+        else:
+            options = ExtractOptions(ocr_lang=settings.ocr_lang, time_limit_s=_left(deadline),
+                                     whisper_model=settings.whisper_model)
+            canonical = extract_bytes(data, Path(file.path).name, options)
+            lender = doc_id if reuse is not None and reuse.previous else None
+        prepared = Prepared(file, doc_id, sha256, len(data), canonical, stat=seen,
+                            lent_by=None if donor is None else donor["source"])
         marks.append(time.perf_counter())
         deadline.check("the end of extraction")
         stage = Stage.CHUNK
@@ -245,12 +260,34 @@ def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: I
         marks.append(time.perf_counter())
         deadline.check("the end of chunking")
         stage = Stage.EMBED
-        prepared.rows = embed_rows(prepared, chunks, embedder, stamp, deadline)
+        kept = kept_vectors(reuse.stored.chunk_vectors(lender), stamp) if lender is not None else {}
+        prepared.rows, prepared.reused = embed_rows(prepared, chunks, embedder, stamp, deadline, kept)
         marks.append(time.perf_counter())
         prepared.seconds = dict(zip(("read", "extract", "chunk", "embed"), (b - a for a, b in zip(marks, marks[1:]))))
         return prepared
     except Exception as exc:  # safe: re-raised at once, only tagged with the stage it reached
         raise tag(exc, stage)
+
+
+def same_bytes(data: bytes, sha256: str, file: SourceFile, doc_id: str, reuse: Reuse) -> dict | None:
+    """A stored document with these bytes whose canonical form this file would get: indexed,
+    read by the extractor that reads this file today, with a title that survives the new name."""
+    name = Path(file.path).name
+    for record in reuse.stored.records_with(sha256):
+        if (record["doc_id"] != doc_id and record["status"] == DocStatus.INDEXED
+                and is_known(data, sha256, name, Known.of(record))
+                and keeps_title(record["path"], file.path, record["title"] or "")):
+            return record
+    return None
+
+
+def stored_canonical(record: dict) -> Canonical:
+    """The canonical form a document record stores (its text, title, segments, notes)."""
+    return Canonical(
+        text=record["canonical"], title=record["title"] or "", extractor=record["extractor"],
+        extractor_version=record["extractor_version"], segments=segments_from_json(record["segments"]),
+        notes=tuple((record.get("notes") or "").splitlines()),
+    )
 
 
 def is_known(data: bytes, sha256: str, name: str, known: Known) -> bool:
@@ -272,22 +309,31 @@ def _left(deadline: Deadline) -> float | None:
 
 def rechunk(record: dict, embedder: Embedder, stamp: IndexStamp, settings: IndexSettings) -> Prepared:
     """A stored document chunked and embedded again from its canonical text: no re-extraction."""
-    canonical = Canonical(
-        text=record["canonical"], title=record["title"] or "", extractor=record["extractor"],
-        extractor_version=record["extractor_version"], segments=segments_from_json(record["segments"]),
-    )
+    canonical = stored_canonical(record)
     file = SourceFile(record["source"], record["root"], record["path"])
     prepared = Prepared(file, record["doc_id"], record["sha256"], record["size"], canonical)
     chunks = chunk_document(canonical.text, canonical.title, prepared.doc_id, stamp.strategy,
                             settings.budget, settings.overlap)
-    prepared.rows = embed_rows(prepared, chunks, embedder, stamp)
+    prepared.rows, prepared.reused = embed_rows(prepared, chunks, embedder, stamp)
     return prepared
 
 
 def embed_rows(prepared: Prepared, chunks: list[Chunk], embedder: Embedder, stamp: IndexStamp,
-               deadline: Deadline | None = None) -> list[dict]:
-    """Chunk rows with vectors, word-piece counts and every stamp column."""
-    texts = [c.text for c in chunks]
+               deadline: Deadline | None = None, kept: dict[str, Kept] | None = None) -> tuple[list[dict], Reused]:
+    """Chunk rows with vectors, word-piece counts and every stamp column, and what they cost.
+
+    Args:
+        kept: stored vectors by ``reuse_key``; a chunk whose embedded text is among them is not encoded.
+    """
+    encoded = encode_reusing([c.text for c in chunks], stamp, kept or {},
+                             lambda texts: encode_groups(embedder, texts, deadline))
+    ids = [chunk_id_for(prepared.doc_id, c, stamp) for c in chunks]
+    reused = Reused(encoded.encoded, {ids[i]: old for i, old in encoded.kept.items()})
+    return chunk_rows(prepared, chunks, ids, encoded.vectors, encoded.tokens, embedder.max_tokens, stamp), reused
+
+
+def encode_groups(embedder: Embedder, texts: list[str], deadline: Deadline | None) -> tuple[list, list[int]]:
+    """Encode ``texts`` ``EMBED_GROUP`` at a time, checking the time limit between groups."""
     vectors, tokens = [], []
     for start in range(0, len(texts), EMBED_GROUP):
         if deadline is not None:
@@ -295,10 +341,16 @@ def embed_rows(prepared: Prepared, chunks: list[Chunk], embedder: Embedder, stam
         group_vectors, group_tokens = embedder.embed_counted(texts[start:start + EMBED_GROUP])
         vectors.extend(group_vectors)
         tokens.extend(group_tokens)
+    return vectors, tokens
+
+
+def chunk_rows(prepared: Prepared, chunks: list[Chunk], ids: list[str], vectors: list, tokens: list[int],
+               max_tokens: int, stamp: IndexStamp) -> list[dict]:
+    """The rows of the chunks table for a document's chunks and their vectors."""
     stamped = Stamp(stamp, prepared.canonical.extractor, prepared.canonical.extractor_version).columns()
     return [
         {
-            "chunk_id": chunk_id_for(prepared.doc_id, c, stamp),
+            "chunk_id": chunk_id,
             "doc_id": prepared.doc_id,
             "path": prepared.file.path,
             "title": prepared.canonical.title,
@@ -310,11 +362,11 @@ def embed_rows(prepared: Prepared, chunks: list[Chunk], embedder: Embedder, stam
             "text": c.text,
             "locators": locators_json(locators_for(c.start, c.end, prepared.canonical.segments)),
             "tokens": n,
-            "truncated": n > embedder.max_tokens,
+            "truncated": n > max_tokens,
             "vector": vector,
             **stamped,
         }
-        for c, vector, n in zip(chunks, vectors, tokens)
+        for c, chunk_id, vector, n in zip(chunks, ids, vectors, tokens)
     ]
 
 

@@ -41,6 +41,8 @@ class Outcome:
     status: DocStatus
     chunks: int = 0
     truncated: int = 0
+    encoded: int = 0  # chunk texts given to the encoder
+    reused: int = 0  # chunks that kept a stored vector (their embedded text was unchanged)
 
 
 @dataclass(frozen=True)
@@ -65,10 +67,13 @@ class RunSummary:
     truncated: int = 0
     rows: int = 0
     failures: tuple[Failure, ...] = ()
+    encoded: int = 0  # of the chunks written: encoded by this run
+    reused: int = 0  # of the chunks written: kept a stored vector (pipeline/reuse.py)
 
     def line(self) -> str:
         return (
             f"indexed {self.indexed}, failed {self.failed}, skipped {self.skipped}, "
             f"deleted {self.deleted}; chunks written {self.chunks} "
-            f"({self.truncated} over the encoder window, truncated); rows in index {self.rows}"
+            f"({self.encoded} encoded, {self.reused} kept their vectors; "
+            f"{self.truncated} over the encoder window, truncated); rows in index {self.rows}"
         )

@@ -14,7 +14,9 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Failed
 
 from citeline.index.faults import is_storage_error
+from citeline.index.reuse import StoredChunks
 from citeline.index.store import chunk_table
+from citeline.index.tokens import TokenVectors
 from citeline.pipeline.plan import Todo
 from citeline.pipeline.record import Prior, indexed_record, unchanged_record
 from citeline.pipeline.prepare import Prepared, Unchanged, error_kind, is_bad_input, prepare
@@ -46,7 +48,8 @@ def prepare_document(todo: Todo, stamp: IndexStamp, settings: IndexSettings):
     """
     embedder = embedder_for(settings)
     try:
-        return prepare(todo.file, embedder, stamp, settings, todo.known)
+        return prepare(todo.file, embedder, stamp, settings, todo.known,
+                       todo.reuse(StoredChunks(store_for(settings.db), stamp)))
     except (DocumentError, OSError) as exc:
         if not is_bad_input(exc) or (isinstance(exc, DocumentError) and exc.transient):
             raise
@@ -86,6 +89,9 @@ def write_documents(batch: list[tuple[Prepared | Unchanged, Prior]], stamp: Inde
             counts = store.replace_chunks_of(stamp, new) if new else {}
             store.upsert_documents([indexed_record(p, prior, stamp, counts[p.doc_id]) if isinstance(p, Prepared)
                                     else unchanged_record(p) for p, prior in batch])
+            # chunks whose id moved with a kept vector keep their word-piece vectors too
+            TokenVectors(store, stamp).copy({new: old for p, _ in batch if isinstance(p, Prepared)
+                                             for new, old in p.reused.kept.items() if new != old})
             written = (time.perf_counter() - started) / len(batch)
     except Exception as exc:  # safe: only a storage error (disk full, I/O) is kept; the rest re-raised
         if not is_storage_error(exc):
@@ -104,6 +110,7 @@ def indexed(prepared: Prepared, count: int, written: float) -> Outcome:
     seconds = {**prepared.seconds, "write": written}
     # bound here: a batch's write task has no single document for the run-id processor to name
     get_logger(path=prepared.file.path, document_id=prepared.doc_id).info(
-        Events.DOCUMENT_INDEXED, chunks=count, truncated=prepared.truncated,
-        seconds={stage: round(s, 4) for stage, s in seconds.items()})
-    return Outcome(prepared.file.path, DocStatus.INDEXED, chunks=count, truncated=prepared.truncated)
+        Events.DOCUMENT_INDEXED, chunks=count, truncated=prepared.truncated, encoded=prepared.reused.encoded,
+        reused=prepared.reused.reused, lent_by=prepared.lent_by, seconds={stage: round(s, 4) for stage, s in seconds.items()})
+    return Outcome(prepared.file.path, DocStatus.INDEXED, chunks=count, truncated=prepared.truncated,
+                   encoded=prepared.reused.encoded, reused=prepared.reused.reused)
