@@ -13,8 +13,8 @@ import pytest
 from citeline.flows.ingest import index_folder
 from citeline.index.check import check_index
 from citeline.index.store import Store
-from citeline.pipeline.embed import get_embedder
 from citeline.schemas.settings import IndexSettings
+from citeline.tasks.store import embedder_for
 from fakes import FAKE
 
 pytestmark = [pytest.mark.usefixtures("prefect_harness")]
@@ -56,25 +56,27 @@ def sync(folder: Path, settings: IndexSettings, **kw):
     return state.result()
 
 
-def embedded() -> int:
-    return get_embedder(FAKE).stats.texts
+def embedded(settings: IndexSettings) -> int:
+    """Texts encoded so far by the embedder the runs use (the process caches it per settings)."""
+    return embedder_for(settings).stats.texts
 
 
 @pytest.fixture
 def indexed(docs: Path, tmp_path):
     settings = IndexSettings(db=str(tmp_path / "index"), model=FAKE)
+    before = embedded(settings)
     first = sync(docs, settings)
-    assert first.indexed == 2
+    assert first.indexed == 2 and embedded(settings) > before  # the count sees the runs' encoding
     return docs, settings
 
 
 def test_a_no_op_sync_opens_no_file(indexed, opens):
     docs, settings = indexed
     seen = opens(docs)
-    before = embedded()
+    before = embedded(settings)
     again = sync(docs, settings)
     assert (again.indexed, again.skipped) == (0, 2)
-    assert seen == [] and embedded() == before
+    assert seen == [] and embedded(settings) == before
 
 
 def test_a_touched_identical_file_is_hashed_once_and_not_embedded(indexed, opens):
@@ -83,11 +85,11 @@ def test_a_touched_identical_file_is_hashed_once_and_not_embedded(indexed, opens
     chunks = {r["chunk_id"] for r in Store(settings.db).chunk_rows(["chunk_id"])}
     os.utime(touched, ns=(touched.stat().st_atime_ns, touched.stat().st_mtime_ns + 5_000_000_000))
     seen = opens(docs)
-    before = embedded()
+    before = embedded(settings)
     again = sync(docs, settings)
     assert (again.indexed, again.skipped) == (0, 2)
     assert seen.count("04-dropout.md") == 1 and "10-lr-scheduler.md" not in seen  # read once: hashed, not re-read
-    assert embedded() == before
+    assert embedded(settings) == before
     assert {r["chunk_id"] for r in Store(settings.db).chunk_rows(["chunk_id"])} == chunks
     record = next(r for r in Store(settings.db).document_rows() if r["path"] == "04-dropout.md")
     assert record["mtime_ns"] == touched.stat().st_mtime_ns  # its new stat is recorded ...
@@ -100,8 +102,9 @@ def test_a_changed_file_is_read_once_for_hash_and_extraction(indexed, opens):
     changed = docs / "10-lr-scheduler.md"
     changed.write_text(changed.read_text() + "\n\nWarm restarts help zebras.\n")
     seen = opens(docs)
+    before = embedded(settings)
     again = sync(docs, settings)
-    assert (again.indexed, again.skipped) == (1, 1)
+    assert (again.indexed, again.skipped) == (1, 1) and embedded(settings) > before
     assert seen == ["10-lr-scheduler.md"]
     assert "zebras" in " ".join(r["content"] for r in Store(settings.db).chunk_rows(["content"]))
 
@@ -129,10 +132,10 @@ def test_an_index_from_before_stats_is_migrated_and_hashed_once(indexed, opens):
     docs, settings = indexed
     store = Store(settings.db)
     store.documents().drop_columns(["mtime_ns", "inode", "device"])  # as an older citeline wrote it
-    before = embedded()
+    before = embedded(settings)
     seen = opens(docs)
     again = sync(docs, settings)
-    assert (again.indexed, again.skipped) == (0, 2) and embedded() == before
+    assert (again.indexed, again.skipped) == (0, 2) and embedded(settings) == before
     assert sorted(seen) == ["04-dropout.md", "10-lr-scheduler.md"]
     seen = opens(docs)
     assert sync(docs, settings).skipped == 2 and seen == []
