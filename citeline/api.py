@@ -127,11 +127,13 @@ class CheckReport:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """What queries read: one version of the active table, and the version it was opened at."""
+    """What queries read: one version of the active table, and the versions it was opened at
+    (the meta table's too: ``citeline calibrate`` commits a new gate there)."""
 
     searcher: Searcher
     table: str
     version: int
+    meta_version: int = 0
     sources: dict[str, str] = field(default_factory=dict, compare=False)  # doc_id -> source, filled lazily
 
 
@@ -210,7 +212,7 @@ class Index:
         searcher.query_vector("warm up")  # loads the weights once, before any thread queries
         searcher.default_reranker()
         table = store.active_table()
-        return Snapshot(searcher, table, searcher.reader.table.version)
+        return Snapshot(searcher, table, searcher.reader.table.version, store.meta_version())
 
     def refresh(self) -> bool:
         """Re-open the index when a writer committed since the snapshot was taken.
@@ -223,7 +225,8 @@ class Index:
         store = Store(self.uri)
         table = store.active_table()
         current = self._snapshot
-        if current is not None and current.table == table and store.db.open_table(table).version == current.version:
+        if (current is not None and current.table == table and store.db.open_table(table).version == current.version
+                and store.meta_version() == current.meta_version):
             return False
         with self._lock:
             self._snapshot = self._open_snapshot()

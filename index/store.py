@@ -114,6 +114,10 @@ class Store:
         rows = _scan(self.db.open_table(META), ["value"], equals("key", "active"))
         return rows[0]["value"] if rows else None
 
+    def meta_version(self) -> int:
+        """The meta table's version (0 before it exists): it moves with every switch and calibration."""
+        return self.db.open_table(META).version if self.has_table(META) else 0
+
     def activate(self, stamp: IndexStamp) -> None:
         """Point queries at the table of ``stamp`` (one commit: the switch is atomic).
 

@@ -153,7 +153,7 @@ def ask(searcher: Searcher, query: str, options: AskOptions = AskOptions(), filt
         Uncalibrated: ``options.cut`` is None and the index has no calibration (nor a legacy cut).
         IndexMismatch, RerankerUnavailable: from the searcher.
     """
-    in_use = cut_in_use(searcher.store, searcher.stamp, options.cut)
+    in_use = cut_in_use(searcher, searcher.stamp, options.cut)
     reranker = searcher.default_reranker().name if options.reranking else None
     scored = in_use.answerability_for(reranker) if reranker else None
     threshold, kind = (scored.threshold, ANSWERABILITY) if scored is not None else (in_use.cut, COSINE)

@@ -438,24 +438,28 @@ class CutInUse:
                 "calibrated; `citeline calibrate` measures its own)")
 
 
-def stored_calibration(store, stamp) -> Calibration | None:
-    """The active table's calibration, if one is stored and was measured with ``stamp``'s model."""
-    raw = store.calibration()
+def stored_calibration(source, stamp) -> Calibration | None:
+    """The active table's calibration, if one is stored and was measured with ``stamp``'s model.
+
+    ``source``: a Store (read now) or a Searcher (read once, for its table).
+    """
+    raw = source.calibration()
     if raw is None:
         return None
     found = Calibration.from_json(raw)
     return found if found.model == stamp.embed_model else None
 
 
-def cut_in_use(store, stamp, override: float | None = None) -> CutInUse:
-    """The cut for ``ask``: ``override``, else the index's calibration, else the legacy table.
+def cut_in_use(source, stamp, override: float | None = None) -> CutInUse:
+    """The cut for ``ask``: ``override``, else the index's calibration (``source``: a Store or a
+    Searcher, see :func:`stored_calibration`), else the legacy table.
 
     Raises:
         Uncalibrated: no override, no calibration and no legacy cut for the model.
     """
     if override is not None:
         return CutInUse(override, OVERRIDE)
-    if (found := stored_calibration(store, stamp)) is not None:
+    if (found := stored_calibration(source, stamp)) is not None:
         return CutInUse(found.cut, CALIBRATED, found)
     if (legacy := COSINE_CUTS.get(stamp.embed_model)) is not None:
         return CutInUse(legacy, LEGACY)

@@ -38,6 +38,7 @@ class Searcher:
     reranker: Reranker | None = None  # None: MaxSim over the embedder, built on first use
     rerank_config: RerankConfig = DEFAULT_RERANK
     _last_query: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    _calibration: tuple[str | None] | None = field(default=None, init=False, repr=False, compare=False)
     reader: ChunkReader = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -53,6 +54,16 @@ class Searcher:
     def open(cls, uri: str, embedder: Embedder) -> "Searcher":
         store = Store(uri)
         return cls(store, embedder, store.require_stamp())
+
+    def calibration(self) -> str | None:
+        """The stored gate calibration (JSON) of the table this searcher reads, read once.
+
+        Reading it took a third of a warm ``ask`` (two scans of the meta table); a calibration
+        committed later is seen by a new searcher (``Index.refresh`` opens one).
+        """
+        if self._calibration is None:
+            self._calibration = (self.store.calibration(self.reader.table.name),)
+        return self._calibration[0]
 
     def query_vector(self, query: str):
         """The query's embedding; the last one is kept, so hybrid and rerank embed once."""

@@ -133,3 +133,21 @@ def test_open_refuses_a_missing_index_and_another_model(index, tmp_path):
 def test_quotes_verify_against_canonical(index):
     for c in index.search("the", k=10):
         assert verify_quote(c, index.canonical(c.document_id))
+
+
+def test_a_calibration_committed_while_serving_is_used_after_refresh(folder, tmp_path_factory):
+    """The gate is read once per snapshot (it cost a third of a warm ask); ``citeline calibrate``
+    commits to the meta table, and the service's refresh must see it."""
+    from citeline.index.store import Store
+
+    served = synced_index(folder, tmp_path_factory, indexed=3, failed=1)
+    store = Store(served.uri)
+    table = store.active_table()
+    stored = json.loads(store.calibration(table))  # the sync calibrated its gate
+    before = served.ask("harbour committee Fridays").threshold
+    assert before == pytest.approx(stored["cut"])
+    store.set_calibration(table, json.dumps({**stored, "cut": round(stored["cut"] / 2, 4)}))
+    assert served.ask("harbour committee Fridays").threshold == before  # the snapshot keeps its gate
+    assert served.refresh()
+    assert served.ask("harbour committee Fridays").threshold == pytest.approx(stored["cut"] / 2, abs=1e-4)
+    assert not served.refresh()

@@ -52,6 +52,9 @@ class FakeSearcher:
         self.calls.append(("fill",))
         return list(hits)
 
+    def calibration(self):
+        return self.store.calibration()
+
     def default_reranker(self):
         class R:
             name = "maxsim"
