@@ -79,8 +79,8 @@ def test_failed_document_visible_in_the_server_after_the_run(server, webhook, tm
     """Failed in the runs list (red, named DocumentsFailed, tagged), one event per failed
     document, and the deploy/ Automation notifies on it."""
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (ArtifactFilter, ArtifactFilterKey, FlowRunFilter, FlowRunFilterId,
-                                                LogFilter, LogFilterFlowRunId)
+    from prefect.client.schemas.filters import (ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey,
+                                                FlowRunFilter, FlowRunFilterId, LogFilter, LogFilterFlowRunId)
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     url, env = server
@@ -109,7 +109,8 @@ def test_failed_document_visible_in_the_server_after_the_run(server, webhook, tm
         # documents are written in batches: the write task run is named for its batch
         writes = [t for name, t in tasks.items() if name.startswith("write ")]
         assert tasks["07-lstm.md"].state.is_completed() and writes and all(t.state.is_completed() for t in writes)
-        table = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["failed-documents"])))
+        table = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["failed-documents"]),
+                                                                     flow_run_id=ArtifactFilterFlowRunId(any_=[run.id])))
         assert "broken.md" in str(table[0].data)
         logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])))
         assert any('"event": "document.failed"' in log.message and "broken.md" in log.message for log in logs)
