@@ -32,9 +32,10 @@ run: setup
 	@echo "Ask in a browser: $(VENV)/bin/citeline api  (then open http://127.0.0.1:8000/)"
 
 # The whole suite, one pytest-xdist worker per core; --dist loadscope keeps a module's tests
-# (and its module-scoped index, server or browser) on one worker.
+# (and its module-scoped index, server or browser) on one worker. --durations=25: CI's log
+# shows where the time goes.
 test: setup
-	$(VENV)/bin/pytest -n auto --dist loadscope
+	$(VENV)/bin/pytest -n auto --dist loadscope --durations=25
 
 # Everything not marked model (real weights) or slow (Whisper, subprocess runs); doctests
 # included, as in `make test` (pyproject's addopts). pytest-xdist: one worker per core, each

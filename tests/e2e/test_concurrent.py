@@ -17,8 +17,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 
-def start(folder: Path, db: Path, *extra: str) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+def start(folder: Path, db: Path, env: dict[str, str], *extra: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "citeline", "index", str(folder), "--db", str(db),
                              "--no-progress", *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
@@ -31,7 +30,7 @@ def counts(stdout: str) -> tuple[int, int]:
     return int(found.group(1)), int(found.group(2))
 
 
-def test_concurrent_runs_wait_or_exit_clearly_and_never_duplicate(tmp_path):
+def test_concurrent_runs_wait_or_exit_clearly_and_never_duplicate(tmp_path, cli_env):
     folder = tmp_path / "docs"
     folder.mkdir()
     for name in ("04-dropout.md", "10-lr-scheduler.md"):
@@ -40,13 +39,13 @@ def test_concurrent_runs_wait_or_exit_clearly_and_never_duplicate(tmp_path):
 
     # The test holds the lock, so both runs below meet a writer whatever their start-up time.
     with writer_lock(str(db)):
-        waiter = start(folder, db, "--wait", "600")
-        impatient = start(folder, db)
+        waiter = start(folder, db, cli_env, "--wait", "600")
+        impatient = start(folder, db, cli_env)
         out, err = impatient.communicate(timeout=300)
         assert impatient.returncode == 1, out + err
         assert f"is being written by process {os.getpid()}" in err and "--wait SECONDS" in err
         assert waiter.poll() is None  # it cannot have finished: the lock is still held
-        second_waiter = start(folder, db, "--wait", "600")
+        second_waiter = start(folder, db, cli_env, "--wait", "600")
     runs = [p.communicate(timeout=600) for p in (waiter, second_waiter)]
 
     assert [p.returncode for p in (waiter, second_waiter)] == [0, 0], runs

@@ -17,8 +17,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 
-def start(folder, db):
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+def start(folder, db, env: dict[str, str]):
     return subprocess.Popen([sys.executable, "-m", "citeline", "index", str(folder), "--db", str(db),
                              "--no-progress"], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             start_new_session=True, text=True)
@@ -41,7 +40,7 @@ def assert_no_indexed_document_misses_rows(db: Path) -> None:
             assert store.count_chunks(doc["doc_id"]) == doc["chunk_count"]
 
 
-def test_kill_minus_9_three_times_then_rerun_leaves_a_consistent_index(tmp_path):
+def test_kill_minus_9_three_times_then_rerun_leaves_a_consistent_index(tmp_path, cli_env):
     """Killed at three different moments of successive runs: right at the first new
     commit, 0.4 s and 1 s after it; each restart resumes the previous one's work."""
     folder = tmp_path / "docs"
@@ -49,7 +48,7 @@ def test_kill_minus_9_three_times_then_rerun_leaves_a_consistent_index(tmp_path)
     db = tmp_path / "db"
     for delay in (0.0, 0.4, 1.0):
         rows_before = Store(str(db)).count_chunks() if db.exists() else 0
-        victim = start(folder, db)
+        victim = start(folder, db, cli_env)
         wait_for_progress(db, victim, rows_before)
         time.sleep(delay)
         with contextlib.suppress(ProcessLookupError):  # a run may finish before its kill
@@ -57,7 +56,7 @@ def test_kill_minus_9_three_times_then_rerun_leaves_a_consistent_index(tmp_path)
         victim.wait()
         assert_no_indexed_document_misses_rows(db)
 
-    rerun = start(folder, db)
+    rerun = start(folder, db, cli_env)
     out, _ = rerun.communicate(timeout=600)  # 137 s alone; over 300 s once beside another xdist worker
     assert rerun.returncode == 0, out
     assert check_index(Store(str(db))) == []
@@ -66,8 +65,7 @@ def test_kill_minus_9_three_times_then_rerun_leaves_a_consistent_index(tmp_path)
     assert statuses and set(statuses.values()) == {"indexed"}
 
 
-def citeline(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+def citeline(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "citeline", *args], env=env, capture_output=True, text=True,
                           timeout=timeout)
 
@@ -81,16 +79,15 @@ def staged_documents(db: Path) -> tuple[str | None, set[str]]:
     return table, set(store.rows_per_document(table))
 
 
-def test_kill_minus_9_of_a_reindex_then_a_delete_and_a_sync_then_resume_serves_no_deleted_text(tmp_path):
+def test_kill_minus_9_of_a_reindex_then_a_delete_and_a_sync_then_resume_serves_no_deleted_text(tmp_path, cli_env):
     """Issue 18.1/18.2: the interrupted re-index's table survives `gc --yes`, and the resumed
     re-index drops the rows of the document deleted meanwhile instead of publishing them."""
     folder = tmp_path / "docs"
     shutil.copytree(EXAMPLES, folder)
     db = tmp_path / "db"
-    assert citeline("index", str(folder), "--db", str(db), "--no-progress").returncode == 0
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    assert citeline(cli_env, "index", str(folder), "--db", str(db), "--no-progress").returncode == 0
     victim = subprocess.Popen([sys.executable, "-m", "citeline", "reindex", "--db", str(db), "--model", "minilm-int8"],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                              env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline, staged = time.monotonic() + 240, set()
     while time.monotonic() < deadline and victim.poll() is None and not staged:
         table, staged = staged_documents(db)
@@ -103,11 +100,11 @@ def test_kill_minus_9_of_a_reindex_then_a_delete_and_a_sync_then_resume_serves_n
     assert store.active_table() != table
     gone = next(d for d in store.document_rows(["doc_id", "source"]) if d["doc_id"] in staged)
     Path(gone["source"]).unlink()
-    assert "deleted 1" in citeline("index", str(folder), "--db", str(db), "--no-progress").stdout
+    assert "deleted 1" in citeline(cli_env, "index", str(folder), "--db", str(db), "--no-progress").stdout
 
-    kept = citeline("gc", "--db", str(db), "--yes")
+    kept = citeline(cli_env, "gc", "--db", str(db), "--yes")
     assert kept.returncode == 0 and f"keeping {table}" in kept.stdout, kept.stdout + kept.stderr
-    resumed = citeline("reindex", "--db", str(db), "--model", "minilm-int8")
+    resumed = citeline(cli_env, "reindex", "--db", str(db), "--model", "minilm-int8")
 
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert store.active_table() == table and store.count_chunks(gone["doc_id"]) == 0

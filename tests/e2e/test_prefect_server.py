@@ -29,10 +29,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def server(tmp_path):
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """One `prefect server start` for the module (it takes tens of seconds under load): each test
+    reads back only the runs it made."""
     port = free_port()
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect-home"),
+    env = {**os.environ, "PREFECT_HOME": str(tmp_path_factory.mktemp("prefect-home")),
            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1",
            "PREFECT_UI_API_URL": f"http://127.0.0.1:{port}/api"}  # the UI's default is port 4200
     proc = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
@@ -77,7 +79,8 @@ def test_failed_document_visible_in_the_server_after_the_run(server, webhook, tm
     """Failed in the runs list (red, named DocumentsFailed, tagged), one event per failed
     document, and the deploy/ Automation notifies on it."""
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey, LogFilter, LogFilterFlowRunId
+    from prefect.client.schemas.filters import (ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey,
+                                                FlowRunFilter, FlowRunFilterId, LogFilter, LogFilterFlowRunId)
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     url, env = server
@@ -94,18 +97,20 @@ def test_failed_document_visible_in_the_server_after_the_run(server, webhook, tm
     assert done.returncode == 3, done.stderr[-2000:]  # 3: the run finished, broken.md failed
 
     with temporary_settings({PREFECT_API_URL: url}), get_client(sync_client=True) as client:
-        runs = client.read_flow_runs()
+        runs = [r for r in client.read_flow_runs() if r.deployment_id is None]  # not the served deployment's
         assert [r.name for r in runs] == [f"index {folder}"]
         run = runs[0]
         assert run.state.is_failed() and run.state.name == "DocumentsFailed"  # drawn red, not green
         assert "failed-documents" in run.tags
-        tasks = {t.name: t for t in client.read_task_runs()}
+        this_run = FlowRunFilter(id=FlowRunFilterId(any_=[run.id]))
+        tasks = {t.name: t for t in client.read_task_runs(flow_run_filter=this_run)}
         assert tasks["broken.md"].state.is_failed()
         assert tasks["broken.md"].state.message.startswith("extract: undecodable: not valid UTF-8")
         # documents are written in batches: the write task run is named for its batch
         writes = [t for name, t in tasks.items() if name.startswith("write ")]
         assert tasks["07-lstm.md"].state.is_completed() and writes and all(t.state.is_completed() for t in writes)
-        table = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["failed-documents"])))
+        table = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["failed-documents"]),
+                                                                     flow_run_id=ArtifactFilterFlowRunId(any_=[run.id])))
         assert "broken.md" in str(table[0].data)
         logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])))
         assert any('"event": "document.failed"' in log.message and "broken.md" in log.message for log in logs)

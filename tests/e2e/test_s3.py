@@ -196,21 +196,21 @@ main()
 """
 
 
-def start_sync(root: str, db: str, *extra: str, go: Path | None = None) -> subprocess.Popen:
+def start_sync(root: str, db: str, cli_env: dict[str, str], *extra: str, go: Path | None = None) -> subprocess.Popen:
     """`citeline index` in its own process, on the fake embedder, against the test's S3 server."""
-    env = {**os.environ, **({"GO": str(go)} if go else {})}
+    env = {**cli_env, **({"GO": str(go)} if go else {})}
     return subprocess.Popen([sys.executable, "-c", RUN_WITH_FAKE, "index", root, "--db", db, "--model", FAKE,
                              "--no-progress", *extra], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
-@pytest.mark.slow  # two `citeline index` processes: interpreter and Prefect start-up each
-def test_two_syncs_started_at_once_against_one_s3_index_never_duplicate_rows(bucket, tmp_path):
+@pytest.mark.slow  # two `citeline index` processes: interpreter start-up each
+def test_two_syncs_started_at_once_against_one_s3_index_never_duplicate_rows(bucket, tmp_path, cli_env):
     names = sorted(p.name for p in EXAMPLES.glob("*.md"))
     root = upload_examples(bucket, names)
     db = f"s3://{bucket}/index"
     go = tmp_path / "go"
-    runs = [start_sync(root, db, "--wait", "300", go=go) for _ in range(2)]
+    runs = [start_sync(root, db, cli_env, "--wait", "300", go=go) for _ in range(2)]
     assert [p.stdout.readline().strip() for p in runs] == ["ready", "ready"]
     go.touch()  # both runs start now: without a guard, both plan an empty index and both write
     outputs = [p.communicate(timeout=600) for p in runs]
@@ -227,12 +227,12 @@ def test_two_syncs_started_at_once_against_one_s3_index_never_duplicate_rows(buc
     assert_consistent(db)
 
 
-@pytest.mark.slow  # two `citeline index` processes: interpreter and Prefect start-up each
-def test_a_second_sync_without_wait_leaves_while_the_lock_object_is_held(bucket):
+@pytest.mark.slow  # a `citeline index` process: interpreter start-up
+def test_a_second_sync_without_wait_leaves_while_the_lock_object_is_held(bucket, cli_env):
     root = upload_examples(bucket)
     db = f"s3://{bucket}/index"
     with lease_lock(db):
-        out, err = start_sync(root, db).communicate(timeout=300)
+        out, err = start_sync(root, db, cli_env).communicate(timeout=300)
     assert "is being written by process" in err and "--wait SECONDS" in err
     assert not Store(db).has_table("documents")
 
