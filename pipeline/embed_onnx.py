@@ -93,6 +93,13 @@ class OnnxEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         return self._encode([text])[0]
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        vectors = np.empty((len(texts), self.dim), dtype=np.float32)
+        for batch in sorted_batches(self.count_tokens(texts), self.batch_size, self.max_tokens):
+            vectors[batch] = self._encode([texts[i] for i in batch])
+        return vectors
+
     def encode_bare(self, texts: Sequence[str]) -> np.ndarray:
         """Batches in input order, as this class encoded before sorting: the bench baseline."""
         batches = [self._encode(texts[i:i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]

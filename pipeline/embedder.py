@@ -68,6 +68,10 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> np.ndarray:
         """One ``(dim,)`` query vector."""
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """``(len(texts), dim)`` query vectors, as ``embed_query`` gives them, encoded in batches
+        (the gate's calibration asks hundreds of questions)."""
+
     def token_vectors(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Per text a ``(tokens, dim)`` array of unit word-piece vectors for MaxSim
         (query/maxsim.py): the vectors the model pools, taken before pooling, without

@@ -79,6 +79,12 @@ class Searcher:
         where = self.store.predicate(filters)
         return hits_from_rows(self.reader.dense(self.query_vector(query), k, where), DENSE, "distance")
 
+    def dense_many(self, queries: Sequence[str], k: int = 8) -> dict[str, list[Hit]]:
+        """Each query's ``k`` nearest chunks, the queries embedded in batches (unfiltered)."""
+        unique = list(dict.fromkeys(queries))
+        vectors = self.embedder.embed_queries(unique) if unique else []
+        return {q: hits_from_rows(self.reader.dense(v, k, None), DENSE, "distance") for q, v in zip(unique, vectors)}
+
     def bm25(self, query: str, k: int = 8, filters: Filters | None = None) -> list[Hit]:
         return hits_from_rows(self.reader.bm25(query, k, self.store.predicate(filters)), BM25, "score")
 

@@ -23,3 +23,17 @@ def test_sorted_encoding_gives_the_vectors_and_counts_of_plain_encode():
     assert tokens == embedder.count_tokens(texts)
     assert tokens[2] > embedder.max_tokens  # counted untruncated
     assert (vectors * embedder.encode_bare(texts)).sum(axis=1).min() > 0.99999
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("model", ["all-MiniLM-L6-v2", "minilm-int8"])
+def test_queries_in_batches_are_the_queries_one_at_a_time(model):
+    """The gate's calibration embeds hundreds of questions in batches; its cut must be the one
+    each question embedded alone (as ``ask`` embeds it) gives."""
+    embedder = get_embedder(model, "fp32", 4)
+    questions = ["What does dropout zero out?", "why warm up the learning rate " * 40, "ok",
+                 "How does a residual block help a deep network train?", "KV cache size", "capital of France?"]
+    batched = embedder.embed_queries(questions)
+    alone = [embedder.embed_query(q) for q in questions]
+    assert batched.shape == (len(questions), embedder.dim)
+    assert min(float(b @ a) for b, a in zip(batched, alone)) > 0.99999
