@@ -170,8 +170,17 @@ def _page_wrong(needle: str, locators, rendered: Rendered, corpus: Corpus, fmt: 
     texts = cache.get(rendered.source)
     if texts is None:
         texts = cache[rendered.source] = _page_texts(rendered, corpus, fmt)
-    cited = " ".join(texts[p - 1] for p in range(min(pages), max(pages) + 1) if 0 < p <= len(texts))
-    return None if rule(needle, cited) else f"not on the cited pages {min(pages)}-{max(pages)}"
+    cited = [texts[p - 1] for p in range(min(pages), max(pages) + 1) if 0 < p <= len(texts)]
+    if rule(needle, " ".join(cited)) or any(_runs_over(needle, a, b, rule) for a, b in zip(cited, cited[1:])):
+        return None
+    return f"not on the cited pages {min(pages)}-{max(pages)}"
+
+
+def _runs_over(needle: str, page: str, next_page: str, rule) -> bool:
+    """Whether the needle starts on ``page`` and ends on ``next_page``: a page's text layer
+    holds its running header and number, so the two halves are not adjacent in the pages' text."""
+    words = needle.split()
+    return any(rule(" ".join(words[:i]), page) and rule(" ".join(words[i:]), next_page) for i in range(1, len(words)))
 
 
 def _page_texts(rendered: Rendered, corpus: Corpus, fmt: str) -> list[str]:

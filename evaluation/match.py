@@ -28,7 +28,9 @@ _ASCII = str.maketrans({
     "\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-",
     "\u2212": "-", "\u00a0": " ", "\u00ad": None,
 })
-_LINE_HYPHEN = re.compile(r"(\w)-[ \t]*\r?\n[ \t]*(\w)")
+# A word broken at a line end: joined, unless the part before already holds a hyphen (a
+# compound broken at one of its own: "text-to-\nimage"), as the PDF extractor joins it.
+_LINE_HYPHEN = re.compile(r"(\w[\w-]*)-[ \t]*\r?\n[ \t]*(\w)")
 _SPACE = re.compile(r"\s+")
 _WORD = re.compile(r"[^\W_]+")
 
@@ -38,10 +40,17 @@ def normalise(text: str) -> str:
 
     >>> normalise("The ELE-\\nMENT is e\ufb03cient \u2014 \u201cquoted\u201d")
     'the element is efficient - "quoted"'
+    >>> normalise("a text-to-\\nimage model")
+    'a text-to-image model'
     """
     text = unicodedata.normalize("NFKC", text).translate(_ASCII)
-    text = _LINE_HYPHEN.sub(r"\1\2", text)
+    text = _LINE_HYPHEN.sub(_join_line_hyphen, text)
     return _SPACE.sub(" ", text).strip().casefold()
+
+
+def _join_line_hyphen(match: re.Match) -> str:
+    before, after = match.groups()
+    return f"{before}-{after}" if "-" in before else before + after
 
 
 def contains(needle: str, content: str) -> bool:

@@ -184,3 +184,28 @@ def test_a_narrowed_markdown_evaluation_indexes_only_its_documents(tmp_path):
     narrow = run_evaluation(corpus.only(["b.md"]), config, db_dir=tmp_path / "narrow", embedder=HashEmbedder())
     assert {q["id"] for q in narrow["runs"][0]["per_query"]} == {"n2:course", "n2:ticket"}
     assert 0 < narrow["index"][0]["chunks"] < full["index"][0]["chunks"]
+
+
+def test_a_needle_over_a_page_break_is_on_its_two_cited_pages(tmp_path):
+    """Each page's text layer holds its running header and number, so the halves are apart."""
+    import pymupdf
+
+    from citeline.evaluation.formats import _page_wrong
+    from citeline.evaluation.match import contains
+    from citeline.evaluation.render import Rendered
+    from citeline.schemas.locator import Page
+
+    doc = pymupdf.open()
+    for n, body in enumerate(["Intro text. In this case we cannot use an optimizer over", '"mini-batches" of data.'], 1):
+        page = doc.new_page()
+        page.insert_text((50, 40), "Gaussian Process Inference")
+        page.insert_text((50, 100), body)
+        page.insert_text((280, 800), str(n))
+    (path := tmp_path / "gp.pdf").write_bytes(doc.tobytes())
+    rendered, needle = Rendered("gp.md", path), 'we cannot use an optimizer over "mini-batches" of data.'
+
+    def wrong(*pages):
+        return _page_wrong(needle, [Page(p) for p in pages], rendered, None, "pdf", {}, contains)
+
+    assert wrong(1, 2) is None
+    assert wrong(1) == "not on the cited pages 1-1" and wrong(2) == "not on the cited pages 2-2"
