@@ -26,7 +26,7 @@ from citeline.pipeline.isolate import extract_isolated
 from citeline.pipeline.locate import locators_for, locators_json
 from citeline.pipeline.walk import FileStat, SourceFile
 from citeline.schemas.document import Canonical, Chunk, segments_from_json
-from citeline.schemas.errors import DocumentError, TooLarge, Unreadable, UnsupportedType, Vanished
+from citeline.schemas.errors import DocumentError, Timeout, TooLarge, Unreadable, UnsupportedType, Vanished
 from citeline.schemas.options import ExtractOptions
 from citeline.schemas.paths import is_remote, os_path
 from citeline.schemas.settings import IndexSettings
@@ -223,8 +223,28 @@ def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: I
             exception is tagged too (an OSError of reading or extracting is bad input as well,
             anything else a bug).
     """
-    stage = Stage.READ
     deadline = Deadline(settings.timeout_s)
+    done = extract_chunks(file, stamp, settings, known, deadline)
+    if isinstance(done, Unchanged):
+        return done
+    prepared, chunks = done
+    started = time.perf_counter()
+    try:
+        prepared.rows = embed_rows(prepared, chunks, embedder, stamp, deadline)
+    except Exception as exc:  # safe: re-raised at once, only tagged with the stage it reached
+        raise tag(exc, Stage.EMBED)
+    prepared.seconds["embed"] = time.perf_counter() - started
+    return prepared
+
+
+def extract_chunks(file: SourceFile, stamp: IndexStamp, settings: IndexSettings, known: Known | None,
+                   deadline: Deadline) -> Unchanged | tuple[Prepared, list[Chunk]]:
+    """``prepare`` up to its embedding: the file read, extracted and chunked (rows not yet made).
+
+    Raises:
+        as ``prepare``, with ``.stage`` set to read, extract or chunk.
+    """
+    stage = Stage.READ
     marks = [time.perf_counter()]
     try:
         data, seen = read_stat(file.source, settings.max_bytes, file.root)
@@ -244,11 +264,8 @@ def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: I
                                 settings.budget, settings.overlap)
         marks.append(time.perf_counter())
         deadline.check("the end of chunking")
-        stage = Stage.EMBED
-        prepared.rows = embed_rows(prepared, chunks, embedder, stamp, deadline)
-        marks.append(time.perf_counter())
-        prepared.seconds = dict(zip(("read", "extract", "chunk", "embed"), (b - a for a, b in zip(marks, marks[1:]))))
-        return prepared
+        prepared.seconds = dict(zip(("read", "extract", "chunk"), (b - a for a, b in zip(marks, marks[1:]))))
+        return prepared, chunks
     except Exception as exc:  # safe: re-raised at once, only tagged with the stage it reached
         raise tag(exc, stage)
 
@@ -295,6 +312,12 @@ def embed_rows(prepared: Prepared, chunks: list[Chunk], embedder: Embedder, stam
         group_vectors, group_tokens = embedder.embed_counted(texts[start:start + EMBED_GROUP])
         vectors.extend(group_vectors)
         tokens.extend(group_tokens)
+    return chunk_rows(prepared, chunks, vectors, tokens, embedder.max_tokens, stamp)
+
+
+def chunk_rows(prepared: Prepared, chunks: list[Chunk], vectors, tokens: list[int], max_tokens: int,
+               stamp: IndexStamp) -> list[dict]:
+    """The rows of encoded chunks: ``vectors`` and word-piece counts ``tokens`` in chunk order."""
     stamped = Stamp(stamp, prepared.canonical.extractor, prepared.canonical.extractor_version).columns()
     return [
         {
@@ -310,12 +333,83 @@ def embed_rows(prepared: Prepared, chunks: list[Chunk], embedder: Embedder, stam
             "text": c.text,
             "locators": locators_json(locators_for(c.start, c.end, prepared.canonical.segments)),
             "tokens": n,
-            "truncated": n > embedder.max_tokens,
+            "truncated": n > max_tokens,
             "vector": vector,
             **stamped,
         }
         for c, vector, n in zip(chunks, vectors, tokens)
     ]
+
+
+def prepare_group(files: list[tuple[SourceFile, Known | None]], embedder: Embedder, stamp: IndexStamp,
+                  settings: IndexSettings) -> list[Prepared | Unchanged | Exception]:
+    """``prepare`` for several small files, their chunks encoded together: with documents of one or
+    two chunks, an encoder batch of one document is mostly empty.
+
+    Each file is read, extracted and chunked in turn within its own time limit; then the
+    chunks of all of them are encoded in shared groups of ``EMBED_GROUP``. A document's limit
+    counts its own extraction and the shared encoding, not the time it waited while the
+    others were extracted; it is checked before each group that holds its chunks.
+
+    Returns:
+        per file, in order: Prepared, Unchanged, or the exception of bad input (``is_bad_input``,
+        ``.stage`` set), so a document that fails fails alone.
+
+    Raises:
+        any exception that is not bad input (a bug: the run stops).
+    """
+    results: list[Prepared | Unchanged | Exception] = []
+    extracted: list[tuple[int, list[Chunk], Deadline, float]] = []
+    for file, known in files:
+        deadline = Deadline(settings.timeout_s)
+        try:
+            done = extract_chunks(file, stamp, settings, known, deadline)
+        except Exception as exc:  # safe: only bad input is kept as the document's result; the rest re-raised
+            if not is_bad_input(exc):
+                raise
+            done = exc
+        if isinstance(done, tuple):
+            extracted.append((len(results), done[1], deadline, time.monotonic()))
+            done = done[0]
+        results.append(done)
+    for at, error in encode_together(results, extracted, embedder, stamp).items():
+        results[at] = error
+    return results
+
+
+def encode_together(results: list, extracted: list[tuple[int, list[Chunk], Deadline, float]], embedder: Embedder,
+                    stamp: IndexStamp) -> dict[int, Exception]:
+    """Encode the chunks of the ``extracted`` documents in shared groups and give each its rows.
+
+    Returns:
+        the documents whose time limit ran out while they waited to be encoded, by position.
+    """
+    started = time.monotonic()
+    for _, _, deadline, done_at in extracted:  # the wait for the others' extraction is not theirs
+        if deadline.at is not None:
+            deadline.at += started - done_at
+    flat = [(k, chunk) for k, (_, chunks, _, _) in enumerate(extracted) for chunk in chunks]
+    encoded: list[list] = [[] for _ in extracted]
+    failed: dict[int, Exception] = {}
+    for start in range(0, len(flat), EMBED_GROUP):
+        for k in dict.fromkeys(k for k, _ in flat[start:start + EMBED_GROUP] if k not in failed):
+            try:
+                extracted[k][2].check(f"embedding, together with other documents ({start} of {len(flat)} chunks)")
+            except Timeout as exc:
+                failed[k] = tag(exc, Stage.EMBED)
+        group = [(k, chunk) for k, chunk in flat[start:start + EMBED_GROUP] if k not in failed]
+        if group:
+            vectors, tokens = embedder.embed_counted([chunk.text for _, chunk in group])
+            for (k, _), vector, n in zip(group, vectors, tokens):
+                encoded[k].append((vector, n))
+    seconds = (time.monotonic() - started) / max(len(flat), 1)  # each document's share, by its chunks
+    for k, (at, chunks, _, _) in enumerate(extracted):
+        if k not in failed:
+            prepared = results[at]
+            prepared.rows = chunk_rows(prepared, chunks, [v for v, _ in encoded[k]], [n for _, n in encoded[k]],
+                                       embedder.max_tokens, stamp)
+            prepared.seconds["embed"] = seconds * len(chunks)
+    return {extracted[k][0]: exc for k, exc in failed.items()}
 
 
 def is_bad_input(exc: BaseException) -> bool:
