@@ -12,6 +12,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from citeline.flows.runners import groups_documents
 from citeline.index.faults import is_storage_error
+from citeline.index.lease import check_writer
 from citeline.index.lock import writer_lock
 from citeline.pipeline.objects import is_object
 from citeline.pipeline.plan import STAT_COLUMNS, SyncPlan, Todo, plan_sync
@@ -77,6 +78,7 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
             failures = record_failures(failed, settings) if failed else []
             deleted = forget_deleted(plan.gone, stamp, settings) if plan.gone else 0
             marks.append(time.perf_counter())
+            check_writer(settings.db)  # S3: a run whose lease was lost stops before finishing
             if outcomes or failures or deleted or store.needs_finish():
                 store.finish_run(stamp)
             marks.append(time.perf_counter())

@@ -133,7 +133,7 @@ def write_documents(batch: list[tuple[Prepared | Unchanged, Prior]], stamp: Inde
     """
     store = store_for(settings.db)
     try:
-        with write_lock():
+        with write_lock(settings.db):
             started = time.perf_counter()
             new = {p.doc_id: chunk_table(p.rows, stamp) for p, _ in batch if isinstance(p, Prepared)}
             counts = store.replace_chunks_of(stamp, new) if new else {}
