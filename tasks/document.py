@@ -2,7 +2,9 @@
 
 ``prepare_document`` runs on the task runner — threads here, Dask workers on a cluster —
 and is named by the file's path, so the Prefect UI shows one task run per document
-with the failure reason as its message. ``write_documents`` is called from the flow
+with the failure reason as its message; on a cluster ``prepare_documents`` takes small
+files a group at a time, and each of its failed documents still gets a failed task run
+named by its path (``document_failed``). ``write_documents`` is called from the flow
 itself, one batch at a time: LanceDB duplicates rows when two writers upsert the same keys.
 """
 from __future__ import annotations
