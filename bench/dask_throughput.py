@@ -1,11 +1,19 @@
-"""Scale-out: the dev corpus indexed in-process vs on a Dask LocalCluster of 1 and 2 workers.
+"""Scale-out: a folder indexed in-process vs on a Dask LocalCluster of 1 and 2 workers,
+with small documents prepared one per task run or in groups (flows/ingest.py ``work_groups``).
 
 Each run is a fresh index in its own child process (as `citeline index` would run),
-so cluster start-up and the model load in every worker are counted: that is what an
-operator pays. Reported: wall seconds, chunks per second, and the ratio to the
-in-process run measured in the same invocation.
+so cluster start-up and the model load in every worker are counted in the wall time: that
+is what an operator pays. Reported per run: wall seconds; the documents phase alone
+(prepare on the workers and the batch writes, from the run's ``run.finished`` event) as
+documents and chunks per second; and, from each document's ``document.indexed`` event,
+the write seconds per chunk (the flow process's share of its batch's two commits) and the
+encode seconds per chunk (on the worker that prepared it).
 
-    .venv/bin/python bench/dask_throughput.py [DOCS] [--workers 1 2]
+    .venv/bin/python bench/dask_throughput.py [DOCS] [--small N] [--workers 1 2] [--grouping on off]
+                                              [--no-threads] [--no-calibrate]
+
+``--small N`` indexes N generated notes of one or two chunks each (bench/small_files.py's)
+instead of DOCS.
 """
 from __future__ import annotations
 
@@ -18,44 +26,94 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from small_files import cpu_model, write_corpus  # noqa: E402
+
 DEFAULT_DOCS = ROOT.parent / "shared" / "corpora" / "dev" / "docs"
 
 RUN = """
-import json, sys, time
+import json, logging, sys, time
 from citeline.tasks import env
 env.apply()
-from citeline.flows.ingest import index_folder
+from citeline.flows import ingest
 from citeline.flows.runners import task_runner_for
 from citeline.schemas.settings import IndexSettings
-docs, db, dask, workers = sys.argv[1], sys.argv[2], sys.argv[3] or None, int(sys.argv[4])
-flow = index_folder.with_options(task_runner=task_runner_for(dask, workers))
+from citeline.tasks.log import LOGGER, configure
+docs, db, dask, workers, grouping = sys.argv[1], sys.argv[2], sys.argv[3] or None, int(sys.argv[4]), sys.argv[5]
+if grouping == "off":
+    ingest.GROUP_DOCS = 1  # every document its own task run, as before grouping
+if sys.argv[6] == "skip":
+    ingest.calibrate_gate = lambda settings, stamp: None  # minutes of queries in the flow process, after the documents
+
+class Events(logging.Handler):
+    seen = {"write": 0.0, "embed": 0.0, "documents": None}
+    def emit(self, record):
+        try:
+            event = json.loads(record.getMessage())
+        except ValueError:
+            return
+        if event.get("event") == "document.indexed":
+            for stage in ("write", "embed"):
+                self.seen[stage] += event["seconds"].get(stage, 0.0)
+        if event.get("event") == "run.finished":
+            self.seen["documents"] = event["seconds"]["documents"]
+
+configure()
+logging.getLogger(LOGGER).addHandler(Events())
+flow = ingest.index_folder.with_options(task_runner=task_runner_for(dask, workers))
 started = time.perf_counter()
 summary = flow(docs, IndexSettings(db=db))
-print(json.dumps({"seconds": time.perf_counter() - started, "chunks": summary.chunks, "indexed": summary.indexed}))
+print(json.dumps({"seconds": time.perf_counter() - started, "chunks": summary.chunks, "indexed": summary.indexed,
+                  **Events.seen}))
 """
 
 
-def run(docs: str, db: str, dask: str | None, workers: int) -> dict:
+def run(docs: str, db: str, dask: str | None, workers: int, grouping: str, calibrate: bool) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-    done = subprocess.run([sys.executable, "-c", RUN, docs, db, dask or "", str(workers)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", RUN, docs, db, dask or "", str(workers), grouping,
+                           "run" if calibrate else "skip"], cwd=ROOT,
+                          env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(done.stderr[-3000:])
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def report(name: str, r: dict, base: float) -> str:
+    chunks, phase = max(r["chunks"], 1), r["documents"]
+    return (f"  {name:<42} {r['seconds']:7.1f} s wall x{r['seconds'] / base:5.2f} | documents phase {phase:6.1f} s: "
+            f"{r['indexed'] / phase:6.1f} docs/s {r['chunks'] / phase:6.1f} chunks/s | per chunk: write "
+            f"{1000 * r['write'] / chunks:6.1f} ms, encode {1000 * r['embed'] / chunks:6.1f} ms "
+            f"({r['indexed']} documents, {r['chunks']} chunks)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("docs", nargs="?", default=str(DEFAULT_DOCS))
+    parser.add_argument("--small", type=int, default=0, help="index this many generated small notes instead")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--grouping", nargs="+", default=["on"], choices=["on", "off"])
+    parser.add_argument("--no-threads", action="store_true", help="skip the in-process run")
+    parser.add_argument("--no-calibrate", action="store_true",
+                        help="skip the refusal gate's calibration after the documents (wall time only)")
     args = parser.parse_args()
+    load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
-        runs = [("in-process (2 threads)", run(args.docs, f"{tmp}/threads", None, 2))]
+        docs = args.docs
+        if args.small:
+            docs = f"{tmp}/notes"
+            write_corpus(Path(docs), args.small)
+        runs = [] if args.no_threads else [("in-process (2 threads)", run(docs, f"{tmp}/threads", None, 2, "on", not args.no_calibrate))]
         for n in args.workers:
-            runs.append((f"Dask LocalCluster, {n} worker(s)", run(args.docs, f"{tmp}/dask{n}", "local", n)))
+            for grouping in args.grouping:
+                name = f"LocalCluster, {n} worker(s), grouping {grouping}"
+                runs.append((name, run(docs, f"{tmp}/dask{n}{grouping}", "local", n, grouping, not args.no_calibrate)))
+                print(report(name, runs[-1][1], runs[0][1]["seconds"]), flush=True)
+    print(f"corpus {docs if not args.small else f'{args.small} generated notes'}; {os.cpu_count()} CPUs "
+          f"({cpu_model()}); load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
     base = runs[0][1]["seconds"]
-    print(f"corpus {args.docs}; {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f} at the end")
     for name, r in runs:
-        print(f"  {name:<32} {r['seconds']:7.1f} s  {r['chunks'] / r['seconds']:6.1f} chunks/s  "
-              f"x{r['seconds'] / base:5.2f} of in-process  ({r['indexed']} documents, {r['chunks']} chunks)")
+        print(report(name, r, base))
 
 
 if __name__ == "__main__":

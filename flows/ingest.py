@@ -10,7 +10,9 @@ from prefect import flow
 from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from citeline.flows.runners import groups_documents
 from citeline.index.faults import is_storage_error
+from citeline.index.lease import check_writer
 from citeline.index.lock import writer_lock
 from citeline.pipeline.objects import is_object
 from citeline.pipeline.plan import STAT_COLUMNS, SyncPlan, Todo, plan_sync
@@ -22,7 +24,7 @@ from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import STAMP_COLUMNS, IndexStamp
 from citeline.schemas.status import DocError, DocStatus, Outcome, RunSummary
 from citeline.tasks.calibrate import calibrate_gate
-from citeline.tasks.document import prepare_document, write_documents
+from citeline.tasks.document import Again, document_failed, prepare_document, prepare_documents, write_documents
 from citeline.tasks.log import Events, get_logger
 from citeline.tasks.record import as_failures, forget_deleted, record_failures
 from citeline.tasks.report import publish_report
@@ -76,6 +78,7 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
             failures = record_failures(failed, settings) if failed else []
             deleted = forget_deleted(plan.gone, stamp, settings) if plan.gone else 0
             marks.append(time.perf_counter())
+            check_writer(settings.db)  # S3: a run whose lease was lost stops before finishing
             if outcomes or failures or deleted or store.needs_finish():
                 store.finish_run(stamp)
             marks.append(time.perf_counter())
@@ -131,16 +134,17 @@ def run_documents(todo: list[Todo], stamp: IndexStamp, settings: IndexSettings
     when it holds ``WRITE_DOCS`` documents or ``WRITE_ROWS`` chunks, when no other
     document finished within ``WRITE_WAIT_S`` of its first, or when nothing is left.
 
+    On a cluster (``groups_documents``) small files are prepared in groups, one task run
+    each (``work_groups``); a document of a group that fails still fails alone.
+
     Returns:
         an Outcome per document written (INDEXED) or found unchanged on reading
         (SKIPPED: its new stat is recorded), and the documents that failed.
     """
     finished = queue.SimpleQueue()
     pending = {}
-    for item in todo:
-        future = prepare_document.submit(item, stamp, settings)
-        pending[future.task_run_id] = item
-        future.add_done_callback(finished.put)
+    for work in work_groups(todo) if groups_documents() else todo:
+        submit(work, stamp, settings, pending, finished)
     outcomes, failed, batch = [], [], WriteBatch()
     while pending or batch.items:
         future = next_finished(finished, batch) if pending else None
@@ -150,7 +154,10 @@ def run_documents(todo: list[Todo], stamp: IndexStamp, settings: IndexSettings
             item = pending.pop(future.task_run_id)
             state = future.state
             del future
-            if state.is_completed():
+            if isinstance(item, list):
+                for again in take_group(item, state.result(), batch, failed):
+                    submit(again, stamp, settings, pending, finished)
+            elif state.is_completed():
                 batch.add(item, state.result())
             else:
                 failed.append((item, as_doc_error(state.result(raise_on_failure=False), state)))
@@ -160,6 +167,64 @@ def run_documents(todo: list[Todo], stamp: IndexStamp, settings: IndexSettings
             outcomes += written
             failed += refused
     return outcomes, failed
+
+
+# Small files are prepared GROUP_DOCS at a time, up to GROUP_BYTES in all: about EMBED_GROUP
+# chunks of 512 characters, so their encoder batches are full (docs/benchmarks.md, section 11).
+SMALL_BYTES = 8 * 1024
+GROUP_BYTES = 32 * 1024
+GROUP_DOCS = 32
+
+
+def work_groups(todo: list[Todo]) -> list[Todo | list[Todo]]:
+    """The documents as task-run work: small files in groups, in order; a large one (or one
+    whose size the listing did not give) alone."""
+    works, group, size = [], [], 0
+    for item in todo:
+        small = item.file.stat is not None and item.file.stat.size <= SMALL_BYTES
+        if group and (not small or size + item.file.stat.size > GROUP_BYTES or len(group) == GROUP_DOCS):
+            works.append(group if len(group) > 1 else group[0])
+            group, size = [], 0
+        if small:
+            group.append(item)
+            size += item.file.stat.size
+        else:
+            works.append(item)
+    if group:
+        works.append(group if len(group) > 1 else group[0])
+    return works
+
+
+def submit(work: Todo | list[Todo], stamp: IndexStamp, settings: IndexSettings, pending: dict,
+           finished: queue.SimpleQueue) -> None:
+    """Start preparing one document, or a group in one task run; its future goes to ``finished`` when done."""
+    if isinstance(work, list):
+        future = prepare_documents.submit(work, stamp, settings, f"{len(work)} documents ({work[0].file.path} …)")
+    else:
+        future = prepare_document.submit(work, stamp, settings)
+    pending[future.task_run_id] = work
+    future.add_done_callback(finished.put)
+
+
+def take_group(group: list[Todo], results: list, batch: "WriteBatch", failed: list) -> list[Todo]:
+    """A prepared group's documents into the write batch or the failures, each alone.
+
+    A failed one gets a failed task run named by its path, as an ungrouped one has.
+
+    Returns:
+        the documents that met a transient error, to prepare again alone (with retries).
+    """
+    again = []
+    for item, result in zip(group, results, strict=True):
+        if isinstance(result, Again):
+            again.append(item)
+        elif isinstance(result, DocError):
+            document_failed(item.file.path, result, return_state=True)
+            failed.append((item, result))
+            log_finished(item, DocStatus.FAILED)
+        else:
+            batch.add(item, result)
+    return again
 
 
 # Documents per write: each LanceDB commit adds a fragment and a manifest every later

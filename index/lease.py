@@ -23,12 +23,14 @@ from email.utils import parsedate_to_datetime
 from typing import Iterator
 
 import botocore.session
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
-from citeline.schemas.errors import IndexBusy
+from citeline.schemas.errors import IndexBusy, WriterLost
 
 LOCK_KEY = ".citeline-writer.lock"
 LEASE_S = 60.0  # how long a killed holder keeps others out
+# The leases this process holds, by index URI: writes check theirs first (``check_writer``).
+_HELD: dict[str, "Lease"] = {}
 _LOST = ("PreconditionFailed", "ConditionalRequestConflict", "NoSuchKey", "404", "412", "409")
 
 
@@ -53,8 +55,9 @@ def s3_client():
 class Lease:
     """A held lock object, renewed on a thread until released."""
 
-    def __init__(self, client, lock: LockObject, etag: str, lease_s: float):
+    def __init__(self, client, lock: LockObject, etag: str, lease_s: float, sent: float | None = None):
         self.client, self.lock, self.etag, self.lease_s = client, lock, etag, lease_s
+        self.sent = time.monotonic() if sent is None else sent  # when the last granted put was sent
         self.lost = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._renew, name="citeline-lease", daemon=True)
@@ -66,12 +69,44 @@ class Lease:
     def _renew(self) -> None:
         while not self._stop.wait(self.lease_s / 4):
             try:
+                sent = time.monotonic()
                 self.etag = put(self.client, self.lock, self.lease_s, IfMatch=self.etag)
+                self.sent = sent
             except ClientError as exc:
                 if _code(exc) in _LOST:  # taken over: this process stalled past its lease
                     self.lost = True
                     return
                 # a transient storage error: try again at the next beat, well within the lease
+
+    def check(self) -> None:
+        """Before a write: the lock object is still the one this lease wrote, with time to spare.
+
+        Renewals come every quarter lease; half a lease without one (the storage refused
+        them) leaves too little of it for a write to finish before another writer may take
+        over. The lock object is looked at (one HEAD) so that a takeover is seen at once,
+        not at the next renewal.
+
+        Raises:
+            WriterLost: the lease ran out, or another writer holds the lock object now.
+        """
+        held_s = time.monotonic() - self.sent
+        if not self.lost and held_s > self.lease_s / 2:
+            raise WriterLost(f"the writer lease on {self.lock.bucket}/{self.lock.key} was last renewed {held_s:.0f} s "
+                             f"ago (lease {self.lease_s:.0f} s): the storage refused the renewals; the run stops "
+                             "before writing more. Run it again: it finishes what this one left.")
+        try:
+            etag = self.client.head_object(Bucket=self.lock.bucket, Key=self.lock.key)["ETag"]
+        except ClientError as exc:
+            if _code(exc) not in _LOST:
+                return  # a transient storage error: the lease was renewed recently enough (above)
+            etag = None
+        except BotoCoreError:  # the storage unreachable for a moment: as above
+            return
+        if self.lost or etag != self.etag:
+            self.lost = True
+            raise WriterLost(f"another writer took over the index's lock object {self.lock.bucket}/{self.lock.key} "
+                             "(this run's lease ran out while it stalled): the run stops before writing more. "
+                             "Run it again once the other writer is done.")
 
     def release(self) -> None:
         self._stop.set()
@@ -93,10 +128,23 @@ def lease_lock(uri: str, wait_s: float = 0.0, lease_s: float = LEASE_S) -> Itera
         IndexBusy: another writer holds a live lease after ``wait_s``.
     """
     lease = acquire(uri, wait_s, lease_s).start()
+    _HELD[uri] = lease
     try:
         yield lease
     finally:
+        _HELD.pop(uri, None)
         lease.release()
+
+
+def check_writer(uri: str) -> None:
+    """Before a write to ``uri``: this process still holds its lease (a no-op where it holds none:
+    a local index, guarded by its flock).
+
+    Raises:
+        WriterLost: as ``Lease.check``.
+    """
+    if (lease := _HELD.get(uri)) is not None:
+        lease.check()
 
 
 def acquire(uri: str, wait_s: float = 0.0, lease_s: float = LEASE_S) -> Lease:
@@ -104,9 +152,10 @@ def acquire(uri: str, wait_s: float = 0.0, lease_s: float = LEASE_S) -> Lease:
     client, lock = s3_client(), LockObject.of(uri)
     deadline = time.monotonic() + wait_s
     while True:
+        sent = time.monotonic()
         etag, holder = try_take(client, lock, lease_s)
         if etag is not None:
-            return Lease(client, lock, etag, lease_s)
+            return Lease(client, lock, etag, lease_s, sent)
         if time.monotonic() >= deadline:
             raise IndexBusy(f"the index at {uri} is being written by process {holder}; "
                             "wait for it to finish (or pass --wait SECONDS)")

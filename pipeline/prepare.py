@@ -27,7 +27,7 @@ from citeline.pipeline.locate import locators_for, locators_json
 from citeline.pipeline.reuse import Kept, Reuse, Reused, encode_reusing, keeps_title, kept_vectors
 from citeline.pipeline.walk import FileStat, SourceFile
 from citeline.schemas.document import Canonical, Chunk, segments_from_json
-from citeline.schemas.errors import DocumentError, TooLarge, Unreadable, UnsupportedType, Vanished
+from citeline.schemas.errors import DocumentError, Timeout, TooLarge, Unreadable, UnsupportedType, Vanished
 from citeline.schemas.options import ExtractOptions
 from citeline.schemas.paths import is_remote, os_path
 from citeline.schemas.settings import IndexSettings
@@ -230,8 +230,35 @@ def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: I
             exception is tagged too (an OSError of reading or extracting is bad input as well,
             anything else a bug).
     """
-    stage = Stage.READ
     deadline = Deadline(settings.timeout_s)
+    done = extract_chunks(file, stamp, settings, known, deadline, reuse)
+    if isinstance(done, Unchanged):
+        return done
+    return embed_prepared(*done, embedder, stamp, deadline)
+
+
+def embed_prepared(prepared: Prepared, chunks: list[Chunk], kept: dict[str, Kept], embedder: Embedder,
+                   stamp: IndexStamp, deadline: Deadline) -> Prepared:
+    """The extracted document given its rows: kept vectors taken, the other chunks encoded."""
+    started = time.perf_counter()
+    try:
+        prepared.rows, prepared.reused = embed_rows(prepared, chunks, embedder, stamp, deadline, kept)
+    except Exception as exc:  # safe: re-raised at once, only tagged with the stage it reached
+        raise tag(exc, Stage.EMBED)
+    prepared.seconds["embed"] = time.perf_counter() - started
+    return prepared
+
+
+def extract_chunks(file: SourceFile, stamp: IndexStamp, settings: IndexSettings, known: Known | None,
+                   deadline: Deadline, reuse: Reuse | None = None
+                   ) -> Unchanged | tuple[Prepared, list[Chunk], dict[str, Kept]]:
+    """``prepare`` up to its embedding: the file read, extracted (or its stored twin's text
+    taken) and chunked, with the stored vectors its chunks may keep; rows not yet made.
+
+    Raises:
+        as ``prepare``, with ``.stage`` set to read, extract or chunk.
+    """
+    stage = Stage.READ
     marks = [time.perf_counter()]
     doc_id = doc_id_for(file.source)
     try:
@@ -257,14 +284,11 @@ def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: I
         stage = Stage.CHUNK
         chunks = chunk_document(canonical.text, canonical.title, prepared.doc_id, stamp.strategy,
                                 settings.budget, settings.overlap)
+        kept = kept_vectors(reuse.stored.chunk_vectors(lender), stamp) if lender is not None else {}
         marks.append(time.perf_counter())
         deadline.check("the end of chunking")
-        stage = Stage.EMBED
-        kept = kept_vectors(reuse.stored.chunk_vectors(lender), stamp) if lender is not None else {}
-        prepared.rows, prepared.reused = embed_rows(prepared, chunks, embedder, stamp, deadline, kept)
-        marks.append(time.perf_counter())
-        prepared.seconds = dict(zip(("read", "extract", "chunk", "embed"), (b - a for a, b in zip(marks, marks[1:]))))
-        return prepared
+        prepared.seconds = dict(zip(("read", "extract", "chunk"), (b - a for a, b in zip(marks, marks[1:]))))
+        return prepared, chunks, kept
     except Exception as exc:  # safe: re-raised at once, only tagged with the stage it reached
         raise tag(exc, stage)
 
@@ -368,6 +392,83 @@ def chunk_rows(prepared: Prepared, chunks: list[Chunk], ids: list[str], vectors:
         }
         for c, chunk_id, vector, n in zip(chunks, ids, vectors, tokens)
     ]
+
+
+def prepare_group(files: list[tuple[SourceFile, Known | None, Reuse | None]], embedder: Embedder,
+                  stamp: IndexStamp, settings: IndexSettings) -> list[Prepared | Unchanged | Exception]:
+    """``prepare`` for several small files, their chunks encoded together: with documents of one or
+    two chunks, an encoder batch of one document is mostly empty.
+
+    Each file is read, extracted and chunked in turn within its own time limit; then the
+    chunks of all of them are encoded in shared groups of ``EMBED_GROUP``. A document's limit
+    counts its own extraction and the shared encoding, not the time it waited while the
+    others were extracted; it is checked before each group that holds its chunks. A document
+    with stored vectors to keep (``Reuse``, pipeline/reuse.py) is encoded on its own, so only
+    its changed chunks are.
+
+    Returns:
+        per file, in order: Prepared, Unchanged, or the exception of bad input (``is_bad_input``,
+        ``.stage`` set), so a document that fails fails alone.
+
+    Raises:
+        any exception that is not bad input (a bug: the run stops).
+    """
+    results: list[Prepared | Unchanged | Exception] = []
+    extracted: list[tuple[int, list[Chunk], Deadline, float]] = []
+    for file, known, reuse in files:
+        deadline = Deadline(settings.timeout_s)
+        try:
+            done = extract_chunks(file, stamp, settings, known, deadline, reuse)
+            if isinstance(done, tuple) and done[2]:
+                done = embed_prepared(*done, embedder, stamp, deadline)
+        except Exception as exc:  # safe: only bad input is kept as the document's result; the rest re-raised
+            if not is_bad_input(exc):
+                raise
+            done = exc
+        if isinstance(done, tuple):
+            extracted.append((len(results), done[1], deadline, time.monotonic()))
+            done = done[0]
+        results.append(done)
+    for at, error in encode_together(results, extracted, embedder, stamp).items():
+        results[at] = error
+    return results
+
+
+def encode_together(results: list, extracted: list[tuple[int, list[Chunk], Deadline, float]], embedder: Embedder,
+                    stamp: IndexStamp) -> dict[int, Exception]:
+    """Encode the chunks of the ``extracted`` documents in shared groups and give each its rows.
+
+    Returns:
+        the documents whose time limit ran out while they waited to be encoded, by position.
+    """
+    started = time.monotonic()
+    for _, _, deadline, done_at in extracted:  # the wait for the others' extraction is not theirs
+        if deadline.at is not None:
+            deadline.at += started - done_at
+    flat = [(k, chunk) for k, (_, chunks, _, _) in enumerate(extracted) for chunk in chunks]
+    encoded: list[list] = [[] for _ in extracted]
+    failed: dict[int, Exception] = {}
+    for start in range(0, len(flat), EMBED_GROUP):
+        for k in dict.fromkeys(k for k, _ in flat[start:start + EMBED_GROUP] if k not in failed):
+            try:
+                extracted[k][2].check(f"embedding, together with other documents ({start} of {len(flat)} chunks)")
+            except Timeout as exc:
+                failed[k] = tag(exc, Stage.EMBED)
+        group = [(k, chunk) for k, chunk in flat[start:start + EMBED_GROUP] if k not in failed]
+        if group:
+            vectors, tokens = embedder.embed_counted([chunk.text for _, chunk in group])
+            for (k, _), vector, n in zip(group, vectors, tokens):
+                encoded[k].append((vector, n))
+    seconds = (time.monotonic() - started) / max(len(flat), 1)  # each document's share, by its chunks
+    for k, (at, chunks, _, _) in enumerate(extracted):
+        if k not in failed:
+            prepared = results[at]
+            ids = [chunk_id_for(prepared.doc_id, c, stamp) for c in chunks]
+            prepared.rows = chunk_rows(prepared, chunks, ids, [v for v, _ in encoded[k]],
+                                       [n for _, n in encoded[k]], embedder.max_tokens, stamp)
+            prepared.reused = Reused(encoded=len(chunks))
+            prepared.seconds["embed"] = seconds * len(chunks)
+    return {extracted[k][0]: exc for k, exc in failed.items()}
 
 
 def is_bad_input(exc: BaseException) -> bool:

@@ -59,6 +59,11 @@ class IndexBusy(CitelineError):
     """Another process holds the index's writer lock."""
 
 
+class WriterLost(CitelineError):
+    """This process no longer holds the index's writer lease (it ran out, or another writer took it over):
+    the run stops before its next write."""
+
+
 class LLMError(CitelineError):
     """The chat endpoint could not be reached or gave no usable answer."""
 

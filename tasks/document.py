@@ -2,12 +2,15 @@
 
 ``prepare_document`` runs on the task runner — threads here, Dask workers on a cluster —
 and is named by the file's path, so the Prefect UI shows one task run per document
-with the failure reason as its message. ``write_documents`` is called from the flow
+with the failure reason as its message; on a cluster ``prepare_documents`` takes small
+files a group at a time, and each of its failed documents still gets a failed task run
+named by its path (``document_failed``). ``write_documents`` is called from the flow
 itself, one batch at a time: LanceDB duplicates rows when two writers upsert the same keys.
 """
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -19,11 +22,12 @@ from citeline.index.store import chunk_table
 from citeline.index.tokens import TokenVectors
 from citeline.pipeline.plan import Todo
 from citeline.pipeline.record import Prior, indexed_record, unchanged_record
-from citeline.pipeline.prepare import Prepared, Unchanged, error_kind, is_bad_input, prepare
+from citeline.pipeline.prepare import Prepared, Unchanged, error_kind, is_bad_input, prepare, prepare_group
 from citeline.schemas.errors import DocumentError
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.status import DocError, DocStatus, Outcome
+from citeline.tasks import env
 from citeline.tasks.log import Events, get_logger
 from citeline.tasks.store import embedder_for, store_for, write_lock
 
@@ -46,6 +50,7 @@ def prepare_document(todo: Todo, stamp: IndexStamp, settings: IndexSettings):
         Prepared; Unchanged when the file's bytes are the ``todo.known`` ones; or a Failed
         state carrying a DocError whose message is the reason.
     """
+    env.apply()  # a Dask worker ran no entry point: the model loads offline, nothing phones home
     embedder = embedder_for(settings)
     try:
         return prepare(todo.file, embedder, stamp, settings, todo.known,
@@ -53,10 +58,62 @@ def prepare_document(todo: Todo, stamp: IndexStamp, settings: IndexSettings):
     except (DocumentError, OSError) as exc:
         if not is_bad_input(exc) or (isinstance(exc, DocumentError) and exc.transient):
             raise
-        error = DocError(getattr(exc, "stage", "extract"), error_kind(exc), str(exc))
-        get_logger(path=todo.file.path).warning("document.failed", stage=error.stage, kind=error.kind,
-                                                reason=error.message)
+        error = logged_error(todo, exc)
         return Failed(message=f"{error.stage}: {error.reason()}", data=error)
+
+
+def logged_error(todo: Todo, exc: DocumentError | OSError) -> DocError:
+    """The document's failure as a DocError, logged with its path."""
+    error = DocError(getattr(exc, "stage", "extract"), error_kind(exc), str(exc))
+    get_logger(path=todo.file.path).warning(Events.DOCUMENT_FAILED, stage=error.stage, kind=error.kind,
+                                            reason=error.message)
+    return error
+
+
+@dataclass(frozen=True)
+class Again:
+    """A document of a group that met a transient error: the flow prepares it again alone, with retries."""
+
+    reason: str
+
+
+@task(task_run_name="{label}", cache_policy=NO_CACHE, persist_result=False)
+def prepare_documents(todos: list[Todo], stamp: IndexStamp, settings: IndexSettings, label: str
+                      ) -> list[Prepared | Unchanged | DocError | Again]:
+    """``prepare_document`` for a group of small files in one task run, their chunks encoded
+    together (pipeline.prepare.prepare_group).
+
+    Each document still fails alone: bad input comes back as its DocError (logged with its
+    path; the flow gives it a failed task run of its own, ``document_failed``), and a
+    transient error as ``Again``, so the flow prepares that one alone with
+    ``prepare_document``'s retries. Anything else is a bug and is raised.
+
+    Args:
+        label: the task run's name: how many documents, and the first one's path.
+
+    Returns:
+        per document, in order: Prepared, Unchanged, DocError or Again.
+    """
+    env.apply()  # a Dask worker ran no entry point: the model loads offline, nothing phones home
+    stored = StoredChunks(store_for(settings.db), stamp)
+    results = prepare_group([(todo.file, todo.known, todo.reuse(stored)) for todo in todos], embedder_for(settings),
+                            stamp, settings)
+    return [result if isinstance(result, (Prepared, Unchanged)) else failure_of(todo, result)
+            for todo, result in zip(todos, results)]
+
+
+def failure_of(todo: Todo, exc: Exception) -> DocError | Again:
+    """A grouped document's bad input as its DocError (logged), or Again when it may pass on a retry."""
+    if isinstance(exc, DocumentError) and exc.transient:
+        return Again(str(exc))
+    return logged_error(todo, exc)
+
+
+@task(task_run_name="{path}", cache_policy=NO_CACHE, persist_result=False)
+def document_failed(path: str, error: DocError):
+    """A failed task run named by the document, as ``prepare_document`` leaves one: a document
+    prepared in a group is still named in the Prefect UI with its reason."""
+    return Failed(message=f"{error.stage}: {error.reason()}", data=error)
 
 
 @task(task_run_name="write {label}", cache_policy=NO_CACHE, persist_result=False)
@@ -83,7 +140,7 @@ def write_documents(batch: list[tuple[Prepared | Unchanged, Prior]], stamp: Inde
     """
     store = store_for(settings.db)
     try:
-        with write_lock():
+        with write_lock(settings.db):
             started = time.perf_counter()
             new = {p.doc_id: chunk_table(p.rows, stamp) for p, _ in batch if isinstance(p, Prepared)}
             counts = store.replace_chunks_of(stamp, new) if new else {}

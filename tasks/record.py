@@ -29,7 +29,7 @@ def record_failures(failed: list[tuple[Todo, DocError]], settings: IndexSettings
     """
     store = store_for(settings.db)
     failures = as_failures(failed)
-    with write_lock():
+    with write_lock(settings.db):
         rows = store.rows_per_document()
         records = [failed_record(todo.file, todo.prior, error, rows[doc_id_for(todo.file.source)])
                    for todo, error in failed]
@@ -48,7 +48,7 @@ def forget_deleted(records: list[dict], stamp: IndexStamp, settings: IndexSettin
     """Remove chunks and records of documents whose files are gone."""
     store = store_for(settings.db)
     log = get_logger()
-    with write_lock():
+    with write_lock(settings.db):
         store.delete_documents([r["doc_id"] for r in records], stamp)
     for record in records:
         log.info("document.deleted", path=record["path"])

@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 
+from citeline.index.lease import check_writer
 from citeline.index.store import Store
 from citeline.pipeline.embed import Embedder, get_embedder, resolve_model
 from citeline.schemas.settings import IndexSettings
@@ -13,10 +16,18 @@ from citeline.schemas.stamp import PIPELINE_VERSION, IndexStamp
 _WRITE_LOCK = threading.Lock()
 
 
-def write_lock() -> threading.Lock:
+@contextmanager
+def write_lock(uri: str | None = None) -> Iterator[None]:
     """The process's write lock, reached through a function: Prefect pickles task and flow
-    functions by value (to serve them or ship them to Dask), and a lock cannot be pickled."""
-    return _WRITE_LOCK
+    functions by value (to serve them or ship them to Dask), and a lock cannot be pickled.
+
+    With ``uri``, the index's writer lease (S3) is checked once the lock is held, so a
+    run that lost it stops before this write (index/lease.py ``check_writer``).
+    """
+    with _WRITE_LOCK:
+        if uri is not None:
+            check_writer(uri)
+        yield
 
 
 @lru_cache(maxsize=8)

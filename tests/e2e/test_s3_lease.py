@@ -1,0 +1,93 @@
+"""A sync that lost its writer lease on S3 stops before its next write (against a moto server).
+
+The lease is lost two ways: another writer took the lock object over (this run stalled past
+its lease), or the storage refused the renewals for half a lease. Either way the run stops
+with a clear error and exit status 1, and writes nothing more; the other writer's lock
+object is left alone.
+"""
+import os
+import socket
+import time
+import uuid
+
+import pytest
+
+from citeline.index.lease import LockObject, acquire, lease_lock, s3_client
+from citeline.index.store import Store
+from citeline.schemas.errors import WriterLost
+from citeline.tasks import document
+from fakes import FAKE
+from testkit import invoke
+
+pytestmark = [pytest.mark.usefixtures("prefect_harness")]
+OTHER = b'{"holder": "the other writer", "lease_s": 60}'
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def s3_server():
+    """A moto S3 server on a loopback port, and the AWS variables that point everything at it."""
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    env = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "test",
+           "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    yield env
+    for key, value in saved.items():
+        os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
+    server.stop()
+
+
+@pytest.fixture
+def db(s3_server) -> str:
+    bucket = f"citeline-{uuid.uuid4().hex[:12]}"
+    s3_client().create_bucket(Bucket=bucket)
+    return f"s3://{bucket}/index"
+
+
+def lock_body(db: str) -> bytes:
+    lock = LockObject.of(db)
+    return s3_client().get_object(Bucket=lock.bucket, Key=lock.key)["Body"].read()
+
+
+def test_a_run_whose_lock_object_was_taken_over_stops_before_its_next_write(docs, db, monkeypatch):
+    lock, real_prepare = LockObject.of(db), document.prepare
+
+    def taken_over_meanwhile(*args, **kwargs):  # as if this run stalled past its lease and another writer came
+        s3_client().put_object(Bucket=lock.bucket, Key=lock.key, Body=OTHER)
+        return real_prepare(*args, **kwargs)
+
+    monkeypatch.setattr(document, "prepare", taken_over_meanwhile)
+    result = invoke("index", docs, "--db", db, "--model", FAKE, "--no-progress")
+
+    assert result.exit_code == 1, result.output
+    assert "another writer took over the index's lock object" in result.output
+    store = Store(db)
+    assert store.count_chunks() == 0 and store.document_rows() == []  # not one document written
+    assert lock_body(db) == OTHER  # the other writer's lock object is not released by this run
+
+
+def test_a_lease_not_renewed_for_half_its_length_is_lost(db):
+    lease = acquire(db, lease_s=2.0)  # never renewed: as when the storage refuses every renewal
+    lease.check()  # fresh: held
+    time.sleep(1.2)
+    with pytest.raises(WriterLost, match="last renewed 1 s ago"):
+        lease.check()
+
+
+def test_a_held_lease_passes_its_checks_and_is_released(db):
+    with lease_lock(db, lease_s=2.0) as lease:
+        for _ in range(3):  # renewed every half second: never half a lease old
+            time.sleep(0.7)
+            lease.check()
+    with lease_lock(db):  # released: free again
+        pass
