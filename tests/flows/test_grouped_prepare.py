@@ -124,3 +124,15 @@ def test_work_groups_keep_order_and_leave_large_or_unlisted_files_alone(monkeypa
     monkeypatch.setattr(ingest, "GROUP_DOCS", 10)
     full = [todo(f"f{i}", ingest.SMALL_BYTES) for i in range(5)]
     assert work_groups(full) == [full[:4], full[4]]  # four fill GROUP_BYTES; a group of one is a lone task
+
+
+def test_grouped_documents_keep_their_stored_vectors(notes, tmp_path, monkeypatch):
+    """A rename and an edit prepared in a group take what the index holds, as they do alone."""
+    db = tmp_path / "grouped"
+    index(notes, db, True, monkeypatch)
+    (notes / "note-0.md").rename(notes / "renamed.md")
+    edited = notes / "note-1.md"
+    edited.write_text(edited.read_text() + "\nIt is applied after the gradient step.\n")
+    _, again = index(notes, db, True, monkeypatch)
+    assert (again.indexed, again.encoded, again.reused) == (2, 1, 1), again.line()
+    assert check_index(Store(str(db))) == []
