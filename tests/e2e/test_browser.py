@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -23,7 +22,7 @@ import pytest
 
 import make
 from citeline.schemas.retrieval import Refusal
-from testkit import invoke
+from testkit import free_port, invoke
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 pytestmark = [
@@ -81,12 +80,6 @@ class Service:
         gate = json.loads(invoke("status", "--db", self.db, "--json").output)["gate"]
         scored = gate["calibration"]["answerability"]
         return Refusal("q", scored["threshold"], kind="answerability") if scored else Refusal("q", gate["cut"])
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_ready(base: str, proc: subprocess.Popen, timeout_s: float = 300) -> None:

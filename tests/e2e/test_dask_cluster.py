@@ -12,7 +12,6 @@ isolated extractor (PDF, Office, OCR) runs in.
 """
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ import pytest
 from citeline.index.check import check_index
 from citeline.index.store import Store
 from citeline.tasks.env import DEFAULTS
+from testkit import free_port
 
 pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 
@@ -31,12 +31,6 @@ NOTES = ["Dropout zeroes activations at random while training.",
          "Weight decay shrinks every weight a little at each step.",
          "A warm-up raises the learning rate over the first steps.",
          "Early stopping ends training when validation loss rises."]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def api_url() -> str:

@@ -6,7 +6,6 @@ an operator sees failed documents in the UI; this test walks it end to end.
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -16,17 +15,12 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
+from testkit import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "docs"
 SCREENSHOT = ROOT / "docs" / "prefect-runs-failed-documents.png"
 pytestmark = [pytest.mark.model, pytest.mark.slow]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

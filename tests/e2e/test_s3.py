@@ -3,8 +3,6 @@
 No cloud and no mock of boto: s3fs, LanceDB's object store and the lock object all talk
 HTTP to a real server process thread, configured only by the AWS variables a user sets.
 """
-import os
-import socket
 import subprocess
 import sys
 import time
@@ -21,34 +19,17 @@ from citeline.index.lease import LockObject, lease_lock, s3_client
 from citeline.index.store import Store
 from citeline.schemas.settings import IndexSettings
 from fakes import FAKE
+from testkit import moto_s3
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 pytestmark = [pytest.mark.usefixtures("prefect_harness")]
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def s3_server():
-    """A moto S3 server on a loopback port, and the AWS variables that point everything at it."""
-    from moto.server import ThreadedMotoServer
-
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    env = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "test",
-           "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    yield env
-    for key, value in saved.items():
-        os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
-    server.stop()
+    with moto_s3() as env:
+        yield env
 
 
 @pytest.fixture

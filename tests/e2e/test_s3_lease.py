@@ -5,8 +5,6 @@ its lease), or the storage refused the renewals for half a lease. Either way the
 with a clear error and exit status 1, and writes nothing more; the other writer's lock
 object is left alone.
 """
-import os
-import socket
 import time
 import uuid
 
@@ -17,34 +15,16 @@ from citeline.index.store import Store
 from citeline.schemas.errors import WriterLost
 from citeline.tasks import document
 from fakes import FAKE
-from testkit import invoke
+from testkit import invoke, moto_s3
 
 pytestmark = [pytest.mark.usefixtures("prefect_harness")]
 OTHER = b'{"holder": "the other writer", "lease_s": 60}'
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def s3_server():
-    """A moto S3 server on a loopback port, and the AWS variables that point everything at it."""
-    from moto.server import ThreadedMotoServer
-
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    env = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "test",
-           "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    yield env
-    for key, value in saved.items():
-        os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
-    server.stop()
+    with moto_s3() as env:
+        yield env
 
 
 @pytest.fixture
