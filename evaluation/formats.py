@@ -25,6 +25,7 @@ from pathlib import Path
 from citeline.evaluation.dataset import DOCS, Corpus
 from citeline.evaluation.harness import EvalConfig, load_embedder, run_evaluation, workspace
 from citeline.evaluation.match import contains, normalise, speech_contains
+from citeline.evaluation.plots import FORMAT_RECALL, format_recall
 from citeline.evaluation.render import FORMATS, Rendered, Spoken, render_corpus, render_pdf
 from citeline.evaluation.report import compare
 from citeline.index.store import Store
@@ -223,6 +224,7 @@ def write(doc: dict, out_dir: str | Path) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "formats.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    format_recall(doc, out / FORMAT_RECALL)
     report = out / "formats.md"
     report.write_text(render(doc))
     return report
@@ -234,6 +236,7 @@ def render(doc: dict) -> str:
              "Every document of the corpus rendered into each format, indexed and asked the same",
              "questions. R@k and MRR over all in-domain queries (course and ticket phrasing), then",
              "per phrasing; destroyed = needles no chunk contains (by the format's needle rule).", "",
+             f"![Recall@k per format]({FORMAT_RECALL})", "",
              "| format | strategy/retriever | R@1 | R@4 | R@8 | R@20 | MRR | course R@20 | ticket R@20 | destroyed |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for fmt, result in doc["formats"].items():

@@ -3,7 +3,9 @@
 - ``recall_at_k.png``: Recall@k for k = 1..depth, one panel per retriever, one line per strategy;
 - ``distances.png``: cosine distance of in-domain answers found in the gate window vs the
   best hit of each out-of-domain query, for the recommended strategy, per retriever;
-- ``frontier.png``: bluffs vs lost answers over the cosine cuts, per retriever.
+- ``frontier.png``: bluffs vs lost answers over the cosine cuts, per retriever;
+- ``recall_by_format.png`` (``eval --formats``): Recall@k, one panel per strategy and retriever,
+  one line per format.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from citeline.evaluation.metrics import recall_at
 RECALL = "recall_at_k.png"
 DISTANCES = "distances.png"
 FRONTIER = "frontier.png"
+FORMAT_RECALL = "recall_by_format.png"
 
 
 def _pyplot():
@@ -104,6 +107,31 @@ def frontier_plot(results: dict, path: Path) -> Path:
         ax.set_title(f"Refusal frontier, strategy {rec['strategy']}, {kind} {'distance' if kind == 'cosine' else 'score'} cuts")
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small")
+    return _save(fig, path)
+
+
+def format_recall(doc: dict, path: Path) -> Path:
+    """Recall@k of every format, a panel per strategy/retriever run of the baseline."""
+    plt = _pyplot()
+    formats = list(doc["formats"])
+    base = doc["formats"][formats[0]]
+    depth, keys = base["config"]["depth"], [(r["strategy"], r["retriever"]) for r in base["runs"]]
+    fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 3.8), sharey=True, squeeze=False)
+    ks = list(range(1, depth + 1))
+    for ax, key in zip(axes[0], keys):
+        for fmt in formats:
+            run = next((r for r in doc["formats"][fmt]["runs"] if (r["strategy"], r["retriever"]) == key), None)
+            if run is not None:
+                ranks = [q["rank"] for q in run["per_query"]]
+                ax.plot(ks, [recall_at(ranks, k) for k in ks], marker=".", label=fmt)
+        ax.set_title("/".join(key))
+        ax.set_xlabel("k")
+        ax.set_xticks(list(base["config"]["ks"]))
+        ax.set_ylim(0, 1)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("Recall@k")
+    axes[0][-1].legend(title="format", loc="lower right")
+    fig.suptitle(f"Recall@k per format ({base['corpus']['queries']} queries)")
     return _save(fig, path)
 
 

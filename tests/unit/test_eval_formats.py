@@ -121,6 +121,7 @@ def test_cli_writes_the_formats_report(tmp_path, monkeypatch):
                                                "--strategies", "E", "--retrievers", "dense", "--no-progress"])
     assert result.exit_code == 0, result.output
     assert "| pdf | E/dense |" in (out / "formats.md").read_text()
+    assert (out / "recall_by_format.png").read_bytes().startswith(b"\x89PNG")
     assert json.loads((out / "formats.json").read_text())["parity"]
 
 
