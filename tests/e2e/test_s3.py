@@ -6,7 +6,6 @@ HTTP to a real server process thread, configured only by the AWS variables a use
 import subprocess
 import sys
 import time
-import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -19,24 +18,15 @@ from citeline.index.lease import LockObject, lease_lock, s3_client
 from citeline.index.store import Store
 from citeline.schemas.settings import IndexSettings
 from fakes import FAKE
-from testkit import moto_s3
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 pytestmark = [pytest.mark.usefixtures("prefect_harness")]
 
 
-@pytest.fixture(scope="module")
-def s3_server():
-    with moto_s3() as env:
-        yield env
-
-
 @pytest.fixture
-def bucket(s3_server) -> str:
-    name = f"citeline-{uuid.uuid4().hex[:12]}"
-    s3_client().create_bucket(Bucket=name)
-    return name
+def bucket(s3_bucket) -> str:
+    return s3_bucket
 
 
 def put(bucket: str, key: str, body: bytes) -> None:

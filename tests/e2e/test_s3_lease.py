@@ -6,7 +6,6 @@ with a clear error and exit status 1, and writes nothing more; the other writer'
 object is left alone.
 """
 import time
-import uuid
 
 import pytest
 
@@ -15,23 +14,15 @@ from citeline.index.store import Store
 from citeline.schemas.errors import WriterLost
 from citeline.tasks import document
 from fakes import FAKE
-from testkit import invoke, moto_s3
+from testkit import invoke
 
 pytestmark = [pytest.mark.usefixtures("prefect_harness")]
 OTHER = b'{"holder": "the other writer", "lease_s": 60}'
 
 
-@pytest.fixture(scope="module")
-def s3_server():
-    with moto_s3() as env:
-        yield env
-
-
 @pytest.fixture
-def db(s3_server) -> str:
-    bucket = f"citeline-{uuid.uuid4().hex[:12]}"
-    s3_client().create_bucket(Bucket=bucket)
-    return f"s3://{bucket}/index"
+def db(s3_bucket) -> str:
+    return f"s3://{s3_bucket}/index"
 
 
 def lock_body(db: str) -> bytes:
