@@ -224,7 +224,7 @@ def write(doc: dict, out_dir: str | Path) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "formats.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-    format_recall(doc, out / FORMAT_RECALL)
+    format_recall(doc, out / FORMAT_RECALL, BASELINE)
     report = out / "formats.md"
     report.write_text(render(doc))
     return report

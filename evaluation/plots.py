@@ -38,23 +38,31 @@ def write_plots(results: dict, out_dir: str | Path) -> list[str]:
 
 
 def recall_curves(results: dict, path: Path) -> Path:
+    """Recall@k, a panel per retriever, a line per strategy."""
+    panels = [(retriever, [(run["strategy"], run) for run in results["runs"] if run["retriever"] == retriever])
+              for retriever in results["config"]["retrievers"]]
+    return _recall_panels(panels, results["config"], "strategy",
+                          f"Recall@k on {results['corpus']['name']} ({results['corpus']['queries']} queries)", path)
+
+
+def _recall_panels(panels: list[tuple[str, list[tuple[str, dict]]]], config: dict, legend: str, title: str,
+                   path: Path) -> Path:
+    """One panel per ``(title, [(line label, run)])``, Recall@k for k = 1..depth."""
     plt = _pyplot()
-    depth = results["config"]["depth"]
-    retrievers = results["config"]["retrievers"]
-    fig, axes = plt.subplots(1, len(retrievers), figsize=(4.2 * len(retrievers), 3.8), sharey=True, squeeze=False)
-    ks = list(range(1, depth + 1))
-    for ax, retriever in zip(axes[0], retrievers):
-        for run in (r for r in results["runs"] if r["retriever"] == retriever):
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), sharey=True, squeeze=False)
+    ks = list(range(1, config["depth"] + 1))
+    for ax, (name, lines) in zip(axes[0], panels):
+        for label, run in lines:
             ranks = [q["rank"] for q in run["per_query"]]
-            ax.plot(ks, [recall_at(ranks, k) for k in ks], marker=".", label=run["strategy"])
-        ax.set_title(retriever)
+            ax.plot(ks, [recall_at(ranks, k) for k in ks], marker=".", label=label)
+        ax.set_title(name)
         ax.set_xlabel("k")
-        ax.set_xticks([k for k in results["config"]["ks"]])
+        ax.set_xticks(list(config["ks"]))
         ax.set_ylim(0, 1)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("Recall@k")
-    axes[0][-1].legend(title="strategy", loc="lower right")
-    fig.suptitle(f"Recall@k on {results['corpus']['name']} ({results['corpus']['queries']} queries)")
+    axes[0][-1].legend(title=legend, loc="lower right")
+    fig.suptitle(title)
     return _save(fig, path)
 
 
@@ -110,29 +118,18 @@ def frontier_plot(results: dict, path: Path) -> Path:
     return _save(fig, path)
 
 
-def format_recall(doc: dict, path: Path) -> Path:
-    """Recall@k of every format, a panel per strategy/retriever run of the baseline."""
-    plt = _pyplot()
-    formats = list(doc["formats"])
-    base = doc["formats"][formats[0]]
-    depth, keys = base["config"]["depth"], [(r["strategy"], r["retriever"]) for r in base["runs"]]
-    fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 3.8), sharey=True, squeeze=False)
-    ks = list(range(1, depth + 1))
-    for ax, key in zip(axes[0], keys):
-        for fmt in formats:
-            run = next((r for r in doc["formats"][fmt]["runs"] if (r["strategy"], r["retriever"]) == key), None)
-            if run is not None:
-                ranks = [q["rank"] for q in run["per_query"]]
-                ax.plot(ks, [recall_at(ranks, k) for k in ks], marker=".", label=fmt)
-        ax.set_title("/".join(key))
-        ax.set_xlabel("k")
-        ax.set_xticks(list(base["config"]["ks"]))
-        ax.set_ylim(0, 1)
-        ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("Recall@k")
-    axes[0][-1].legend(title="format", loc="lower right")
-    fig.suptitle(f"Recall@k per format ({base['corpus']['queries']} queries)")
-    return _save(fig, path)
+def format_recall(doc: dict, path: Path, baseline: str) -> Path:
+    """Recall@k of every format, a panel per strategy/retriever run of ``baseline``'s."""
+    formats = doc["formats"]
+    base = formats[baseline]
+    panels = []
+    for run in base["runs"]:
+        key = (run["strategy"], run["retriever"])
+        lines = [(fmt, r) for fmt, result in formats.items() for r in result["runs"]
+                 if (r["strategy"], r["retriever"]) == key]
+        panels.append(("/".join(key), lines))
+    return _recall_panels(panels, base["config"], "format",
+                          f"Recall@k per format ({base['corpus']['queries']} queries)", path)
 
 
 def _save(fig, path: Path) -> Path:
