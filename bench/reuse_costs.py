@@ -12,7 +12,7 @@
 
 The tests' fake embedder (tests/fixtures/fakes.py, registered through the real registry)
 stands in for the model and counts every text it encodes; every extraction is counted by
-wrapping ``pipeline.prepare.extract_bytes``. ``check_index`` runs after every sync.
+wrapping ``pipeline.prepare.extract_bytes`` (bench/sync_costs.py's counter). ``check_index`` runs after every sync.
 """
 from __future__ import annotations
 
@@ -32,7 +32,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fixtures
 import pymupdf  # noqa: E402
 from fakes import FAKE, HashEmbedder  # noqa: E402
 
-from citeline import pipeline  # noqa: E402
 from citeline.flows.ingest import index_folder  # noqa: E402
 from citeline.index.check import check_index  # noqa: E402
 from citeline.index.store import Store  # noqa: E402
@@ -42,16 +41,7 @@ from citeline.tasks.store import embedder_for  # noqa: E402
 
 WORDS = ("the report board region revenue harbour column meeting budget contractor inspection interval "
          "warranty delivery committee project archive pump bridge tender audit ledger survey").split()
-EXTRACTIONS = [0]
-_extract_bytes = pipeline.prepare.extract_bytes
-
-
-def counted_extract(*args, **kwargs):
-    EXTRACTIONS[0] += 1
-    return _extract_bytes(*args, **kwargs)
-
-
-pipeline.prepare.extract_bytes = counted_extract
+from sync_costs import EXTRACTIONS  # noqa: E402  # importing it counts every extract_bytes call
 
 
 def long_pdf(pages: int, edited_page: int | None = None) -> bytes:
