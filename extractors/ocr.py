@@ -37,7 +37,8 @@ from citeline.extractors.clean import Deadline, clean
 NAME = "image-ocr"
 # 2: capitals hyphenated at a line end are rejoined (ELE-\nMENT).
 # 3: a compound broken at one of its own hyphens keeps it ("text-to-\nimage").
-VERSION = "3"
+# 4: lines Tesseract's layout analysis dropped are read again (reread_dropped_lines).
+VERSION = "4"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff")
@@ -228,6 +229,7 @@ def ocr_image(
     else:
         stacked, offsets = gray, [(0, 0, 0)]
     data = _tesseract(stacked, lang, deadline)
+    data = reread_dropped_lines(stacked, data, lang, deadline)
     return _page_text(data, offsets, scale)
 
 
@@ -380,7 +382,7 @@ def _stack(gray: Image.Image, regions: list[Box]) -> tuple[Image.Image, list[tup
     return stacked, offsets
 
 
-def _tesseract(image: Image.Image, lang: str, deadline: Deadline | None) -> dict[str, list]:
+def _tesseract(image: Image.Image, lang: str, deadline: Deadline | None, psm: str = "3") -> dict[str, list]:
     """Run Tesseract on one image; its TSV output as columns (pytesseract's DICT shape).
 
     Tesseract's OpenMP threads fight each other under parallel documents (pages took
@@ -397,7 +399,7 @@ def _tesseract(image: Image.Image, lang: str, deadline: Deadline | None) -> dict
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "page.pgm"  # uncompressed: far cheaper to write than PNG
         image.save(path)
-        cmd = [pytesseract.pytesseract.tesseract_cmd, str(path), "stdout", "-l", lang, "--psm", "3", "tsv"]
+        cmd = [pytesseract.pytesseract.tesseract_cmd, str(path), "stdout", "-l", lang, "--psm", psm, "tsv"]
         try:
             proc = subprocess.run(cmd, capture_output=True, env=env, timeout=max(1.0, left) if left is not None else None)
         except subprocess.TimeoutExpired:
@@ -407,6 +409,101 @@ def _tesseract(image: Image.Image, lang: str, deadline: Deadline | None) -> dict
     if proc.returncode != 0:
         raise Unreadable(f"Tesseract failed ({proc.returncode}): {proc.stderr.decode(errors='replace').strip()[-300:]}")
     return _parse_tsv(proc.stdout.decode("utf-8", errors="replace"))
+
+
+# Tesseract's automatic layout (--psm 3) now and then drops a whole, perfectly legible
+# line of a paragraph (seen on a rendered scan: one line of eleven, words and all, absent
+# from its TSV; --psm 4 kept it but lost other lines). The ink in the gap such a line
+# leaves is read again on its own.
+REREAD_MIN_CONF = 70.0  # mean word confidence of a reread gap's text to keep it
+REREAD_MAX = 12  # gaps reread per image: a page of figures must not cost a page of calls
+
+
+def reread_dropped_lines(image: Image.Image, data: dict[str, list], lang: str,
+                         deadline: Deadline | None) -> dict[str, list]:
+    """``data`` with the text of line-sized ink between recognised lines added, read with
+    ``--psm 6``; each gap's words join the block of the line above it, in page order.
+
+    Kept only when the gap reads as text (mean confidence at least ``REREAD_MIN_CONF``):
+    a figure's ink between paragraphs is not text and stays out, as Tesseract left it.
+    """
+    lines = _line_boxes(data)
+    if len(lines) < 2:
+        return data
+    pixels = np.asarray(image.convert("L"))
+    height = float(np.median([bottom - top for _, top, bottom in lines]))
+    ink_rows = (pixels < _threshold(pixels)).sum(axis=1) >= max(4, 0.01 * pixels.shape[1])
+    added: list[tuple[int, list[dict]]] = []  # (index of the word after which to insert, words)
+    reach = 0
+    for k, (last_word, top, bottom) in enumerate(lines[:-1]):
+        reach = max(reach, bottom)
+        nxt_top = lines[k + 1][1]
+        if nxt_top - reach < 1.2 * height or not _one_text_line_of_ink(ink_rows[reach:nxt_top], height):
+            continue
+        if len(added) == REREAD_MAX:
+            break
+        gap = image.crop((0, reach, image.width, nxt_top))
+        words = _confident_words(_tesseract(gap, lang, deadline, psm="6"))
+        if words:
+            for w in words:
+                w["top"] += reach
+            added.append((last_word, words))
+    return _insert_words(data, added) if added else data
+
+
+def _line_boxes(data: dict[str, list]) -> list[tuple[int, int, int]]:
+    """Recognised lines as (index of their last word, top, bottom), top to bottom."""
+    spans: dict[tuple, list[int]] = {}
+    for k, word in enumerate(data.get("text", [])):
+        if float(data["conf"][k]) < 0 or not word.strip():
+            continue
+        key = (data["block_num"][k], data["par_num"][k], data["line_num"][k])
+        top, bottom = data["top"][k], data["top"][k] + data["height"][k]
+        span = spans.setdefault(key, [k, top, bottom])
+        span[0] = k
+        span[1], span[2] = min(span[1], top), max(span[2], bottom)
+    return sorted((tuple(s) for s in spans.values()), key=lambda s: s[1])
+
+
+def _one_text_line_of_ink(rows: np.ndarray, height: float) -> bool:
+    """Whether the rows hold a run of ink the height of a text line (not a blank
+    paragraph break, not speckle, not one tall figure)."""
+    if not rows.any():
+        return False
+    runs, run = [], 0
+    for inked in rows:
+        if inked:
+            run += 1
+        elif run:
+            runs.append(run)
+            run = 0
+    if run:
+        runs.append(run)
+    return any(0.5 * height <= r <= 2.0 * height for r in runs) and max(runs) <= 3 * height
+
+
+def _confident_words(data: dict[str, list]) -> list[dict]:
+    words = [{name: data[name][k] for name in data} for k, text in enumerate(data.get("text", []))
+             if float(data["conf"][k]) >= 0 and text.strip()]
+    if not words or sum(float(w["conf"]) for w in words) / len(words) < REREAD_MIN_CONF:
+        return []
+    return words
+
+
+def _insert_words(data: dict[str, list], added: list[tuple[int, list[dict]]]) -> dict[str, list]:
+    """Columns with each gap's words after the word ``after`` and in its block and
+    paragraph, on line numbers of their own (beyond any Tesseract gives a paragraph)."""
+    names = list(data)
+    rows = [{name: data[name][k] for name in names} for k in range(len(data["text"]))]
+    out: list[dict] = []
+    extra = dict(added)
+    for k, row in enumerate(rows):
+        out.append(row)
+        for n, word in enumerate(extra.get(k, ())):
+            out.append({**word, "block_num": row["block_num"], "par_num": row["par_num"],
+                        "line_num": (k + 1) * 1_000_000 + word["block_num"] * 10_000
+                        + word["par_num"] * 100 + word["line_num"]})
+    return {name: [row[name] for row in out] for name in names}
 
 
 def _parse_tsv(tsv: str) -> dict[str, list]:

@@ -35,7 +35,8 @@ NAME = "pdf"
 # chunker sees sections; capitals hyphenated at a line end are rejoined.
 # 5: a compound broken at one of its own hyphens keeps it ("text-to-\nimage").
 # 6: a sentence running over a page break stays one paragraph (it was split in two chunks).
-VERSION = "6"
+# 7: OCR reads again the lines Tesseract's layout analysis dropped (ocr 4).
+VERSION = "7"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".pdf",)

@@ -1,5 +1,8 @@
 import io
+from pathlib import Path
 
+import numpy as np
+import pymupdf
 import pytest
 from PIL import Image
 
@@ -135,3 +138,47 @@ def test_tesseract_thread_limit_stays_out_of_this_process(make, monkeypatch):
     monkeypatch.delenv("OMP_THREAD_LIMIT", raising=False)
     ocr.extract(make.scan_jpeg(), "receipt.jpg")
     assert "OMP_THREAD_LIMIT" not in __import__("os").environ
+
+
+DEV_DOCS = Path(__file__).resolve().parents[4] / "shared" / "corpora" / "dev" / "docs"
+
+
+@pytest.mark.slow
+def test_lines_tesseract_drops_from_a_legible_page_are_read_again():
+    """Page 3 of the dev corpus's hyperparameter chapter as the format evaluation scans
+    it: Tesseract's automatic layout left out one line of a paragraph and a whole
+    paragraph below it (the needle of q28 was destroyed by the first)."""
+    from citeline.evaluation.render import render_pdf, render_scan
+    from citeline.extractors import pdf
+
+    scan = pymupdf.open(stream=render_scan(render_pdf("13-hyperopt-intro.md", (DEV_DOCS / "13-hyperopt-intro.md").read_text()),
+                                           seed=12), filetype="pdf")
+    scan.select([2])
+    text = " ".join(pdf.extract(scan.tobytes(), "page3.pdf").text.split())
+    assert "for each layer the number of units. The number of units of the" in text
+    assert "Random search is the first hyperparameter optimization algorithm" in text
+
+
+def test_a_dropped_lines_words_join_the_block_above_it_in_page_order():
+    data = {"text": ["one", "two", "four"], "conf": ["90", "90", "90"], "block_num": [1, 1, 1],
+            "par_num": [1, 1, 1], "line_num": [1, 1, 2], "top": [0, 0, 60], "height": [10, 10, 10],
+            "left": [0, 40, 0], "width": [30, 30, 30]}
+    gap = {"text": "three", "conf": "88", "block_num": 1, "par_num": 1, "line_num": 1, "top": 30, "height": 10,
+           "left": 0, "width": 40}
+    merged = ocr._insert_words(data, [(1, [gap])])
+    page = ocr._page_text(merged, [(0, 0, 0)], scale=1.0)
+    assert [line.text for block in page.blocks for line in block.lines] == ["one two", "three", "four"]
+
+
+@pytest.mark.parametrize(("runs", "expected"), [
+    ([], False),  # a blank paragraph break
+    ([2], False),  # speckle
+    ([10], True),  # one line of text
+    ([10, 4, 11], True),  # two lines
+    ([60], False),  # a figure
+])
+def test_only_line_sized_ink_is_read_again(runs, expected):
+    rows = []
+    for run in runs:
+        rows += [True] * run + [False] * 5
+    assert ocr._one_text_line_of_ink(np.array([False] * 5 + rows, dtype=bool), height=10.0) is expected
