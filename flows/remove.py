@@ -7,6 +7,7 @@ here. Plain function, no Prefect: nothing is extracted or embedded.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 from citeline.index.lease import check_writer
 from citeline.index.lock import writer_lock
 from citeline.index.store import Store

@@ -12,8 +12,6 @@ from citeline.index.lease import lease_lock
 from citeline.schemas.errors import IndexBusy, UnsupportedStore
 
 LOCK_NAME = ".citeline-writer.lock"
-# memory:// lives in one process, where the process's write lock (tasks/store.py) suffices.
-GUARDED = ("a local folder", "s3://bucket/prefix (AWS S3 or an S3-compatible server: AWS_ENDPOINT_URL)")
 
 
 def is_local(uri: str) -> bool:
@@ -30,13 +28,20 @@ def check_writable(uri: str) -> None:
 
     Raises:
         UnsupportedStore: ``uri`` is on another object store.
+
+    >>> check_writable("s3://bucket/index"), check_writable("/data/index")
+    (None, None)
+    >>> check_writable("gs://bucket/index")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    citeline.schemas.errors.UnsupportedStore: citeline writes an index only on a local folder or on s3://...
     """
+    # memory:// lives in one process, where the process's write lock (tasks/store.py) suffices.
     if is_local(uri) or uri.startswith(("s3://", "memory://")):
         return
     scheme = uri.split("://", 1)[0]
-    raise UnsupportedStore(f"citeline writes an index only on {GUARDED[0]} or on {GUARDED[1]}: its one-writer "
-                           f"lock needs S3's conditional writes, and on {scheme}:// two writers would duplicate "
-                           f"rows (got {uri!r})")
+    raise UnsupportedStore(f"citeline writes an index only on a local folder or on s3://bucket/prefix (AWS S3 or an "
+                           f"S3-compatible server, AWS_ENDPOINT_URL): its one-writer lock needs S3's conditional "
+                           f"writes, and on {scheme}:// two writers would duplicate rows (got {uri!r})")
 
 
 @contextmanager
