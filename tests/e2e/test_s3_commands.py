@@ -117,11 +117,13 @@ def test_a_reembed_whose_lease_was_taken_over_stops_with_writer_lost(on_s3, monk
     assert s3_client().get_object(Bucket=lock.bucket, Key=lock.key)["Body"].read() == OTHER
 
 
-@pytest.mark.parametrize("db", ["gs://bucket/index", "az://container/index", "abfs://c@account/index",
-                                "s3+ddb://bucket/index"])
-@pytest.mark.parametrize("command", [["index", str(EXAMPLES)], ["retry"], ["rm", "/anything"], ["gc"],
-                                     ["reindex", "--model", FAKE], ["calibrate"],
-                                     ["serve", str(EXAMPLES)], ["check", "--repair"]])
+WRITERS = [["index", str(EXAMPLES)], ["retry"], ["rm", "/anything"], ["gc"], ["reindex", "--model", FAKE],
+           ["calibrate"], ["serve", str(EXAMPLES)], ["check", "--repair"]]
+STORES = ["gs://bucket/index", "az://container/index", "abfs://c@account/index", "s3+ddb://bucket/index"]
+
+
+@pytest.mark.parametrize(("command", "db"), [*((c, STORES[0]) for c in WRITERS),
+                                             *((WRITERS[0], store) for store in STORES[1:])])
 def test_a_writer_on_an_object_store_without_a_lock_object_is_refused(command, db):
     result = invoke(*command, "--db", db, "--json")
     assert result.exit_code == 2, result.output
