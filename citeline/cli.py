@@ -24,6 +24,23 @@ from citeline.schemas.text import visible, visible_lines
 
 db_option = click.option("--db", envvar=ENV_DB, default=DEFAULTS["db"], show_default=True,
                          help="Index location: a local folder or any LanceDB URI.")
+
+
+def _writable_db(ctx, param, value: str) -> str:
+    """--db of a writing command: refused at once on a store without a writer lock (index/lock.py)."""
+    from citeline.index.lock import check_writable
+    from citeline.schemas.errors import UnsupportedStore
+
+    try:
+        check_writable(value)
+    except UnsupportedStore as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+    return value
+
+
+writer_db_option = click.option("--db", envvar=ENV_DB, default=DEFAULTS["db"], show_default=True,
+                                callback=_writable_db,
+                                help="Index location: a local folder or s3://bucket/prefix.")
 model_option = click.option("--model", envvar=ENV_MODEL, default=None,
                             help="Embedding model: a packaged alias or a local sentence-transformers folder "
                                  f"(default: the index's own model, else {DEFAULTS['model']}).")
@@ -56,7 +73,7 @@ class SourcePath(click.Path):
 
 @cli.command()
 @click.argument("path", type=SourcePath(exists=True, file_okay=True, dir_okay=True))
-@db_option
+@writer_db_option
 @model_option
 @click.option("--strategy", default=DEFAULT_STRATEGY, show_default=True,
               type=click.Choice(STRATEGIES, case_sensitive=False),
@@ -168,8 +185,8 @@ def _print_run(state, as_json: bool = False) -> None:
 
 
 @cli.command()
-@click.argument("path", type=click.Path(exists=True, file_okay=False))
-@db_option
+@click.argument("path", type=SourcePath(exists=True, file_okay=False))
+@writer_db_option
 @model_option
 @click.option("--cron", default="*/15 * * * *", show_default=True, help="When to re-sync (cron syntax).")
 @click.option("--strategy", type=click.Choice(STRATEGIES, case_sensitive=False), default=DEFAULT_STRATEGY,
@@ -177,26 +194,27 @@ def _print_run(state, as_json: bool = False) -> None:
 @click.option("--name", default=None, help="Deployment name (default: sync-<folder name>).")
 @output_options
 def serve(path, db, model, cron, strategy, name, as_json):
-    """Keep PATH indexed on a schedule; needs a Prefect server (PREFECT_API_URL)."""
+    """Keep PATH (a folder, or an s3:// prefix) indexed on a schedule; needs a Prefect server (PREFECT_API_URL)."""
     import os
 
-    from citeline.flows.serve import serve_folder
+    from citeline.flows.serve import FolderSync
+    from citeline.schemas.paths import absolute
     from citeline.schemas.settings import IndexSettings
 
     if not os.environ.get("PREFECT_API_URL"):
         raise click.UsageError("set PREFECT_API_URL to a running server (`prefect server start`): "
                                "without one, Prefect schedules nothing")
-    settings = IndexSettings(db=str(Path(db).resolve()), model=model_for(db, model), strategy=strategy.upper())
-    name = name or f"sync-{Path(path).expanduser().resolve().name}"
+    settings = IndexSettings(db=absolute(db), model=model_for(db, model), strategy=strategy.upper())
+    sync = FolderSync.of(path, settings, cron, name)
     if as_json:  # serving blocks: what is served is the one object printed
-        click.echo(json.dumps({"deployment": f"index-folder/{name}", "root": str(Path(path).expanduser().resolve()),
-                               "db": settings.db, "cron": cron}, indent=2))
-    serve_folder(path, settings, cron, name)
+        click.echo(json.dumps({"deployment": f"index-folder/{sync.name}", "root": sync.root, "db": settings.db,
+                               "cron": cron}, indent=2))
+    sync.serve()
 
 
 @cli.command()
 @click.argument("path", required=False, type=click.Path())
-@db_option
+@writer_db_option
 @model_option
 @click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
               help="Seconds to wait for another writer of the same index.")
@@ -215,7 +233,7 @@ def retry(path, db, model, wait_s, as_json):
 
 
 @cli.command()
-@db_option
+@writer_db_option
 @click.option("--model", required=True, envvar=ENV_MODEL,
               help="The new embedding model: a packaged alias or a local sentence-transformers folder.")
 @click.option("--strategy", type=click.Choice(STRATEGIES, case_sensitive=False), default=None,
@@ -246,7 +264,7 @@ def reindex(db, model, strategy, wait_s, as_json):
 
 
 @cli.command()
-@db_option
+@writer_db_option
 @click.option("--yes", is_flag=True, help="Drop them; without it, only list what would go.")
 @click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
               help="Seconds to wait for another writer of the same index.")
@@ -289,12 +307,12 @@ def gc(db, yes, wait_s, as_json):
 
 @cli.command()
 @click.argument("path", type=click.Path())
-@db_option
+@writer_db_option
 @click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
               help="Seconds to wait for another writer of the same index.")
 @output_options
 def rm(path, db, wait_s, as_json):
-    """Forget the documents under PATH: a file or folder, typically one renamed or deleted.
+    """Forget the documents under PATH: a file or folder (or s3:// URL), typically one renamed or deleted.
 
     A sync forgets files gone from the folder it syncs; this removes what no sync reaches
     (the old name of a renamed folder), chunks and records, under the writer lock.
@@ -309,7 +327,7 @@ def rm(path, db, wait_s, as_json):
         roots = ", ".join(visible(r) for r in removal.known_roots) or "none"
         raise CliError(f"no document is indexed under {visible(removal.target)} (synced roots: {roots})",
                        kind="not-indexed")
-    still_exists = Path(path).expanduser().exists()
+    still_exists = _still_exists(path)
     if as_json:
         click.echo(json.dumps({"target": removal.target, "removed": list(removal.paths),
                                "roots_forgotten": list(removal.roots), "still_exists": still_exists}, indent=2))
@@ -321,8 +339,16 @@ def rm(path, db, wait_s, as_json):
         click.echo(f"note: {visible(path)} still exists: a sync of it, or of a folder above it, indexes it again")
 
 
+def _still_exists(path: str) -> bool:
+    if is_remote(path):
+        from citeline.pipeline.objects import exists  # fsspec: only when a URL is given
+
+        return exists(path)
+    return Path(path).expanduser().exists()
+
+
 @cli.command()
-@db_option
+@writer_db_option
 @click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
               help="Seconds to wait for another writer of the same index.")
 @click.option("--answerability", is_flag=True,
@@ -504,6 +530,8 @@ def check(db, as_json, repair, wait_s):
     from citeline.index.store import Store
 
     if repair:
+        ctx = click.get_current_context()
+        _writable_db(ctx, next(p for p in ctx.command.params if p.name == "db"), db)  # a repair writes
         _check_and_repair(db, as_json, wait_s)
         return
     with cli_errors():

@@ -7,16 +7,16 @@
 Nothing in the package imports this file.
 """
 import sys
-from pathlib import Path
 
 from citeline.tasks import env, log
 
 env.apply()  # before Prefect is imported
 
 from citeline.flows.serve import serve_folder  # noqa: E402
+from citeline.schemas.paths import absolute  # noqa: E402
 from citeline.schemas.settings import IndexSettings  # noqa: E402
 
 if __name__ == "__main__":
     log.configure()
     root, db, cron = sys.argv[1:4]
-    serve_folder(root, IndexSettings(db=str(Path(db).resolve())), cron)
+    serve_folder(root, IndexSettings(db=absolute(db)), cron)

@@ -19,7 +19,7 @@ from citeline.pipeline.plan import STAT_COLUMNS, SyncPlan, Todo, plan_sync
 from citeline.pipeline.prepare import Prepared, Unchanged
 from citeline.pipeline.walk import Selection, list_files
 from citeline.schemas.errors import DocumentError
-from citeline.schemas.paths import escape, is_remote
+from citeline.schemas.paths import absolute, escape, is_remote
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import STAMP_COLUMNS, IndexStamp
 from citeline.schemas.status import DocError, DocStatus, Outcome, RunSummary
@@ -112,9 +112,7 @@ def plan_folder(root: str, store, stamp, selection: Selection = Selection(), ver
 def synced_root(root: str) -> str:
     """``root`` as the index stores it: resolved, escaped (schemas/paths.py); an
     object-storage URL as given, less a trailing slash."""
-    if is_remote(root):
-        return escape(root.rstrip("/"))
-    return escape(str(Path(root).expanduser().resolve()))
+    return escape(absolute(root))
 
 
 def is_folder(root: str) -> bool:

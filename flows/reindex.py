@@ -8,9 +8,11 @@ from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from citeline.index.faults import is_storage_error
+from citeline.index.lease import check_writer
 from citeline.index.lock import writer_lock
 from citeline.index.store import Store
 from citeline.pipeline.record import restamped_record
+from citeline.schemas.errors import WriterLost
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.status import Failure
@@ -62,12 +64,14 @@ def reindex(settings: IndexSettings, wait_s: float = 0.0):
             log.warning("reindex.pruned", table=staged, documents=len(pruned))
         futures = {reembed_document.submit(r, new, settings): r for r in records}
         wait(list(futures))
+        raise_writer_lost(futures)
         failures = tuple(Failure(r["path"], "embed", f.state.message or "re-embedding failed")
                          for f, r in futures.items() if not f.state.is_completed())
         if failures:
             summary = ReindexSummary(old, new, len(records), 0, False, failures)
             return Failed(message=f"{len(failures)} documents failed; the live index is unchanged", data=summary)
         try:
+            check_writer(settings.db)  # S3: a run whose lease was lost neither finishes nor switches
             store.finish_run(new, staged=True)
             # The new table keeps token vectors if the live one had them: switch only when filled.
             if keeps_token_vectors(settings, old):
@@ -84,6 +88,7 @@ def reindex(settings: IndexSettings, wait_s: float = 0.0):
             return Failed(message=f"not switched, the live index is unchanged: {'; '.join(problems[:5])}"
                                   + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""),
                           data=summary)
+        check_writer(settings.db)
         store.activate(new)
         rows = store.rows_per_document()  # one scan, not one per document
         store.upsert_documents([restamped_record(r["doc_id"], new, rows[r["doc_id"]])
@@ -92,6 +97,14 @@ def reindex(settings: IndexSettings, wait_s: float = 0.0):
         summary = ReindexSummary(old, new, len(records), store.count_chunks(), True)
     log.info("reindex.switched", old_table=chunks_table_name(old), new_table=staged, rows=summary.rows)
     return Completed(message=summary.line(), data=summary)
+
+
+def raise_writer_lost(futures) -> None:
+    """Stop the run as a sync stops when its S3 lease was lost: with the WriterLost, not as
+    documents that failed."""
+    for future in futures:
+        if future.state.is_failed() and isinstance(lost := future.state.result(raise_on_failure=False), WriterLost):
+            raise lost
 
 
 def prune_unrecorded(store: Store, table: str, recorded: set[str]) -> list[str]:

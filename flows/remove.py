@@ -7,11 +7,11 @@ here. Plain function, no Prefect: nothing is extracted or embedded.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
+from citeline.index.lease import check_writer
 from citeline.index.lock import writer_lock
 from citeline.index.store import Store
-from citeline.schemas.paths import escape, is_under
+from citeline.schemas.paths import absolute, escape, is_under
 
 
 @dataclass(frozen=True)
@@ -23,16 +23,19 @@ class Removal:
 
 
 def remove_path(path: str, db: str, wait_s: float = 0.0) -> Removal:
-    """Delete every document whose source is ``path`` or lies under it, chunks first.
+    """Delete every document whose source is ``path`` (a local path or an ``s3://`` URL) or
+    lies under it, chunks first.
 
     Raises:
         IndexBusy: another process holds the writer lock after ``wait_s``.
+        WriterLost: an S3 index's lease was lost before the deletes.
     """
-    target = escape(str(Path(path).expanduser().resolve()))
+    target = escape(absolute(path))
     with writer_lock(db, wait_s):
         store = Store(db)
         stamp = store.stamp()
         records = [r for r in store.document_rows(["doc_id", "source"]) if is_under(r["source"], target)]
+        check_writer(db)
         store.delete_documents([r["doc_id"] for r in records], stamp)
         roots = [root for root in store.roots() if is_under(root, target)]
         store.remove_roots(roots)

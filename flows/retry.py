@@ -1,6 +1,4 @@
 """Re-run only the documents that failed, without re-scanning the folder."""
-from pathlib import Path
-
 from prefect import flow
 from prefect.task_runners import ThreadPoolTaskRunner
 
@@ -8,6 +6,7 @@ from citeline.flows.ingest import final_state, run_documents, stopped_state
 from citeline.index.faults import is_storage_error
 from citeline.index.lock import writer_lock
 from citeline.pipeline.plan import Todo
+from citeline.schemas.paths import absolute, escape, is_under
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.status import DocStatus, RunSummary
 from citeline.tasks.record import as_failures, record_failures
@@ -50,11 +49,8 @@ def retry_failed(settings: IndexSettings = IndexSettings(), path: str | None = N
 
 
 def failed_todo(records: list[dict], path: str | None) -> list[Todo]:
-    """Failed records as work items, limited to ``path`` (a file or a folder) when given."""
-    scope = Path(path).expanduser().resolve() if path else None
-    todo = []
-    for r in sorted(records, key=lambda r: r["source"]):
-        source = Path(r["source"])
-        if scope is None or source == scope or source.is_relative_to(scope):
-            todo.append(Todo.of_record(r))
-    return todo
+    """Failed records as work items, limited to ``path`` (a file or a folder, local or an
+    ``s3://`` URL) when given."""
+    scope = escape(absolute(path)) if path else None
+    return [Todo.of_record(r) for r in sorted(records, key=lambda r: r["source"])
+            if scope is None or is_under(r["source"], scope)]

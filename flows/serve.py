@@ -1,25 +1,43 @@
 """Keep a folder indexed on a schedule, served from this process against a Prefect server."""
 from __future__ import annotations
 
-from dataclasses import asdict
-from pathlib import Path
+from dataclasses import asdict, dataclass
+from pathlib import PurePosixPath
 
 from citeline.flows.ingest import index_folder
+from citeline.schemas.paths import absolute
 from citeline.schemas.settings import IndexSettings
 
 
-def serve_folder(root: str, settings: IndexSettings, cron: str, name: str | None = None) -> None:
-    """Register an ``index-folder`` deployment with a cron schedule and run its flow runs here.
+@dataclass(frozen=True)
+class FolderSync:
+    """The ``index-folder`` deployment that keeps one folder (local, or an ``s3://`` prefix) indexed."""
 
-    ``global_limit=1`` lets one run of the deployment execute at a time: one sync per
-    index, the single-writer rule held by the scheduler as well as by the index lock.
-    Blocks until interrupted.
-    """
-    folder = str(Path(root).expanduser().resolve())
-    index_folder.serve(
-        name=name or f"sync-{Path(folder).name}",
-        cron=cron,
-        parameters={"root": folder, "settings": asdict(settings)},
-        global_limit=1,
-        description=f"Keep {folder} indexed in {settings.db}",
-    )
+    name: str
+    cron: str
+    root: str  # absolute: a served run's working directory is not the caller's
+    settings: IndexSettings
+
+    @classmethod
+    def of(cls, root: str, settings: IndexSettings, cron: str, name: str | None = None) -> "FolderSync":
+        folder = absolute(root)
+        return cls(name or f"sync-{PurePosixPath(folder).name}", cron, folder, settings)
+
+    @property
+    def parameters(self) -> dict:
+        """Each scheduled run's parameters, as the Prefect server stores them (JSON)."""
+        return {"root": self.root, "settings": asdict(self.settings)}
+
+    def serve(self) -> None:
+        """Register the deployment with its cron schedule and run its flow runs here; blocks until interrupted.
+
+        ``global_limit=1`` lets one run of the deployment execute at a time: one sync per
+        index, the single-writer rule held by the scheduler as well as by the index lock.
+        """
+        index_folder.serve(name=self.name, cron=self.cron, parameters=self.parameters, global_limit=1,
+                           description=f"Keep {self.root} indexed in {self.settings.db}")
+
+
+def serve_folder(root: str, settings: IndexSettings, cron: str, name: str | None = None) -> None:
+    """Keep ``root`` indexed in ``settings.db`` on the ``cron`` schedule (``FolderSync.serve``)."""
+    FolderSync.of(root, settings, cron, name).serve()

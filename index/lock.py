@@ -9,13 +9,39 @@ from pathlib import Path
 from typing import Iterator
 
 from citeline.index.lease import lease_lock
-from citeline.schemas.errors import IndexBusy
+from citeline.schemas.errors import IndexBusy, UnsupportedStore
 
 LOCK_NAME = ".citeline-writer.lock"
 
 
 def is_local(uri: str) -> bool:
     return "://" not in uri or uri.startswith("file://")
+
+
+def check_writable(uri: str) -> None:
+    """Refuse, before anything is read or written, an index where no writer lock keeps
+    writers single: an object store other than S3 (gs://, az://, s3+ddb:// …).
+
+    Two writers of one LanceDB table both commit their ``merge_insert`` of the same keys,
+    whatever the store (docs/benchmarks.md §10); the lock object that prevents it needs
+    conditional writes, implemented here for S3 only.
+
+    Raises:
+        UnsupportedStore: ``uri`` is on another object store.
+
+    >>> check_writable("s3://bucket/index"), check_writable("/data/index")
+    (None, None)
+    >>> check_writable("gs://bucket/index")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    citeline.schemas.errors.UnsupportedStore: citeline writes an index only on a local folder or on s3://...
+    """
+    # memory:// lives in one process, where the process's write lock (tasks/store.py) suffices.
+    if is_local(uri) or uri.startswith(("s3://", "memory://")):
+        return
+    scheme = uri.split("://", 1)[0]
+    raise UnsupportedStore(f"citeline writes an index only on a local folder or on s3://bucket/prefix (AWS S3 or an "
+                           f"S3-compatible server, AWS_ENDPOINT_URL): its one-writer lock needs S3's conditional "
+                           f"writes, and on {scheme}:// two writers would duplicate rows (got {uri!r})")
 
 
 @contextmanager
@@ -25,16 +51,18 @@ def writer_lock(uri: str, wait_s: float = 0.0) -> Iterator[None]:
     The lock is an advisory ``flock`` on a file inside a local index folder, released
     by the kernel when the holder dies (kill -9 included). An index on S3 is guarded by
     a lock object with a lease instead (index/lease.py). Other object stores have no
-    guard: run one sync per index there (a Prefect concurrency limit).
+    lock and are refused (``check_writable``).
 
     Raises:
         IndexBusy: another process holds the lock after ``wait_s``.
+        UnsupportedStore: as ``check_writable``.
     """
+    check_writable(uri)
     if uri.startswith("s3://"):
         with lease_lock(uri, wait_s):
             yield
         return
-    if not is_local(uri):
+    if not is_local(uri):  # memory://
         yield
         return
     folder = Path(uri.removeprefix("file://"))

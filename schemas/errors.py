@@ -59,6 +59,10 @@ class IndexBusy(CitelineError):
     """Another process holds the index's writer lock."""
 
 
+class UnsupportedStore(CitelineError):
+    """An index on an object store where citeline has no writer lock (only S3 has one)."""
+
+
 class WriterLost(CitelineError):
     """This process no longer holds the index's writer lease (it ran out, or another writer took it over):
     the run stops before its next write."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 # The \xNN that ``escape`` writes for a byte of a name that is not UTF-8 (0x80-0xFF).
 _ESCAPED_BYTE = re.compile(r"\\x([89a-f][0-9a-f])")
@@ -54,3 +55,16 @@ def is_remote(path: str) -> bool:
     (True, False, False)
     """
     return "://" in path and not path.startswith("file://")
+
+
+def absolute(path: str) -> str:
+    """A local path made absolute (``~`` expanded, links resolved); an object-storage URL as
+    given, less a trailing slash. Every command that names a synced file or folder uses it,
+    so ``rm``, ``retry`` and ``serve`` find what ``index`` stored.
+
+    >>> absolute("s3://bucket/docs/"), absolute("/docs/../docs/a.md")
+    ('s3://bucket/docs', '/docs/a.md')
+    """
+    if is_remote(path):
+        return path.rstrip("/")
+    return str(Path(path).expanduser().resolve())

@@ -21,13 +21,16 @@ def reembed_document(record: dict, stamp: IndexStamp, settings: IndexSettings) -
 
     A document whose staged rows already match (an interrupted re-index resumed) is not
     embedded again.
+
+    Raises:
+        WriterLost: an S3 index's writer lease was lost (checked before the write).
     """
     store = store_for(settings.db)
     staged = chunks_table_name(stamp)
     if _already_staged(record, stamp, settings):
         return store.count_chunks(record["doc_id"], table=staged)
     prepared = rechunk(record, embedder_for(settings), stamp, settings)
-    with write_lock():
+    with write_lock(settings.db):
         count = store.replace_chunks(stamp, record["doc_id"], chunk_table(prepared.rows, stamp), staged=True)
     get_logger(path=record["path"]).info("document.reembedded", chunks=count)
     return count
