@@ -5,7 +5,8 @@
     .venv/bin/python bench/model_compare.py A/results.json B/results.json
 
 For every (strategy, retriever) both runs hold, and for each phrasing (course: the
-textbook's words; ticket: a user's) and both together: R@1, R@20 and MRR of each run, and
+textbook's words; ticket: a user's) and both together: R@1, R@20, MRR and answered (the needle cited after the run's own gate: "answered
+honestly") of each run, and
 the exact sign test of B against A on the same queries (``evaluation.report.compare``;
 wins are queries where B did better). Prints a Markdown table.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 from citeline.evaluation.report import compare
 
 PHRASINGS = ("course", "ticket", "all")
-METRICS = ("R@1", "R@20", "MRR")
+METRICS = ("R@1", "R@20", "MRR", "answered")  # answered: the needle cited after each model's own gate
 
 
 def subset(run: dict, phrasing: str) -> dict:
@@ -30,6 +31,8 @@ def value(run: dict, metric: str) -> float:
     queries = run["per_query"]
     if metric == "MRR":
         return sum(q["rr"] for q in queries) / len(queries)
+    if metric == "answered":
+        return sum(q["answered"] for q in queries) / len(queries)
     k = int(metric[2:])
     return sum(q["rank"] is not None and q["rank"] <= k for q in queries) / len(queries)
 
@@ -53,6 +56,12 @@ def rows(a: dict, b: dict) -> list[str]:
     return out
 
 
+def bluffs(results: dict, run: dict) -> str:
+    same = [r for r in results["answered_honestly"]
+            if (r["strategy"], r["retriever"]) == (run["strategy"], run["retriever"])]
+    return f"{same[0]['all']['bluffs']}/{same[0]['all']['ood']}" if same else "-"
+
+
 def gate(results: dict) -> str:
     rec = results.get("recommended") or {}
     if not rec:
@@ -72,6 +81,9 @@ def main() -> None:
     print("| run | phrasing (queries) | " + " | ".join(METRICS) + " |")
     print("|---|---|" + "---|" * len(METRICS))
     print("\n".join(rows(a, b)))
+    print(f"\nbluffs (out-of-domain questions answered) at each model's own cut: "
+          + "; ".join(f"{run['strategy']}/{run['retriever']} A {bluffs(a, run)} → B {bluffs(b, run)}"
+                      for run in a["answered_honestly"]))
     print(f"\nrecommended gate: A {gate(a)}; B {gate(b)}")
     print(f"total time: A {a['timings'].get('total_s', 0):.0f} s, B {b['timings'].get('total_s', 0):.0f} s")
 
