@@ -9,7 +9,10 @@ out_of_domain.jsonl, asked round-robin.
 - over HTTP: ``GET /search?q=…&k=8`` and ``POST /ask {"question": q}`` against
   ``citeline api`` running as its own process, with 1 and 4 concurrent clients
   (keep-alive connections), each for ``--seconds``;
-- RSS of the service process after start and after the runs (/proc/PID/status VmRSS).
+- RSS of the service process after start and after the runs (/proc/PID/status VmRSS);
+- per HTTP cell, ``service_p50_ms``: the median of the service's own time per request (its
+  ``Server-Timing`` header, from the request's arrival in the app to the response's start), so
+  what the connection, the event loop's hand-offs and the client add is the difference.
 
 Each cell starts warm (one untimed call per client) and each kind is measured in process
 and over HTTP back to back, so the ratio HTTP / in-process compares medians of the same
@@ -110,7 +113,8 @@ def start_service(db: str) -> tuple[subprocess.Popen, int]:
     raise SystemExit("citeline api did not become ready")
 
 
-def request(conn: http.client.HTTPConnection, kind: str, q: str) -> None:
+def request(conn: http.client.HTTPConnection, kind: str, q: str) -> float:
+    """Send one request; return the service's own time for it (its Server-Timing), in seconds."""
     if kind == "search":
         conn.request("GET", f"/search?{urllib.parse.urlencode({'q': q, 'k': K})}")
     else:
@@ -119,10 +123,12 @@ def request(conn: http.client.HTTPConnection, kind: str, q: str) -> None:
     body = response.read()
     if response.status != 200:
         raise RuntimeError(f"{kind} {q!r}: HTTP {response.status} {body[:200]!r}")
+    return float(response.getheader("Server-Timing", "app;dur=nan").partition("dur=")[2]) / 1000
 
 
 def over_http(port: int, kind: str, qs: list[str], clients: int, seconds: float) -> dict:
     samples: list[float] = []
+    inside: list[float] = []  # the service's own time per request (Server-Timing)
     lock = threading.Lock()
     stop = time.monotonic() + seconds
 
@@ -130,15 +136,16 @@ def over_http(port: int, kind: str, qs: list[str], clients: int, seconds: float)
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         request(conn, kind, qs[offset])  # warm this connection
         i = offset
-        mine = []
+        mine, served = [], []
         while time.monotonic() < stop:
             q = qs[i % len(qs)]
             start = time.perf_counter()
-            request(conn, kind, q)
+            served.append(request(conn, kind, q))
             mine.append(time.perf_counter() - start)
             i += clients
         with lock:
             samples.extend(mine)
+            inside.extend(served)
 
     threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
     began = time.monotonic()
@@ -146,7 +153,8 @@ def over_http(port: int, kind: str, qs: list[str], clients: int, seconds: float)
         t.start()
     for t in threads:
         t.join()
-    return {**percentiles(samples), "per_s": round(len(samples) / (time.monotonic() - began), 1)}
+    return {**percentiles(samples), "per_s": round(len(samples) / (time.monotonic() - began), 1),
+            "service_p50_ms": percentiles(inside)["p50_ms"]}
 
 
 def rss_mb(pid: int) -> float:

@@ -17,6 +17,7 @@ import hmac
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import asynccontextmanager
 from importlib import resources
@@ -142,7 +143,12 @@ def _guard(app: FastAPI, token: str | None) -> None:
                 return response
             return _error(401, "Unauthorized", "send Authorization: Bearer <token>",
                           headers={"WWW-Authenticate": "Bearer"})
-        return await call_next(request)
+        # Server-Timing: the service's own time until the response starts, so a client (and
+        # bench/http_latency.py) can tell it from what the connection and the client add.
+        started = time.perf_counter()
+        response = await call_next(request)
+        response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.1f}"
+        return response
 
 
 def _authorised(request: Request, token: str) -> bool:

@@ -14,7 +14,7 @@ from lancedb.index import FTS, Bitmap, BTree, HnswSq
 
 from citeline.index.reader import ChunkReader, has_vector_index
 from citeline.index.filters import chunk_predicate, equals, one_of
-from citeline.index.tokens import TokenVectors
+from citeline.index.tokens import READ_CACHE_BYTES, TokenVectors
 from citeline.schemas.errors import IndexMismatch, NoIndex
 from citeline.schemas.paths import is_remote
 from citeline.schemas.retrieval import Filters
@@ -375,7 +375,7 @@ class Store:
 
     def reader(self, stamp: IndexStamp, columns: Sequence[str]) -> ChunkReader:
         """The active chunks table opened for queries (stamp checked once, rows as ``columns``)."""
-        tokens = TokenVectors(self, stamp)
+        tokens = TokenVectors(self, stamp, cache_bytes=READ_CACHE_BYTES)
         return ChunkReader(self.chunks(stamp), columns, tokens if tokens.exists() else None)
 
     def fts_search(self, stamp: IndexStamp, query: str, k: int, columns: Sequence[str] | None = None) -> list[dict]:

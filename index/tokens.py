@@ -10,6 +10,8 @@ partial table costs speed, never correctness.
 """
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -19,15 +21,27 @@ from citeline.index.filters import one_of
 from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.tables import TOKENS_SCHEMA, chunks_table_name, tokens_table_name
 
+# What a query reader keeps decoded: ~1,600 MiniLM chunks (~104 word-pieces x 384 float32),
+# so a 1k-chunk index reads each chunk's vectors from disk once. Reading 100 candidates' vectors
+# cost a third of a warm ask (docs/benchmarks.md, section 9).
+READ_CACHE_BYTES = 256 * 2**20
+
 
 class TokenVectors:
-    """The token table of ``stamp``'s chunks table in ``store``."""
+    """The token table of ``stamp``'s chunks table in ``store``.
 
-    def __init__(self, store, stamp: IndexStamp):
+    Args:
+        cache_bytes: keep up to this many bytes of vectors :meth:`read` decoded (float32), least
+            recently read dropped first; 0 keeps none. A chunk id names one embedded text, so its
+            vectors never change: the queries' reader keeps them (``Store.reader``).
+    """
+
+    def __init__(self, store, stamp: IndexStamp, cache_bytes: int = 0):
         self.store = store
         self.stamp = stamp
         self.name = tokens_table_name(stamp)
         self._opened = None
+        self._cache = _Recent(cache_bytes) if cache_bytes > 0 else None
 
     def exists(self) -> bool:
         return self._opened is not None or self.store.has_table(self.name)
@@ -103,10 +117,21 @@ class TokenVectors:
         """Stored vectors of the given chunks (float32, one row per word-piece), by chunk id."""
         if not chunk_ids or not self.exists():
             return {}
+        if self._cache is None:
+            return self._read(chunk_ids)
+        found = self._cache.get(chunk_ids)
+        missing = [cid for cid in chunk_ids if cid not in found]
+        if missing:
+            fresh = self._read(missing)
+            self._cache.put(fresh)
+            found.update(fresh)
+        return found
+
+    def _read(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
         rows = self._table().search().where(one_of("chunk_id", chunk_ids)).limit(None).to_list()
         dim = self.stamp.embed_dim
-        return {r["chunk_id"]: np.frombuffer(r["vectors"], dtype=np.float16).reshape(r["count"], dim)
-                .astype(np.float32) for r in rows}
+        return {r["chunk_id"]: _frozen(np.frombuffer(r["vectors"], dtype=np.float16).reshape(r["count"], dim)
+                .astype(np.float32)) for r in rows}
 
     def size(self) -> tuple[int, int]:
         """(chunks with stored vectors, bytes of vectors stored)."""
@@ -114,3 +139,34 @@ class TokenVectors:
             return 0, 0
         counts = self._table().search().select(["count"]).limit(None).to_arrow().column("count")
         return len(counts), int(sum(counts.to_pylist())) * self.stamp.embed_dim * 2
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)  # shared by every query that reads the chunk
+    return array
+
+
+class _Recent:
+    """Arrays by key up to a byte budget, the least recently used dropped first; thread-safe."""
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self.used = 0
+        self._items: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        with self._lock:
+            found = {k: self._items[k] for k in keys if k in self._items}
+            for k in found:
+                self._items.move_to_end(k)
+        return found
+
+    def put(self, items: Mapping[str, np.ndarray]) -> None:
+        with self._lock:
+            for key, array in items.items():
+                if key not in self._items and array.nbytes <= self.budget:
+                    self._items[key] = array
+                    self.used += array.nbytes
+            while self.used > self.budget:
+                self.used -= self._items.popitem(last=False)[1].nbytes

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import OrderedDict
 from contextlib import nullcontext
 from functools import cached_property
 from pathlib import Path
@@ -17,6 +18,7 @@ from citeline.pipeline.packaged import MPNET, assembled_folder
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 MPNET_NAME = "sentence-transformers/all-mpnet-base-v2"  # 768-d; the optional extra citeline[mpnet]
 TOKEN_BATCH = 8  # texts per forward pass for token vectors: (batch, 384, 768) floats stay small
+QUERY_TOKENS_KEPT = 16  # recent queries whose word-piece vectors came with their sentence vector
 
 
 def register_embedding_models(register: Callable[..., None]) -> None:
@@ -75,6 +77,7 @@ class SentenceTransformerEmbedder:
         # torch runs one encode at a time faster than two interleaved ones on few cores, and
         # a fast tokenizer called from two threads at once can raise "Already borrowed".
         self._lock = threading.Lock()
+        self._query_tokens: OrderedDict[str, np.ndarray] = OrderedDict()
 
     @cached_property
     def model(self):
@@ -130,9 +133,31 @@ class SentenceTransformerEmbedder:
         return vectors, tokens
 
     def embed_query(self, text: str) -> np.ndarray:
-        """One unit-length float32 vector for a query (a separate door for query prefixes)."""
+        """One unit-length float32 vector for a query (a separate door for query prefixes).
+
+        The same forward pass yields the query's word-piece vectors, kept for the
+        ``token_vectors([text])`` MaxSim asks next: a second pass over the query cost as
+        much as the first (a third of a warm ``ask``, docs/benchmarks.md section 9).
+        """
+        import torch
+
         with self._lock:
-            return self._encode_locked([text])[0]
+            started = time.perf_counter()
+            with torch.inference_mode(), self._inference():
+                out = self.model.encode([text], batch_size=1, output_value=None, show_progress_bar=False)[0]
+                # As encode(normalize_embeddings=True) does it, on the same (1, dim) tensor.
+                sentence = torch.nn.functional.normalize(out["sentence_embedding"][None], p=2, dim=1)
+                ids = self.model.tokenizer([text], truncation=True, max_length=self.max_tokens)["input_ids"]
+            self.stats.encode_s += time.perf_counter() - started
+            self._remember_query(text, self._word_pieces([out["token_embeddings"]], ids)[0])
+            return np.asarray(sentence.float().numpy(), dtype=np.float32)[0]
+
+    def _remember_query(self, text: str, tokens: np.ndarray) -> None:
+        tokens.setflags(write=False)  # handed out again: no caller may change it
+        self._query_tokens[text] = tokens
+        self._query_tokens.move_to_end(text)
+        while len(self._query_tokens) > QUERY_TOKENS_KEPT:
+            self._query_tokens.popitem(last=False)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Query vectors in word-piece sorted batches; one at a time cost 600 forward passes per calibration."""
@@ -152,12 +177,20 @@ class SentenceTransformerEmbedder:
             return []
         texts = list(texts)
         with self._lock, self._inference():
+            # Only a text encoded alone, as embed_query encodes, is answered from what it kept:
+            # in a padded batch the same text's vectors may differ in the last bits.
+            if len(texts) == 1 and texts[0] in self._query_tokens:
+                return [self._query_tokens[texts[0]]]
             out = self.model.encode(texts, output_value="token_embeddings", batch_size=TOKEN_BATCH,
                                     show_progress_bar=False)
             ids = self.model.tokenizer(texts, truncation=True, max_length=self.max_tokens)["input_ids"]
+        return self._word_pieces(out, ids)
+
+    def _word_pieces(self, outputs, ids) -> list[np.ndarray]:
+        """Unit rows of each text's output vectors, special word-pieces dropped."""
         tok = self.model.tokenizer
         special = [t for t in (tok.cls_token_id, tok.sep_token_id, tok.pad_token_id) if t is not None]
-        return [unit_rows(v.float().numpy()[~np.isin(i, special)]) for v, i in zip(out, ids)]
+        return [unit_rows(v.float().numpy()[~np.isin(i, special)]) for v, i in zip(outputs, ids)]
 
     def encode_bare(self, texts: Sequence[str]) -> np.ndarray:
         """The library's own ``encode()`` over all texts (its character-length sort), same

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 DEFAULTS = {
     # Our structlog output goes through the stdlib logger "citeline"; Prefect ships it to the UI.
@@ -18,6 +19,11 @@ DEFAULTS = {
     # work a spinning thread starves its sibling: one query embedding took 1.2 s instead of
     # 17 ms at load 10, and a batch twice the CPU (bench/omp_wait_policy.py). Read when torch loads.
     "OMP_WAIT_POLICY": "PASSIVE",
+    # numpy's OpenBLAS wakes a second thread for every product over a few hundred kFLOP and
+    # spins for its work; beside other jobs that thread waits for a core: MaxSim's 100 small
+    # products per ask took 555 ms instead of 16 ms at load 9 (docs/benchmarks.md, section 9).
+    # torch does its own threading (MKL, OpenMP) and does not read it.
+    "OPENBLAS_NUM_THREADS": "1",
     # The temporary API server of a serverless run took over Prefect's 20 s default to start
     # at load 6 on two cores, failing the run before any work (docs/benchmarks.md).
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
@@ -27,3 +33,14 @@ DEFAULTS = {
 def apply() -> None:
     for key, value in DEFAULTS.items():
         os.environ.setdefault(key, value)
+    _tell_loaded_openblas()
+
+
+def _tell_loaded_openblas() -> None:
+    """OpenBLAS reads its variable when it loads; a numpy imported before ``apply`` (``from
+    citeline import Index`` imports numpy) is given the value now."""
+    threads = os.environ["OPENBLAS_NUM_THREADS"]
+    if "numpy" in sys.modules and threads.isdigit() and int(threads) > 0:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=int(threads), user_api="blas")

@@ -89,7 +89,9 @@ def test_ask_answers_with_located_citations_or_refuses(client, folder):
 
 
 def test_search_documents_and_chunks(client):
-    results = client.get("/search", params={"q": "quarterly sales region", "k": 3}).json()["results"]
+    response = client.get("/search", params={"q": "quarterly sales region", "k": 3})
+    assert re.fullmatch(r"app;dur=\d+\.\d", response.headers["server-timing"])  # the service's own time
+    results = response.json()["results"]
     assert len(results) == 3 and all(r["chunk_id"] and r["uri"] for r in results)
     docs = client.get("/documents").json()["documents"]
     assert docs[0]["path"] == "bad.pdf" and docs[0]["status"] == "failed"

@@ -65,6 +65,25 @@ def test_chunks_without_stored_vectors_are_scored_on_the_fly(docs, tmp_path):
     assert len(stored) == 2 and np.allclose(reranker.score(QUESTION, mixed), reranker.score(QUESTION, plain), atol=2e-3)
 
 
+def test_the_query_reader_decodes_each_chunks_vectors_once_within_its_budget(docs, tmp_path):
+    """Reading 100 candidates' vectors was a third of a warm ask; a chunk id's vectors never change."""
+    db = str(tmp_path / "db")
+    index_folder(str(docs), IndexSettings(model=FAKE, db=db, token_vectors=True))
+    store = Store(db)
+    ids = sorted(chunk_ids(store))[:5]
+    tokens = store.reader(store.stamp(), ["chunk_id"]).tokens
+    first, again = tokens.read(ids[:3]), tokens.read(ids)
+    plain = TokenVectors(store, store.stamp()).read(ids)
+    assert all(again[i] is first[i] for i in ids[:3])  # not read or decoded again
+    assert all(np.array_equal(again[i], plain[i]) and again[i].dtype == np.float32 for i in ids)
+
+    size = {i: plain[i].nbytes for i in ids}
+    small = TokenVectors(store, store.stamp(), cache_bytes=size[ids[0]] + size[ids[1]] + size[ids[2]] - 1)
+    a, b = small.read(ids[:1])[ids[0]], small.read(ids[1:2])[ids[1]]
+    small.read(ids[2:3])  # over the budget: the least recently read goes
+    assert small.read(ids[1:2])[ids[1]] is b and small.read(ids[:1])[ids[0]] is not a
+
+
 def test_gc_drops_the_token_table_with_its_chunks_table(docs, tmp_path):
     db = str(tmp_path / "db")
     index_folder(str(docs), IndexSettings(model=FAKE, db=db, token_vectors=True))

@@ -108,6 +108,18 @@ def test_an_index_sets_the_process_defaults_before_torch_loads(tmp_path):
     assert done.stdout.split() == ["PASSIVE"]
 
 
+def test_an_index_runs_numpy_blas_on_one_thread_though_numpy_loaded_first(tmp_path):
+    """OpenBLAS reads OPENBLAS_NUM_THREADS when numpy loads, and ``from citeline import Index``
+    loads numpy before ``Index`` applies the defaults: the loaded library is told instead."""
+    code = ("import sys\nfrom citeline import Index\nimport threadpoolctl\nassert 'numpy' in sys.modules\n"
+            "Index(sys.argv[1])\n"
+            "print(*[i['num_threads'] for i in threadpoolctl.threadpool_info() if i['internal_api'] == 'openblas'])")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "OPENBLAS_"))}
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "db")], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["1"]
+
+
 def test_importing_citeline_changes_nothing_in_the_host():
     import os
 
