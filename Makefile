@@ -32,10 +32,14 @@ run: setup
 	@echo "Ask in a browser: $(VENV)/bin/citeline api  (then open http://127.0.0.1:8000/)"
 
 # The whole suite, one pytest-xdist worker per core; --dist loadscope keeps a module's tests
-# (and its module-scoped index, server or browser) on one worker. --durations=25: CI's log
-# shows where the time goes.
+# (and its module-scoped index, server or browser) on one worker. --no-loadscope-reorder: the
+# modules go out in collection order, so tests/e2e (the minutes-long subprocess, Dask and
+# kill tests, one or two a module) start first and the hundreds of short unit tests and
+# doctests fill the end; xdist's default hands out the modules with the most tests first,
+# which left the long single-test modules for last, one worker finishing them while the
+# other idled. --durations=25: CI's log shows where the time goes.
 test: setup
-	$(VENV)/bin/pytest -n auto --dist loadscope --durations=25
+	$(VENV)/bin/pytest -n auto --dist loadscope --no-loadscope-reorder --durations=25
 
 # Everything not marked model (real weights) or slow (Whisper, subprocess runs); doctests
 # included, as in `make test` (pyproject's addopts). pytest-xdist: one worker per core, each

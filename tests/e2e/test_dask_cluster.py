@@ -129,12 +129,18 @@ def index(folder: Path, db: Path, *extra: str) -> str:
     return done.stdout
 
 
-def failed_task_runs() -> list[tuple[str, str]]:
-    """Every failed task run the shared server holds: its name and message."""
+def failed_task_runs(folder: Path) -> list[tuple[str, str]]:
+    """Every failed task run of the syncs of ``folder`` (flow runs named ``index FOLDER``): its
+    name and message. The server is the session's: other modules' runs (test_dask's fail a
+    bad.md too) are on it."""
     from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, FlowRunFilterName
 
     with get_client(sync_client=True) as client:
-        return [(t.name, t.state.message) for t in client.read_task_runs() if t.state and t.state.is_failed()]
+        runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[f"index {folder}"])))
+        these = FlowRunFilter(id=FlowRunFilterId(any_=[r.id for r in runs]))
+        return [(t.name, t.state.message) for t in client.read_task_runs(flow_run_filter=these)
+                if t.state and t.state.is_failed()]
 
 
 def rows(db: Path) -> list[tuple[str, str]]:
@@ -156,6 +162,6 @@ def test_a_sync_through_a_scheduler_and_two_workers_matches_in_process(docs, mak
     assert "indexed 7, failed 1" in cluster_out  # two examples, four notes, the PDF
     assert rows(there) == rows(here) and len(rows(there)) > 0
     assert check_index(Store(str(there))) == []
-    bad = [message for name, message in failed_task_runs() if name == "bad.md"]  # in-process run's, cluster run's
+    bad = [message for name, message in failed_task_runs(docs) if name == "bad.md"]  # in-process run's, cluster run's
     assert len(bad) == 2 and all(m.startswith("extract: undecodable") for m in bad), bad
     assert len(seen) == 2 and all(s == {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"} for s in seen.values())
