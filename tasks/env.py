@@ -41,6 +41,7 @@ def _tell_loaded_openblas() -> None:
     citeline import Index`` imports numpy) is given the value now."""
     threads = os.environ["OPENBLAS_NUM_THREADS"]
     if "numpy" in sys.modules and threads.isdigit() and int(threads) > 0:
-        from threadpoolctl import threadpool_limits
+        from threadpoolctl import ThreadpoolController
 
-        threadpool_limits(limits=int(threads), user_api="blas")
+        # OpenBLAS only: "blas" would also take an MKL that some torch builds load.
+        ThreadpoolController().select(internal_api="openblas").limit(limits=int(threads))
