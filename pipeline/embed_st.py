@@ -152,9 +152,9 @@ class SentenceTransformerEmbedder:
                 out = self.model.encode([text], batch_size=1, output_value=None, show_progress_bar=False)[0]
                 # As encode(normalize_embeddings=True) does it, on the same (1, dim) tensor.
                 sentence = torch.nn.functional.normalize(out["sentence_embedding"][None], p=2, dim=1)
-                ids = self.model.tokenizer([text], truncation=True, max_length=self.max_tokens)["input_ids"]
             self.stats.encode_s += time.perf_counter() - started
-            self._remember_query(text, self._word_pieces([out["token_embeddings"]], ids)[0])
+            # The pass's own word-piece ids: tokenizing the question again cost a second call.
+            self._remember_query(text, self._word_pieces([out["token_embeddings"]], [out["input_ids"].numpy()])[0])
             return np.asarray(sentence.float().numpy(), dtype=np.float32)[0]
 
     def _remember_query(self, text: str, tokens: np.ndarray) -> None:
