@@ -530,8 +530,7 @@ def check(db, as_json, repair, wait_s):
     from citeline.index.store import Store
 
     if repair:
-        ctx = click.get_current_context()
-        _writable_db(ctx, next(p for p in ctx.command.params if p.name == "db"), db)  # a repair writes
+        _writable_db(click.get_current_context(), None, db)  # a repair writes
         _check_and_repair(db, as_json, wait_s)
         return
     with cli_errors():
