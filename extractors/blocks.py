@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from citeline.schemas.document import Segment
+from citeline.schemas.document import CELL_SEPARATOR, Segment
 from citeline.schemas.locator import Locator
 
 from citeline.extractors.clean import clean
@@ -65,7 +65,7 @@ def pipe_row(cells: Sequence[str]) -> str:
     values = [one_line(c) for c in cells]
     while values and not values[-1]:
         values.pop()
-    return " | ".join(values)
+    return CELL_SEPARATOR.join(values)
 
 
 def row_blocks(rows: Sequence[str], header: str, max_chars: int, max_rows: int) -> Iterator[tuple[int, int]]:

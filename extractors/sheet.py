@@ -23,7 +23,7 @@ import openpyxl
 from openpyxl.utils import get_column_letter, range_boundaries
 from openpyxl.utils.exceptions import InvalidFileException
 
-from citeline.schemas.document import Canonical, Segment
+from citeline.schemas.document import CELL_SEPARATOR, Canonical, Segment
 from citeline.schemas.errors import Corrupt, Empty, NoText, TooLarge, UnsupportedType
 from citeline.schemas.locator import SheetRange
 from citeline.schemas.options import ExtractOptions
@@ -305,7 +305,7 @@ def _split_header(rows: list[Row], facts: SheetFacts) -> tuple[list[Row], list[R
 def _render(row: Row, first_col: int) -> str:
     """Cells from the sheet's first used column to the row's last value, " | " apart;
     merged cells show once, at their anchor, as Excel shows them."""
-    return " | ".join(row.cells.get(c, "") for c in range(first_col, max(row.cells) + 1)).strip()
+    return CELL_SEPARATOR.join(row.cells.get(c, "") for c in range(first_col, max(row.cells) + 1)).strip()
 
 
 def _a1(c0: int, r0: int, c1: int, r1: int) -> str:

@@ -21,13 +21,16 @@ therefore never cuts at the pseudo-questions' own edge: among cuts that meet the
 bank's tolerated bluff rate it keeps the loosest one, i.e. it spends everything the
 out-of-domain side allows on keeping answers. An everyday bank cannot see *adjacent*
 questions (same field, answer absent), which sit much closer; they are simulated by
-leaving the source document out (:func:`adjacent_cut`), and the cut is lowered to let
-at most :data:`ADJACENT_RATE` of those through (docs/query.md, "How the gate
+leaving the source document out (:func:`adjacent_cut`) — and every chunk that copies the
+question's phrase (:func:`copies`), since a copy answers it; a question drawn from a table
+row is left out of this simulation (:func:`tabular`) — and the cut is lowered to let at most
+:data:`ADJACENT_RATE` of those through (docs/query.md, "How the gate
 calibrates itself", has the measurements and the limits).
 """
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -41,9 +44,10 @@ from citeline.query.refuse import MAX_CHUNKS
 from citeline.query.rerank import MaxSimReranker, TokenCache
 from citeline.query.thresholds import COSINE_CUTS, GatePoint, GateQuery, Uncalibrated, gate_point, sweep
 from citeline.query.words import content_words
+from citeline.schemas.document import CELL_SEPARATOR
 from citeline.schemas.retrieval import COSINE
 
-CALIBRATION_VERSION = "1"  # bump when the sample, the bank or the rule of the cosine cut changes
+CALIBRATION_VERSION = "2"  # bump when the sample, the bank or the rule of the cosine cut changes (2: copies)
 SEED = 16
 SAMPLE = 300  # pseudo-questions at most: cheap (one batch of query embeddings), stable to ~0.01
 PHRASE_WORDS = 8  # content words in a pseudo-question
@@ -59,6 +63,14 @@ GRID_STEP = 0.005
 # in view (docs/query.md): one corpus, so a setting to re-measure, not a law.
 ADJACENT_RATE = 0.10
 ADJACENT_DEPTH = 50  # chunks searched to find one of another document
+# A chunk holding at least this share of a pseudo-question's words as one run, in order,
+# copies the sentence it was drawn from: shared boilerplate, the same table in a .csv
+# and an .ods, one PDF saved twice. Such a chunk answers the question, so it is no
+# adjacent question; counted as one, copies pulled a small folder's cut below its own
+# answers (0.34, against 0.42 without them).
+COPY_SHARE = 0.5
+# Most of a chunk's lines being table rows makes it a table chunk (see :func:`tabular`).
+TABLE_SHARE = 0.5
 # The answerability score reranks its questions as ``ask`` does: fewer than the cosine
 # calibration's, since each one costs a rerank (docs/query.md has the cost).
 SCORED_SAMPLE = 150
@@ -166,26 +178,6 @@ def sample_chunks(chunk_ids: Sequence[str], size: int = SAMPLE, seed: int = SEED
     return sorted(rng.sample(order, min(size, len(order))), key=lambda i: chunk_ids[i])
 
 
-def in_domain_queries(rows: Sequence[dict], search: Callable[[str], Sequence[tuple[str, float]]],
-                      size: int = SAMPLE, seed: int = SEED) -> list[GateQuery]:
-    """Gate views of pseudo-questions drawn from ``rows`` (each with ``chunk_id`` and ``content``).
-
-    Args:
-        rows: the index's chunks.
-        search: question -> its top window as ``(chunk_id, distance)``, nearest first.
-        size, seed: the sample.
-    """
-    rng = random.Random(seed)
-    queries = []
-    for i in sample_chunks([r["chunk_id"] for r in rows], size, seed):
-        question = pseudo_question(rows[i]["content"], rng)
-        if question is None:
-            continue
-        top = search(question)
-        queries.append(GateQuery(tuple(d for _, d in top), tuple(c == rows[i]["chunk_id"] for c, _ in top), True))
-    return queries
-
-
 def out_of_domain_queries(questions: Iterable[str], search: Callable[[str], Sequence[tuple[str, float]]]
                           ) -> list[GateQuery]:
     """Gate views of the off-topic bank: every chunk in the window is a wrong one."""
@@ -240,7 +232,9 @@ class Views:
     in_domain: tuple[GateQuery, ...]
     out_of_domain: tuple[GateQuery, ...]
     chunks: int
-    adjacent: tuple[float, ...] = ()  # per pseudo-question: nearest chunk of another document
+    # Per in-domain question, in its order: the nearest chunk of another document that is
+    # not a copy (None: a table row's question, or none within reach).
+    adjacent: tuple[float | None, ...] = ()
 
 
 def measure(searcher, size: int = SAMPLE, seed: int = SEED, window: int = MAX_CHUNKS) -> Views:
@@ -258,11 +252,15 @@ def measure(searcher, size: int = SAMPLE, seed: int = SEED, window: int = MAX_CH
     def search(question: str) -> list[tuple[str, float]]:
         return [(hit.chunk_id, float(hit.distance)) for hit in deep[question][:window]]
 
-    in_domain = tuple(in_domain_queries(rows, search, size, seed))
+    in_domain = tuple(GateQuery(tuple(d for _, d in search(q)), tuple(c == chunk for c, _ in search(q)), True)
+                      for q, _, chunk in asked)
     doc_of = {r["chunk_id"]: r["doc_id"] for r in rows}
-    adjacent = (_other_document(deep[q], doc_of, doc) for q, doc, _ in asked)
-    return Views(in_domain, tuple(out_of_domain_queries(bank, search)), len(rows),
-                 tuple(d for d in adjacent if d is not None))
+    content_of = {r["chunk_id"]: r["content"] for r in rows}
+    adjacent = tuple(None if tabular(content_of[chunk]) else
+                     next((float(h.distance) for h in deep[q]
+                           if doc_of.get(h.chunk_id) != doc and not copies(q, content_of.get(h.chunk_id, ""))), None)
+                     for q, doc, chunk in asked)
+    return Views(in_domain, tuple(out_of_domain_queries(bank, search)), len(rows), adjacent)
 
 
 def _asked(rows: Sequence[dict], size: int, seed: int) -> list[tuple[str, str, str]]:
@@ -276,20 +274,52 @@ def _asked(rows: Sequence[dict], size: int, seed: int) -> list[tuple[str, str, s
     return asked
 
 
-def _other_document(hits, doc_of: dict, doc: str) -> float | None:
-    """The distance of the nearest hit from another document than ``doc`` (None: none in reach)."""
-    return next((float(h.distance) for h in hits if doc_of.get(h.chunk_id) != doc), None)
+def copies(question: str, content: str, share: float = COPY_SHARE) -> bool:
+    """Whether ``content`` holds at least ``share`` of a pseudo-question's words as one run, in order.
+
+    The question is a window of content words (:func:`pseudo_question`), so a passage that
+    repeats the sentence it came from repeats that run; a passage on the same topic shares
+    words, rarely half of them in the same order.
+
+    >>> copies("harbour committee meets Fridays pier office", "The harbour committee meets on Fridays.")
+    True
+    >>> copies("harbour committee meets Fridays pier office", "The committee of the harbour meets in the pier office.")
+    False
+    """
+    asked = question.lower().split()
+    words = [w.lower() for w in content_words(content)]
+    need = max(1, math.ceil(share * len(asked)))
+    grams = {tuple(words[i:i + need]) for i in range(len(words) - need + 1)}
+    return any(tuple(asked[i:i + need]) in grams for i in range(len(asked) - need + 1))
 
 
-def adjacent_cut(distances: Sequence[float], rate: float = ADJACENT_RATE) -> float | None:
-    """The cut letting at most ``rate`` of the adjacent (other-document) distances through.
+def tabular(content: str, share: float = TABLE_SHARE) -> bool:
+    """Whether most of ``content``'s lines are table rows (cells :data:`CELL_SEPARATOR` apart).
+
+    A pseudo-question drawn from a table row is a run of cell values ("svc36 udp svc37
+    udp"); any table of the same shape in another document sits close to it whatever its
+    values, so leaving its document out measures how alike tables look, not a question
+    whose answer is absent. Counted as adjacent, such questions pulled the cut of a folder
+    holding one table in three files down to 0.40, under its own transcript's answer; and
+    a folder of spreadsheets would refuse every lookup. Their in-domain side is kept.
+
+    >>> tabular("service | port | protocol\\nssh | 22 | tcp\\nhttp | 80 | tcp"), tabular("Ports in use:\\nssh | 22 | tcp\\nand nothing else.")
+    (True, False)
+    """
+    lines = [line for line in content.splitlines() if line.strip()]
+    return bool(lines) and sum(CELL_SEPARATOR in line for line in lines) >= share * len(lines)
+
+
+def adjacent_cut(distances: Sequence[float | None], rate: float = ADJACENT_RATE) -> float | None:
+    """The cut letting at most ``rate`` of the adjacent (other-document) distances through
+    (None, a question with no adjacent distance, is left out).
 
     >>> adjacent_cut([0.5, 0.3, 0.7, 0.4, 0.6, 0.8, 0.9, 0.35, 0.65, 0.75], rate=0.1)
     0.35
     """
-    if not distances:
+    ordered = sorted(d for d in distances if d is not None)
+    if not ordered:
         return None
-    ordered = sorted(distances)
     return round(float(ordered[int(rate * len(ordered))]), 6)
 
 
@@ -353,12 +383,15 @@ def measure_scored(searcher, size: int = SCORED_SAMPLE, bank: int = SCORED_BANK,
         reranker = TokenCache(reranker)
     depth = 2 * searcher.rerank_config.depth  # the whole pool: the adjacent view needs more than the window
     rows = searcher.store.chunk_rows(["chunk_id", "content", "doc_id"])
+    content_of = {r["chunk_id"]: r["content"] for r in rows}
     answered, adjacent = [], []
     for question, doc, chunk in _asked(rows, size, seed):
         hits = searcher.rerank(question, depth, reranker=reranker)
         top = hits[:window]
         answered += [e for h, e in zip(top, evidence(question, top)) if h.chunk_id == chunk]
-        others = [h for h in hits if h.chunk.doc_id != doc][:window]
+        if tabular(content_of[chunk]):
+            continue
+        others = [h for h in hits if h.chunk.doc_id != doc and not copies(question, h.chunk.content)][:window]
         adjacent.append(tuple(evidence(question, others)))
     rng = random.Random(seed)
     questions = offtopic_questions()

@@ -6,6 +6,10 @@ from dataclasses import asdict, dataclass
 
 from citeline.schemas.locator import Locator, locator_from_dict
 
+# How every table extractor (sheets, CSV, DOCX/HTML/PPTX tables) writes a row's cells in the
+# canonical text, so the query side can tell a table chunk without knowing its format.
+CELL_SEPARATOR = " | "
+
 
 @dataclass(frozen=True)
 class Segment:

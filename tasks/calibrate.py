@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from citeline.query.calibrate import Calibration, calibrate, stored_calibration
+from citeline.query.calibrate import CALIBRATION_VERSION, Calibration, calibrate, stored_calibration
 from citeline.query.thresholds import Uncalibrated
 from citeline.query.search import Searcher
 from citeline.schemas.settings import IndexSettings
@@ -33,7 +33,8 @@ def needs_calibration(calibrated_rows: int | None, rows: int) -> bool:
 @task(task_run_name="calibrate-gate", cache_policy=NO_CACHE)
 def calibrate_gate(settings: IndexSettings, stamp: IndexStamp, force: bool = False,
                    answerability: bool = False) -> Calibration | None:
-    """Measure and store the active table's calibration; skipped when the stored one still fits.
+    """Measure and store the active table's calibration; skipped when the stored one still fits
+    (same rule version, an index within :data:`GROWTH` of the size it was measured at).
 
     ``answerability`` also fits the opt-in answerability score (query/answerability.py).
 
@@ -42,7 +43,8 @@ def calibrate_gate(settings: IndexSettings, stamp: IndexStamp, force: bool = Fal
     """
     store = store_for(settings.db)
     stored = stored_calibration(store, stamp)
-    if not force and not needs_calibration(stored and stored.chunks, store.count_chunks()):
+    outdated = stored is not None and stored.version != CALIBRATION_VERSION  # measured under another rule
+    if not force and not outdated and not needs_calibration(stored and stored.chunks, store.count_chunks()):
         return None
     searcher = Searcher(store, embedder_for(settings), stamp)
     try:

@@ -147,10 +147,7 @@ def test_the_gate_is_calibrated_for_this_index(db):
 
 @pytest.mark.parametrize("question, document", [
     ("When did the auditors sign off?", "sales.xlsx"),
-    pytest.param("When was the report delivered to the board?", "meeting.ogg", marks=pytest.mark.xfail(
-        strict=True, reason="issue 16, open: on this small mixed index the calibrated cut is 0.33 and refuses the "
-                            "transcript's answer; one cosine cut cannot hold it (the opt-in answerability score, "
-                            "item 3, did not beat the cosine cut on dev: docs/query.md)")),
+    ("When was the report delivered to the board?", "meeting.ogg"),
 ])
 def test_spreadsheet_and_transcript_answers_are_not_refused_for_their_kind(db, question, document):
     answer = ask(db, question)

@@ -78,3 +78,38 @@ def test_calibrate_answerability_fits_the_score_that_reranked_ask_then_gates_wit
 def test_calibrate_without_an_index_fails_cleanly(tmp_path):
     result = invoke("calibrate", "--db", tmp_path / "nothing")
     assert result.exit_code == 1 and "no index at" in result.output
+
+
+def test_a_copy_of_a_document_is_not_taken_for_an_adjacent_question(docs, tmp_path):
+    """Leave-one-document-out simulates questions whose answer is absent; a copy of the
+    source (one file saved twice, shared boilerplate) holds the answer, so it must not
+    count, or it drags the cut below the index's own answers."""
+    from citeline.query.calibrate import copies, measure
+    from citeline.query.search import Searcher
+    from citeline.tasks.store import embedder_for
+
+    (docs / "copy-of-dropout.md").write_bytes((docs / "04-dropout.md").read_bytes())
+    s = IndexSettings(db=str(tmp_path / "index"), model=FAKE)
+    index_folder(str(docs), s)
+    store = Store(s.db)
+    views = measure(Searcher(store, embedder_for(s), store.stamp()))
+    # A question's own chunk and that chunk's copy sit at the same distance from it: without
+    # the copies rule most "adjacent" distances were those of the questions' own answers.
+    pairs = [(q.values[q.relevant.index(True)], d) for q, d in zip(views.in_domain, views.adjacent)
+             if True in q.relevant and d is not None]
+    assert len(pairs) > 10
+    assert sum(abs(own - other) < 1e-6 for own, other in pairs) <= 1
+    assert copies("dropout zeroes activations training", "During training, dropout zeroes activations.")
+
+
+def test_a_calibration_under_an_older_rule_is_measured_again_by_the_next_sync(docs, tmp_path):
+    from dataclasses import replace
+
+    s = IndexSettings(db=str(tmp_path / "index"), model=FAKE)
+    index_folder(str(docs), s)
+    store = Store(s.db)
+    old = replace(stored(s.db), version="1", cut=0.123)
+    store.set_calibration(store.active_table(), old.to_json())
+    index_folder(str(docs), s)  # nothing changed in the folder
+    again = stored(s.db)
+    assert again.version != "1" and again.cut != 0.123
