@@ -149,6 +149,7 @@ class AskGate:
     cut: float
     min_rerank_score: float | None = None
     answerability: Answerability | None = None  # reranked lists: the calibrated score replaces the cut
+    table_cut: float | None = None  # the calibrated cut for table chunks
 
 
 @dataclass
@@ -323,8 +324,9 @@ def ask_gate(searcher: Searcher, reranker, config: EvalConfig) -> AskGate | None
     except Uncalibrated:
         return None
     if reranker is None:
-        return AskGate(in_use.cut)
-    return AskGate(in_use.cut, rerank_cut(model, reranker.name), in_use.answerability_for(reranker.name))
+        return AskGate(in_use.cut, table_cut=in_use.table_cut)
+    return AskGate(in_use.cut, rerank_cut(model, reranker.name), in_use.answerability_for(reranker.name),
+                   in_use.table_cut)
 
 
 def unavailable(searcher: Searcher, retriever: str, probe: str) -> str | None:
@@ -428,7 +430,7 @@ def judge(query: Query, hits: Sequence[Hit], config: EvalConfig, in_domain: bool
     window = hits[: config.window]
     scores = tuple(_number(h.rerank_score) for h in window)
     kept = None if gate is None else gated(hits, relevant, query.text, gate.cut, config.window, gate.min_rerank_score,
-                                             gate.answerability)
+                                             gate.answerability, gate.table_cut)
     return QueryResult(
         id=query.id, phrasing=query.phrasing, in_domain=in_domain, rank=rank,
         distance=_number(hits[rank - 1].distance) if rank else None,

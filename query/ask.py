@@ -101,6 +101,7 @@ def retrieve(searcher: Searcher, query: str, options: AskOptions, filters: Filte
 def apply_gate(
     hits: Sequence[Hit], query: str, cut: float, k: int = MAX_CHUNKS,
     min_rerank_score: float | None = None, answerability: Answerability | None = None,
+    table_cut: float | None = None,
 ) -> list[Hit] | Refusal:
     """Keep at most ``k`` hits under the cosine cut (and over the rerank cut, when given).
 
@@ -115,6 +116,7 @@ def apply_gate(
         cut: cosine-distance cut; a hit passes when ``distance < cut``.
         k: how many hits to keep at most.
         min_rerank_score: a hit must also have ``rerank_score > min_rerank_score``.
+        table_cut: the cosine cut for table chunks (the index's calibration), None: ``cut``.
 
     Returns:
         The kept hits in their order, or the ``Refusal`` of the first gate nothing passed.
@@ -133,7 +135,7 @@ def apply_gate(
     if answerability is not None:
         passed = gate_answerable(hits, query, answerability, max(len(hits), 1))
     else:
-        passed = gate(hits, cut, max(len(hits), 1), query=query)
+        passed = gate(hits, cut, max(len(hits), 1), query=query, table_cut=table_cut)
     if isinstance(passed, Refusal):
         return passed
     if min_rerank_score is not None:
@@ -161,7 +163,7 @@ def ask(searcher: Searcher, query: str, options: AskOptions = AskOptions(), filt
     if min_score is None and reranker:
         min_score = rerank_cut(searcher.stamp.embed_model, reranker)
     rows = retrieve(searcher, query, options, filters)
-    kept = apply_gate(rows, query, in_use.cut, options.k, min_score, scored)
+    kept = apply_gate(rows, query, in_use.cut, options.k, min_score, scored, in_use.table_cut)
     if isinstance(kept, Refusal):
         return Answer(query=query, threshold=threshold, gate=kind, refusal=kept)
     citations = tuple(build_citations(kept))

@@ -44,10 +44,10 @@ from citeline.query.refuse import MAX_CHUNKS
 from citeline.query.rerank import MaxSimReranker, TokenCache
 from citeline.query.thresholds import COSINE_CUTS, GatePoint, GateQuery, Uncalibrated, gate_point, sweep
 from citeline.query.words import content_words
-from citeline.schemas.document import CELL_SEPARATOR
+from citeline.schemas.document import tabular
 from citeline.schemas.retrieval import COSINE
 
-CALIBRATION_VERSION = "2"  # bump when the sample, the bank or the rule of the cosine cut changes (2: copies)
+CALIBRATION_VERSION = "2"  # bump when the sample, the bank or the rule of the cosine cut changes (2: copies, tables)
 SEED = 16
 SAMPLE = 300  # pseudo-questions at most: cheap (one batch of query embeddings), stable to ~0.01
 PHRASE_WORDS = 8  # content words in a pseudo-question
@@ -69,8 +69,6 @@ ADJACENT_DEPTH = 50  # chunks searched to find one of another document
 # adjacent question; counted as one, copies pulled a small folder's cut below its own
 # answers (0.34, against 0.42 without them).
 COPY_SHARE = 0.5
-# Most of a chunk's lines being table rows makes it a table chunk (see :func:`tabular`).
-TABLE_SHARE = 0.5
 # The answerability score reranks its questions as ``ask`` does: fewer than the cosine
 # calibration's, since each one costs a rerank (docs/query.md has the cost).
 SCORED_SAMPLE = 150
@@ -112,6 +110,7 @@ class Calibration:
     version: str = CALIBRATION_VERSION
     seed: int = SEED
     answerability: dict | None = None  # the fitted score (query/answerability.py) for reranked answers
+    table_cut: float | None = None  # the cut for table chunks (:func:`table_cut`); None: no table
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -123,6 +122,8 @@ class Calibration:
     def line(self) -> str:
         scored = "" if self.answerability is None else (
             f"; reranked answers pass an answerability score over {self.answerability['threshold']:.3f}")
+        if self.table_cut is not None:
+            scored += f"; table chunks pass under {self.table_cut:.3f}"
         return (f"cut {self.cut:.3f} calibrated {self.created_at} for {self.model}: "
                 f"{self.sampled} pseudo-questions from {self.chunks} chunks "
                 f"(lost {self.lost}/{self.answerable}, refused {self.refused_in_domain}), "
@@ -235,6 +236,9 @@ class Views:
     # Per in-domain question, in its order: the nearest chunk of another document that is
     # not a copy (None: a table row's question, or none within reach).
     adjacent: tuple[float | None, ...] = ()
+    # Per bank question: its nearest table chunk's distance, or where none is within reach the
+    # farthest distance reached (a lower bound). Empty: the index holds no table chunk.
+    bank_tables: tuple[float, ...] = ()
 
 
 def measure(searcher, size: int = SAMPLE, seed: int = SEED, window: int = MAX_CHUNKS) -> Views:
@@ -256,11 +260,17 @@ def measure(searcher, size: int = SAMPLE, seed: int = SEED, window: int = MAX_CH
                       for q, _, chunk in asked)
     doc_of = {r["chunk_id"]: r["doc_id"] for r in rows}
     content_of = {r["chunk_id"]: r["content"] for r in rows}
+    # A table row's pseudo-question is a run of cell values, near every table of the same
+    # shape whatever its values: leaving its document out measures how alike tables look.
     adjacent = tuple(None if tabular(content_of[chunk]) else
                      next((float(h.distance) for h in deep[q]
                            if doc_of.get(h.chunk_id) != doc and not copies(q, content_of.get(h.chunk_id, ""))), None)
                      for q, doc, chunk in asked)
-    return Views(in_domain, tuple(out_of_domain_queries(bank, search)), len(rows), adjacent)
+    tables = {r["chunk_id"] for r in rows if tabular(r["content"])}
+    bank_tables = tuple(next((float(h.distance) for h in deep[q] if h.chunk_id in tables),
+                             float(deep[q][-1].distance) if deep[q] else 2.0)
+                        for q in bank) if tables else ()
+    return Views(in_domain, tuple(out_of_domain_queries(bank, search)), len(rows), adjacent, bank_tables)
 
 
 def _asked(rows: Sequence[dict], size: int, seed: int) -> list[tuple[str, str, str]]:
@@ -291,23 +301,6 @@ def copies(question: str, content: str, share: float = COPY_SHARE) -> bool:
     need = max(1, math.ceil(share * len(asked)))
     grams = {tuple(words[i:i + need]) for i in range(len(words) - need + 1)}
     return any(tuple(asked[i:i + need]) in grams for i in range(len(asked) - need + 1))
-
-
-def tabular(content: str, share: float = TABLE_SHARE) -> bool:
-    """Whether most of ``content``'s lines are table rows (cells :data:`CELL_SEPARATOR` apart).
-
-    A pseudo-question drawn from a table row is a run of cell values ("svc36 udp svc37
-    udp"); any table of the same shape in another document sits close to it whatever its
-    values, so leaving its document out measures how alike tables look, not a question
-    whose answer is absent. Counted as adjacent, such questions pulled the cut of a folder
-    holding one table in three files down to 0.40, under its own transcript's answer; and
-    a folder of spreadsheets would refuse every lookup. Their in-domain side is kept.
-
-    >>> tabular("service | port | protocol\\nssh | 22 | tcp\\nhttp | 80 | tcp"), tabular("Ports in use:\\nssh | 22 | tcp\\nand nothing else.")
-    (True, False)
-    """
-    lines = [line for line in content.splitlines() if line.strip()]
-    return bool(lines) and sum(CELL_SEPARATOR in line for line in lines) >= share * len(lines)
 
 
 def adjacent_cut(distances: Sequence[float | None], rate: float = ADJACENT_RATE) -> float | None:
@@ -354,7 +347,27 @@ def calibrate(searcher, created_at: str, size: int = SAMPLE, seed: int = SEED,
         sampled=len(views.in_domain), offtopic=len(views.out_of_domain), bluffs=point.bluffs, lost=point.lost,
         answerable=point.answerable, refused_in_domain=point.refused_in_domain, rule=RULE, seed=seed,
         answerability=None if scored is None else scored.to_dict(),
+        table_cut=table_cut(views.bank_tables, point.cut),
     )
+
+
+def table_cut(bank_tables: Sequence[float], cut: float, rate: float = BLUFF_RATE) -> float | None:
+    """The cut for table chunks: the loosest letting at most ``rate`` of the bank through on a
+    table, never stricter than ``cut`` (None: the index holds no table).
+
+    A table chunk sits farther from the question it answers than prose does (cells, no
+    sentence: 0.47–0.65 measured on real sheets), so the prose cut refuses every lookup.
+    The adjacent simulation cannot place a table cut (tables of one shape sit close
+    whatever their values), so only the bank bounds it: an adjacent question that lands
+    on a table is not stopped by it (docs/query.md).
+
+    >>> table_cut([0.9, 0.62, 0.8, 0.7] * 25, 0.45), table_cut([0.9] * 100, 0.95), table_cut([], 0.45)
+    (0.62, 0.95, None)
+    """
+    if not bank_tables:
+        return None
+    ordered = sorted(bank_tables)
+    return round(max(cut, float(ordered[int(rate * len(ordered))])), 6)
 
 
 @dataclass(frozen=True)
@@ -454,13 +467,20 @@ class CutInUse:
             return None
         return Answerability.from_dict(self.calibration.answerability)
 
+    @property
+    def table_cut(self) -> float | None:
+        """The calibrated cut for table chunks, unless ``--cut`` overrides the gate or the index holds none."""
+        if self.how != CALIBRATED or self.calibration is None:
+            return None
+        return self.calibration.table_cut
+
     def answerability_for(self, reranker: str) -> Answerability | None:
         """The calibrated score if it was fitted on ``reranker``'s scores (another's are on another scale)."""
         scored = self.answerability
         return scored if scored is not None and scored.reranker == reranker else None
 
     def to_dict(self) -> dict:
-        return {"cut": self.cut, "how": self.how,
+        return {"cut": self.cut, "table_cut": self.table_cut, "how": self.how,
                 "calibration": None if self.calibration is None else asdict(self.calibration)}
 
     def line(self) -> str:

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Callable, TypeVar, Union
+from typing import TypeVar, Union
 
+from citeline.schemas.document import tabular
 from citeline.schemas.retrieval import COSINE, RERANK, Hit, Refusal
 
 T = TypeVar("T", bound=Union[Hit, tuple])
@@ -25,9 +26,11 @@ MAX_CHUNKS = 4
 
 
 def gate(
-    hits: Sequence[T], cut: float, max_chunks: int = MAX_CHUNKS, *, query: str = ""
+    hits: Sequence[T], cut: float, max_chunks: int = MAX_CHUNKS, *, query: str = "",
+    table_cut: float | None = None,
 ) -> list[T] | Refusal:
-    """Keep at most ``max_chunks`` hits whose cosine distance is strictly under ``cut``.
+    """Keep at most ``max_chunks`` hits whose cosine distance is strictly under ``cut``
+    (``table_cut`` instead for a ``Hit`` whose chunk is a table, when given).
 
     Args:
         hits: ``(key, distance)`` pairs, or ``Hit``s (gated on their ``distance``),
@@ -35,6 +38,7 @@ def gate(
         cut: the cosine-distance threshold; a hit passes when ``distance < cut``.
         max_chunks: how many passing hits to keep at most.
         query: the question, quoted in the refusal message.
+        table_cut: the index's calibrated cut for table chunks (query/calibrate.py), None: ``cut``.
 
     Returns:
         The kept hits (same items, same order), or a ``Refusal`` when none pass; its
@@ -50,7 +54,8 @@ def gate(
     'NO ANSWER: nothing under cosine distance 0.675 for "q"'
     """
     values = [_value(h, COSINE) for h in hits]
-    kept = _keep(hits, values, lambda v: v < cut, max_chunks)
+    cuts = [table_cut if table_cut is not None and _is_table(h) else cut for h in hits]
+    kept = _keep(hits, [v < c for v, c in zip(values, cuts)], max_chunks)
     if kept:
         return kept
     best = min((v for v in values if not math.isnan(v)), default=None)
@@ -80,20 +85,22 @@ def gate_score(
     [('a', 1.5)]
     """
     values = [_value(h, RERANK) for h in hits]
-    kept = _keep(hits, values, lambda v: v > min_score, max_chunks)
+    kept = _keep(hits, [v > min_score for v in values], max_chunks)
     if kept:
         return kept
     best = max((v for v in values if not math.isnan(v)), default=None)
     return Refusal(query=query, threshold=min_score, kind=RERANK, best=best)
 
 
-def _keep(
-    hits: Sequence[T], values: list[float], passes: Callable[[float], bool], max_chunks: int
-) -> list[T]:
+def _keep(hits: Sequence[T], passed: Sequence[bool], max_chunks: int) -> list[T]:
     if max_chunks < 1:
         raise ValueError(f"max_chunks must be at least 1, got {max_chunks}")
     # NaN fails every comparison, so a missing distance never passes the gate.
-    return [h for h, v in zip(hits, values) if passes(v)][:max_chunks]
+    return [h for h, ok in zip(hits, passed) if ok][:max_chunks]
+
+
+def _is_table(hit: Hit | tuple) -> bool:
+    return isinstance(hit, Hit) and hit.chunk is not None and tabular(hit.chunk.content)
 
 
 def _value(hit: Hit | tuple, kind: str) -> float:

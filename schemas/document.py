@@ -11,6 +11,25 @@ from citeline.schemas.locator import Locator, locator_from_dict
 CELL_SEPARATOR = " | "
 
 
+def tabular(content: str) -> bool:
+    """Whether more than half of ``content``'s lines, and at least two, are table rows
+    (cells :data:`CELL_SEPARATOR` apart): one line with a bar is a formula's ``p(y | x)``.
+
+    Whatever the format (a sheet, a CSV, a DOCX/HTML/PPTX or Markdown table), so the
+    query side can treat table chunks as tables: their vectors sit farther from the
+    questions they answer, and tables of one shape sit close to each other whatever
+    their values (query/calibrate.py).
+
+    >>> tabular("service | port | protocol\\nssh | 22 | tcp\\nhttp | 80 | tcp"), tabular("Ports in use:\\nssh | 22 | tcp\\nand nothing else.")
+    (True, False)
+    >>> tabular("The log likelihood:\\n$$-log p(y | X) = y K y / 2$$")
+    False
+    """
+    lines = [line for line in content.splitlines() if line.strip()]
+    rows = sum(CELL_SEPARATOR in line for line in lines)
+    return rows >= 2 and 2 * rows > len(lines)
+
+
 @dataclass(frozen=True)
 class Segment:
     """One entry of the locator map: canonical text [start, end) comes from ``locator``."""

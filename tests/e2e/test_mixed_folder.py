@@ -143,11 +143,13 @@ def ask(db, query):
 def test_the_gate_is_calibrated_for_this_index(db):
     gate = json.loads(invoke("status", "--db", db, "--json").output)["gate"]
     assert gate["how"] == "calibrated" and gate["calibration"]["model"].endswith("all-MiniLM-L6-v2")
+    assert gate["table_cut"] > gate["cut"]  # the folder holds tables: they have their own cut
 
 
 @pytest.mark.parametrize("question, document", [
     ("When did the auditors sign off?", "sales.xlsx"),
     ("When was the report delivered to the board?", "meeting.ogg"),
+    ("What share of revenue did the northern region have?", "sales.xlsx"),  # a table chunk, at 0.53
 ])
 def test_spreadsheet_and_transcript_answers_are_not_refused_for_their_kind(db, question, document):
     answer = ask(db, question)

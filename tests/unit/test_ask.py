@@ -124,6 +124,17 @@ def test_the_rerank_gate_applies_after_the_cosine_gate():
         apply_gate([hit(1, 0.2)], "q", 0.5, min_rerank_score=0.1)
 
 
+def test_a_table_chunk_is_gated_by_the_table_cut_and_prose_by_the_cut():
+    from dataclasses import replace
+
+    table = hit(1, 0.55)
+    table = replace(table, chunk=replace(table.chunk, content="region | share\nNorth | 41%\nSouth | 23%"))
+    prose = hit(2, 0.50)
+    assert [h.chunk_id for h in apply_gate([table, prose], "q", 0.45, table_cut=0.6)] == ["c1"]
+    assert isinstance(apply_gate([table, prose], "q", 0.45), Refusal)  # no table cut: one cut for all
+    assert isinstance(apply_gate([table], "q", 0.45, table_cut=0.55), Refusal)  # strictly under it
+
+
 def test_a_hit_without_a_distance_is_never_gated_as_if_it_had_one():
     bm25_only = Hit("c1", 1, 7.5, "bm25", hit(1, 0.1).chunk)  # BM25 score, distance not filled
     with pytest.raises(ValueError, match="'bm25' hit 'c1' carries no cosine distance"):
