@@ -9,7 +9,7 @@ import json
 
 import click
 
-from citeline.common import cli_errors, output_options, verbosity
+from citeline.common import cli_errors, known_model, output_options, verbosity
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 
 ENV_TOKEN = "CITELINE_API_TOKEN"
@@ -18,7 +18,7 @@ ENV_TOKEN = "CITELINE_API_TOKEN"
 @click.command("api")
 @click.option("--db", envvar=ENV_DB, default=DEFAULTS["db"], show_default=True,
               help="Index location: a local folder or any LanceDB URI.")
-@click.option("--model", envvar=ENV_MODEL, default=None,
+@click.option("--model", envvar=ENV_MODEL, default=None, callback=known_model,
               help="Embedding model (default: the one the index was built with).")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind; anything but loopback needs --token.")

@@ -11,7 +11,7 @@ import click
 from citeline.api_cmd import api
 from citeline.ask_cmd import ask
 from citeline.common import (CONTEXT_SETTINGS, EXIT_DOCUMENTS_FAILED, CitelineGroup, CliError, as_cli_error, error_text,
-                             cli_errors, filter_options, model_for, output_options, verbosity)
+                             cli_errors, filter_options, known_model, model_for, output_options, verbosity)
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 from citeline.eval_cmd import eval_command
 from citeline.schemas.errors import CitelineError
@@ -41,7 +41,7 @@ def _writable_db(ctx, param, value: str) -> str:
 writer_db_option = click.option("--db", envvar=ENV_DB, default=DEFAULTS["db"], show_default=True,
                                 callback=_writable_db,
                                 help="Index location: a local folder or s3://bucket/prefix.")
-model_option = click.option("--model", envvar=ENV_MODEL, default=None,
+model_option = click.option("--model", envvar=ENV_MODEL, default=None, callback=known_model,
                             help="Embedding model: a packaged alias or a local sentence-transformers folder "
                                  f"(default: the index's own model, else {DEFAULTS['model']}).")
 
@@ -234,7 +234,7 @@ def retry(path, db, model, wait_s, as_json):
 
 @cli.command()
 @writer_db_option
-@click.option("--model", required=True, envvar=ENV_MODEL,
+@click.option("--model", required=True, envvar=ENV_MODEL, callback=known_model,
               help="The new embedding model: a packaged alias or a local sentence-transformers folder.")
 @click.option("--strategy", type=click.Choice(STRATEGIES, case_sensitive=False), default=None,
               help="A new chunk strategy (default: keep the index's).")

@@ -5,6 +5,7 @@ ones a script meets first: no index, a bad argument, a missing endpoint or serve
 """
 import json
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -132,3 +133,31 @@ def test_every_command_has_short_help_and_output_options():
         assert result.exit_code == 0, (name, result.output)
         for option in ("--json", "-q, --quiet", "-v, --verbose"):
             assert option in result.stdout, (name, option)
+
+
+MODEL_COMMANDS = sorted(name for name, command in cli.commands.items()
+                        if any(p.name == "model" for p in command.params))
+
+
+def required_args(command, tmp_path) -> list[str]:
+    """Values for a command's required arguments and options: an existing folder (a QUERY takes it as text)."""
+    args = []
+    for param in command.params:
+        if param.required and isinstance(param, click.Argument):
+            args.append(str(tmp_path))
+        elif param.required and param.name != "model":
+            args += [param.opts[0], str(tmp_path / param.name)]
+    return args
+
+
+@pytest.mark.parametrize("name", MODEL_COMMANDS)
+def test_an_unknown_model_is_refused_before_any_work(name, tmp_path):
+    """Every command taking --model (enumerated from the group) names the known models and
+    exits 2 before a run starts, a server binds or an index is created."""
+    command = cli.commands[name]
+    db = ["--db", str(tmp_path / "db")] if any(p.name == "db" for p in command.params) else []
+    code, report = run_json(name, *required_args(command, tmp_path), *db, "--model", "no-such-model",
+                            env={"PREFECT_API_URL": None})
+    assert code == 2 and report["error"]["kind"] == "usage", report
+    assert "unknown embedding model 'no-such-model'" in report["error"]["message"]
+    assert not (tmp_path / "db").exists()
