@@ -49,6 +49,8 @@ def test_index_json_reports_the_summary_and_failures_and_exits_3(indexed):
     (["search", "dropout training", "--retriever", "hybrid"], "results"),
     (["ask", "when does dropout apply?", "--retriever", "dense", "--cut", "0.99"], "query"),
     (["check"], "ok"),
+    (["chunks", "dropout.md"], "chunks"),
+    (["calibrate"], "cut"),
     (["gc"], "tables"),
     (["retry"], "summary"),
 ])
@@ -84,30 +86,52 @@ def test_rm_and_reindex_print_json(indexed, tmp_path):
     assert code == 0 and report["removed"] and report["still_exists"] is True
 
 
-@pytest.mark.parametrize("args, code, kind", [
-    (["status", "--db", "{missing}"], 1, "no-index"),
-    (["search", "q", "--db", "{missing}"], 1, "no-index"),
-    (["check", "--db", "{missing}"], 1, "no-index"),
-    (["gc", "--db", "{missing}"], 1, "no-index"),
-    (["retry", "--db", "{missing}"], 1, "no-index"),
-    (["reindex", "--db", "{missing}", "--model", FAKE], 1, "no-index"),
-    (["rm", "x", "--db", "{missing}"], 1, "no-index"),
-    (["ask", "q", "--db", "{missing}", "--retriever", "dense"], 1, "no-index"),
+# The first error a script meets, for every command the group lists: a command added without
+# one fails test_every_listed_command_prints_its_error_as_json.
+FIRST_ERROR = {
+    "api": (["--host", "0.0.0.0"], 2, "usage"),  # reachable from other machines without --token
+    "ask": (["q", "--db", "{missing}", "--retriever", "dense"], 1, "no-index"),
+    "calibrate": (["--db", "{missing}"], 1, "no-index"),
+    "check": (["--db", "{missing}"], 1, "no-index"),
+    "chunks": (["x", "--db", "{missing}"], 1, "no-index"),
+    "eval": (["{missing}", "--out", "x"], 2, "usage"),
+    "gc": (["--db", "{missing}"], 1, "no-index"),
+    "index": (["{missing}"], 2, "usage"),
+    "reindex": (["--db", "{missing}", "--model", FAKE], 1, "no-index"),
+    "retry": (["--db", "{missing}"], 1, "no-index"),
+    "rm": (["x", "--db", "{missing}"], 1, "no-index"),
+    "search": (["q", "--db", "{missing}"], 1, "no-index"),
+    "serve": (["{tmp}"], 2, "usage"),  # no PREFECT_API_URL
+    "status": (["--db", "{missing}"], 1, "no-index"),
+}
+MORE_ERRORS = [
     (["ask", "q", "--db", "{missing}", "--generate"], 1, "llm-error"),
-    (["index", "{missing}"], 2, "usage"),
     (["search", "q", "--retriever", "nope"], 2, "usage"),
-    (["eval", "{missing}", "--out", "x"], 2, "usage"),
-    (["serve", "{tmp}"], 2, "usage"),
+    (["check", "--repair", "--db", "{missing}"], 1, "no-index"),
     (["nope"], 2, "usage"),
-])
-def test_errors_are_json_objects(args, code, kind, tmp_path, monkeypatch):
+]
+
+
+def assert_json_error(args, code, kind, tmp_path, monkeypatch):
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     args = [a.format(missing=tmp_path / "missing", tmp=tmp_path) for a in args]
     env = {"CITELINE_LLM_URL": "", "CITELINE_LLM_MODEL": "", "PREFECT_API_URL": None}
     exit_code, report = run_json(*args, env=env)
-    assert exit_code == code
+    assert exit_code == code, report
     assert set(report) == {"error"} and set(report["error"]) == {"kind", "message", "help"}
     assert report["error"]["kind"] == kind and report["error"]["message"]
+
+
+@pytest.mark.parametrize("name", sorted(cli.commands))
+def test_every_listed_command_prints_its_error_as_json(name, tmp_path, monkeypatch):
+    assert name in FIRST_ERROR, f"add the first error of `citeline {name}` to FIRST_ERROR"
+    args, code, kind = FIRST_ERROR[name]
+    assert_json_error([name, *args], code, kind, tmp_path, monkeypatch)
+
+
+@pytest.mark.parametrize("args, code, kind", MORE_ERRORS)
+def test_errors_are_json_objects(args, code, kind, tmp_path, monkeypatch):
+    assert_json_error(args, code, kind, tmp_path, monkeypatch)
 
 
 def test_generate_without_an_endpoint_fails_before_opening_the_index(tmp_path):
