@@ -4,6 +4,11 @@ Success runs use the fake embedder under the session's Prefect harness; errors a
 ones a script meets first: no index, a bad argument, a missing endpoint or server.
 """
 import json
+import os
+import socket
+import subprocess
+import sys
+import urllib.request
 
 import click
 import pytest
@@ -185,3 +190,30 @@ def test_an_unknown_model_is_refused_before_any_work(name, tmp_path):
     assert code == 2 and report["error"]["kind"] == "usage", report
     assert "unknown embedding model 'no-such-model'" in report["error"]["message"]
     assert not (tmp_path / "db").exists()
+
+
+def test_api_on_a_busy_port_fails_as_json_before_loading_anything(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        code, report = run_json("api", "--db", tmp_path / "db", "--port", busy.getsockname()[1])
+    assert code == 1 and report["error"]["kind"] == "address-in-use", report
+
+
+def test_api_stdout_is_one_json_object_and_its_logs_json_lines(tmp_path):
+    """Piped with -v: the served URL is stdout's only line (request lines go to stderr), and
+    uvicorn's own lines are JSON like every other log line."""
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    proc = subprocess.Popen([sys.executable, "-m", "citeline", "api", "--db", str(tmp_path / "db"), "--port", "0",
+                             "--json", "-v"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        served = json.loads(proc.stdout.readline())
+        assert not served["url"].endswith(":0/"), served  # the port the kernel gave
+        with urllib.request.urlopen(served["url"] + "health", timeout=60) as response:
+            assert response.status == 200
+    finally:
+        proc.terminate()
+        out, err = proc.communicate(timeout=60)
+    assert out == "", out
+    events = [json.loads(line) for line in err.splitlines()]  # each line parses, or this raises
+    assert any(e.get("logger") == "uvicorn.access" and "/health" in e["event"] for e in events), events
