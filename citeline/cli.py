@@ -209,7 +209,7 @@ def serve(path, db, model, cron, strategy, name, as_json):
     if as_json:  # serving blocks: what is served is the one object printed
         click.echo(json.dumps({"deployment": f"index-folder/{sync.name}", "root": sync.root, "db": settings.db,
                                "cron": cron}, indent=2))
-    sync.serve()
+    sync.serve(announce=not as_json and verbosity() >= 0)  # under --json stdout holds the one object
 
 
 @cli.command()

@@ -153,9 +153,11 @@ def test_served_deployment_syncs_the_folder_when_triggered(server, tmp_path):
     folder = tmp_path / "docs"
     shutil.copytree(EXAMPLES, folder)
     db = tmp_path / "db"
+    stdout = open(tmp_path / "serve.json", "w")
     serving = subprocess.Popen([sys.executable, "-m", "citeline", "serve", str(folder), "--db", str(db),
-                                "--cron", "0 3 * * *", "--name", "nightly"], env={**env, "PREFECT_API_URL": url},
-                               stdout=subprocess.DEVNULL, stderr=open(tmp_path / "serve.log", "w"))
+                                "--cron", "0 3 * * *", "--name", "nightly", "--json"],
+                               env={**env, "PREFECT_API_URL": url}, stdout=stdout,
+                               stderr=open(tmp_path / "serve.log", "w"))
     try:
         with temporary_settings({PREFECT_API_URL: url}), get_client(sync_client=True) as client:
             deadline = time.monotonic() + 120
@@ -173,6 +175,9 @@ def test_served_deployment_syncs_the_folder_when_triggered(server, tmp_path):
     finally:
         serving.terminate()
         serving.wait(timeout=30)
+        stdout.close()
+    served = json.loads((tmp_path / "serve.json").read_text())  # one object: not followed by Prefect's banner
+    assert served["deployment"] == "index-folder/nightly" and served["cron"] == "0 3 * * *"
     from citeline.index.store import Store
 
     store = Store(str(db))
