@@ -17,9 +17,12 @@ from pathlib import Path
 import pytest
 from testkit import free_port
 
+from citeline.schemas.text import visible
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "docs"
 SCREENSHOT = ROOT / "docs" / "prefect-runs-failed-documents.png"
+HOSTILE = "evil\u202edm.txt\x1b[2J.md"  # a bidi override and a clear-screen sequence in a file name
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 
@@ -86,6 +89,7 @@ def test_failed_document_visible_in_the_server_after_the_run(server, webhook, tm
     folder = tmp_path / "docs"
     shutil.copytree(EXAMPLES, folder)
     (folder / "broken.md").write_bytes(b"caf\xe9 latin-1 bytes")
+    (folder / HOSTILE).write_bytes(b"caf\xe9 latin-1 bytes")
     done = subprocess.run([sys.executable, "-m", "citeline", "index", str(folder), "--db", str(tmp_path / "db"),
                            "--no-progress"], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 3, done.stderr[-2000:]  # 3: the run finished, broken.md failed
@@ -109,10 +113,13 @@ def test_failed_document_visible_in_the_server_after_the_run(server, webhook, tm
         logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])))
         assert any('"event": "document.failed"' in log.message and "broken.md" in log.message for log in logs)
     deadline = time.monotonic() + 120
-    while not received and time.monotonic() < deadline:
+    while len(received) < 2 and time.monotonic() < deadline:
         time.sleep(1)
-    assert received and "broken.md failed to index" in received[0]["subject"], received
-    assert "undecodable" in received[0]["body"]
+    by_subject = {r["subject"]: r for r in received}
+    assert "undecodable" in by_subject["citeline: broken.md failed to index"]["body"], received
+    # a file's name is shown with its controls escaped: no bidi override or escape sequence reaches a reader
+    assert f"citeline: {visible(HOSTILE)} failed to index" in by_subject, received
+    assert not [r for r in received if any(ch in r["subject"] + r["body"] for ch in ("\u202e", "\x1b"))], received
     badge = screenshot_runs_list(url.removesuffix("/api"), tmp_path / "runs.png")
     assert "DocumentsFailed" in badge
     if os.environ.get("CITELINE_UPDATE_SCREENSHOTS"):
