@@ -217,3 +217,14 @@ def test_api_stdout_is_one_json_object_and_its_logs_json_lines(tmp_path):
     assert out == "", out
     events = [json.loads(line) for line in err.splitlines()]  # each line parses, or this raises
     assert any(e.get("logger") == "uvicorn.access" and "/health" in e["event"] for e in events), events
+
+
+def test_an_index_that_cannot_be_created_is_a_json_error(tmp_path):
+    """A --db under a regular file: one clear error (exit 1), not an OSError's traceback."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("# A\n\nSome words about dropout.\n")
+    (tmp_path / "plain-file").write_text("")
+    code, report = run_json("index", folder, "--db", tmp_path / "plain-file" / "db", "--model", FAKE)
+    assert code == 1 and report["error"]["kind"] == "index-unwritable", report
+    assert "plain-file" in report["error"]["message"] and "Not a directory" in report["error"]["message"]
