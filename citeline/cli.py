@@ -204,12 +204,28 @@ def serve(path, db, model, cron, strategy, name, as_json):
     if not os.environ.get("PREFECT_API_URL"):
         raise click.UsageError("set PREFECT_API_URL to a running server (`prefect server start`): "
                                "without one, Prefect schedules nothing")
+    _check_server(os.environ["PREFECT_API_URL"])
     settings = IndexSettings(db=absolute(db), model=model_for(db, model), strategy=strategy.upper())
     sync = FolderSync.of(path, settings, cron, name)
     if as_json:  # serving blocks: what is served is the one object printed
         click.echo(json.dumps({"deployment": f"index-folder/{sync.name}", "root": sync.root, "db": settings.db,
                                "cron": cron}, indent=2))
     sync.serve(announce=not as_json and verbosity() >= 0)  # under --json stdout holds the one object
+
+
+def _check_server(api_url: str) -> None:
+    """A server must answer at ``api_url`` (any HTTP reply will do: one behind auth answers 401),
+    before a deployment is announced."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(f"{api_url.rstrip('/')}/health", timeout=10).close()
+    except urllib.error.HTTPError:
+        return
+    except (OSError, ValueError) as exc:
+        raise CliError(f"no Prefect server answers at PREFECT_API_URL={api_url}: {getattr(exc, 'reason', exc)}",
+                       kind="no-server", help="Start one with `prefect server start`, or fix the URL.") from None
 
 
 @cli.command()

@@ -228,3 +228,17 @@ def test_an_index_that_cannot_be_created_is_a_json_error(tmp_path):
     code, report = run_json("index", folder, "--db", tmp_path / "plain-file" / "db", "--model", FAKE)
     assert code == 1 and report["error"]["kind"] == "index-unwritable", report
     assert "plain-file" in report["error"]["message"] and "Not a directory" in report["error"]["message"]
+
+
+def test_serve_without_a_reachable_server_fails_first_as_json(tmp_path):
+    """PREFECT_API_URL set but nothing answers: one error object, not the deployment then a traceback."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{closed.getsockname()[1]}/api"  # bound, never listening: refused
+        done = subprocess.run([sys.executable, "-m", "citeline", "serve", str(tmp_path), "--db", str(tmp_path / "db"),
+                               "--json"], env={**os.environ, "PREFECT_API_URL": dead}, capture_output=True, text=True,
+                              timeout=300)
+    assert done.returncode == 1, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert report["error"]["kind"] == "no-server" and dead in report["error"]["message"], report
+    assert "Traceback" not in done.stderr
