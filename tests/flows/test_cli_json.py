@@ -47,7 +47,7 @@ def test_index_json_reports_the_summary_and_failures_and_exits_3(indexed):
     assert [(f["path"], f["stage"]) for f in report["failures"]] == [("broken.md", "extract")]
 
 
-@pytest.mark.parametrize("args, key", [
+READING = [
     (["status"], "documents"),
     (["search", "dropout training"], "results"),
     (["search", "dropout training", "--retriever", "bm25"], "results"),
@@ -58,7 +58,18 @@ def test_index_json_reports_the_summary_and_failures_and_exits_3(indexed):
     (["calibrate"], "cut"),
     (["gc"], "tables"),
     (["retry"], "summary"),
-])
+]
+# Commands whose success is parsed by their own test below; serve's needs a real Prefect server.
+OWN_TEST = {"index", "reindex", "rm", "api", "eval"}
+ELSEWHERE = {"serve": "tests/e2e/test_prefect_server.py::test_served_deployment_syncs_the_folder_when_triggered"}
+
+
+def test_every_listed_command_has_a_json_success_case():
+    """A command added to the group must get a success case here too."""
+    assert set(cli.commands) == {args[0] for args, _ in READING} | OWN_TEST | set(ELSEWHERE)
+
+
+@pytest.mark.parametrize("args, key", READING)
 def test_every_reading_command_prints_json(indexed, args, key):
     _, db, _, _ = indexed
     code, report = run_json(*args, "--db", db)
@@ -242,3 +253,19 @@ def test_serve_without_a_reachable_server_fails_first_as_json(tmp_path):
     report = json.loads(done.stdout)
     assert report["error"]["kind"] == "no-server" and dead in report["error"]["message"], report
     assert "Traceback" not in done.stderr
+
+
+def test_eval_prints_json(tmp_path):
+    """The harness on one document, one strategy and one retriever (the fake embedder)."""
+    text = "# Notes\n\n## Dropout\n\nDropout zeroes each hidden unit during training only.\n"
+    needle = "Dropout zeroes each hidden unit during training only."
+    (tmp_path / "corpus" / "docs").mkdir(parents=True)
+    (tmp_path / "corpus" / "docs" / "notes.md").write_text(text)
+    (tmp_path / "corpus" / "ground_truth.jsonl").write_text(json.dumps(
+        {"id": "n1", "doc": "notes.md", "needle": needle, "course": "What does dropout do?",
+         "ticket": "why are my units switched off", "char_start": text.index(needle)}) + "\n")
+    (tmp_path / "corpus" / "out_of_domain.jsonl").write_text(
+        json.dumps({"id": "o1", "query": "What is the capital of France?", "kind": "absurd"}) + "\n")
+    code, report = run_json("eval", tmp_path / "corpus", "--out", tmp_path / "out", "--strategies", "C",
+                            "--retrievers", "dense", "--model", FAKE, "--no-progress")
+    assert code == 0 and [(r["strategy"], r["retriever"]) for r in report["runs"]] == [("C", "dense")], report
