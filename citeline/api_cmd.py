@@ -4,12 +4,14 @@ Register it with ``cli.add_command(api)``.
 """
 from __future__ import annotations
 
+import errno
 import ipaddress
 import json
+import socket
 
 import click
 
-from citeline.common import cli_errors, output_options, verbosity
+from citeline.common import CliError, cli_errors, known_model, output_options, verbosity
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 
 ENV_TOKEN = "CITELINE_API_TOKEN"
@@ -18,7 +20,7 @@ ENV_TOKEN = "CITELINE_API_TOKEN"
 @click.command("api")
 @click.option("--db", envvar=ENV_DB, default=DEFAULTS["db"], show_default=True,
               help="Index location: a local folder or any LanceDB URI.")
-@click.option("--model", envvar=ENV_MODEL, default=None,
+@click.option("--model", envvar=ENV_MODEL, default=None, callback=known_model,
               help="Embedding model (default: the one the index was built with).")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind; anything but loopback needs --token.")
@@ -38,17 +40,38 @@ def api(db, model, host, port, token, as_json):
     import uvicorn
 
     from citeline.api import Index
+    from citeline.progress import CHATTY, configure_terminal
     from citeline.service import create_app
 
+    listening = _listen(host, port)  # before the index is opened: a busy port fails at once, as JSON too
     with cli_errors():
         app = create_app(Index.create(db, model), token=token)
-    url = f"http://{host}:{port}/"
+    url = f"http://{host}:{listening.getsockname()[1]}/"
     if as_json:  # one line a supervisor can parse before the server takes over stdout's silence
         click.echo(json.dumps({"url": url, "db": db, "openapi": url + "openapi.json"}))
     elif verbosity() >= 0:
         click.echo(f"citeline api: {url} (index {db}; OpenAPI at /docs)", err=True)
-    uvicorn.run(app, host=host, port=port, log_level=("error", "warning", "info", "debug")[verbosity() + 1])
+    # uvicorn's records go through citeline's terminal handler (JSON lines when piped, never
+    # stdout); here they are this server's own, so its warnings show without -v.
+    configure_terminal(verbosity(), chatty=tuple(c for c in CHATTY if c not in ("uvicorn", "fastapi")))
+    config = uvicorn.Config(app, log_config=None, log_level=("error", "warning", "info", "debug")[verbosity() + 1])
+    uvicorn.Server(config).run(sockets=[listening])
 
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port`` (port 0: one the kernel picks), bound as uvicorn binds
+    its own: a client may connect once the URL is printed, its request waits for the app."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    bound = socket.socket(family, socket.SOCK_STREAM)
+    bound.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        bound.bind((host, port))
+    except OSError as exc:
+        bound.close()
+        kind = "address-in-use" if exc.errno == errno.EADDRINUSE else "cannot-listen"
+        raise CliError(f"cannot listen on {host}:{port}: {exc.strerror}", kind=kind) from None
+    bound.listen(2048)  # uvicorn's default backlog
+    return bound
 
 def is_loopback(host: str) -> bool:
     """Whether binding ``host`` keeps the service on this machine.

@@ -10,7 +10,7 @@ import os
 
 import click
 
-from citeline.common import cli_errors, filter_options, model_for, output_options
+from citeline.common import cli_errors, filter_options, known_model, model_for, output_options
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 from citeline.schemas.retrieval import DEFAULT_RERANK, DEFAULT_RETRIEVER, ENV_RERANKER, RERANK, RETRIEVERS
 from citeline.schemas.text import visible, visible_lines
@@ -22,7 +22,7 @@ QUOTE_WIDTH = 100  # characters of the quote shown in the sources table
 @click.argument("query")
 @click.option("--db", envvar=ENV_DB, default=DEFAULTS["db"], show_default=True,
               help="Index location: a local folder or any LanceDB URI.")
-@click.option("--model", envvar=ENV_MODEL, default=None,
+@click.option("--model", envvar=ENV_MODEL, default=None, callback=known_model,
               help="Embedding model (default: the one the index was built with).")
 @click.option("-k", default=4, show_default=True, type=click.IntRange(1, 20),
               help="At most this many sources pass the gate.")

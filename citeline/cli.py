@@ -11,7 +11,7 @@ import click
 from citeline.api_cmd import api
 from citeline.ask_cmd import ask
 from citeline.common import (CONTEXT_SETTINGS, EXIT_DOCUMENTS_FAILED, CitelineGroup, CliError, as_cli_error, error_text,
-                             cli_errors, filter_options, model_for, output_options, verbosity)
+                             cli_errors, filter_options, known_model, model_for, output_options, verbosity)
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 from citeline.eval_cmd import eval_command
 from citeline.schemas.errors import CitelineError
@@ -41,7 +41,7 @@ def _writable_db(ctx, param, value: str) -> str:
 writer_db_option = click.option("--db", envvar=ENV_DB, default=DEFAULTS["db"], show_default=True,
                                 callback=_writable_db,
                                 help="Index location: a local folder or s3://bucket/prefix.")
-model_option = click.option("--model", envvar=ENV_MODEL, default=None,
+model_option = click.option("--model", envvar=ENV_MODEL, default=None, callback=known_model,
                             help="Embedding model: a packaged alias or a local sentence-transformers folder "
                                  f"(default: the index's own model, else {DEFAULTS['model']}).")
 
@@ -204,12 +204,28 @@ def serve(path, db, model, cron, strategy, name, as_json):
     if not os.environ.get("PREFECT_API_URL"):
         raise click.UsageError("set PREFECT_API_URL to a running server (`prefect server start`): "
                                "without one, Prefect schedules nothing")
+    _check_server(os.environ["PREFECT_API_URL"])
     settings = IndexSettings(db=absolute(db), model=model_for(db, model), strategy=strategy.upper())
     sync = FolderSync.of(path, settings, cron, name)
     if as_json:  # serving blocks: what is served is the one object printed
         click.echo(json.dumps({"deployment": f"index-folder/{sync.name}", "root": sync.root, "db": settings.db,
                                "cron": cron}, indent=2))
-    sync.serve()
+    sync.serve(announce=not as_json and verbosity() >= 0)  # under --json stdout holds the one object
+
+
+def _check_server(api_url: str) -> None:
+    """A server must answer at ``api_url`` (any HTTP reply will do: one behind auth answers 401),
+    before a deployment is announced."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(f"{api_url.rstrip('/')}/health", timeout=10).close()
+    except urllib.error.HTTPError:
+        return
+    except (OSError, ValueError) as exc:
+        raise CliError(f"no Prefect server answers at PREFECT_API_URL={api_url}: {getattr(exc, 'reason', exc)}",
+                       kind="no-server", help="Start one with `prefect server start`, or fix the URL.") from None
 
 
 @cli.command()
@@ -234,7 +250,7 @@ def retry(path, db, model, wait_s, as_json):
 
 @cli.command()
 @writer_db_option
-@click.option("--model", required=True, envvar=ENV_MODEL,
+@click.option("--model", required=True, envvar=ENV_MODEL, callback=known_model,
               help="The new embedding model: a packaged alias or a local sentence-transformers folder.")
 @click.option("--strategy", type=click.Choice(STRATEGIES, case_sensitive=False), default=None,
               help="A new chunk strategy (default: keep the index's).")

@@ -166,6 +166,20 @@ def output_options(command):
                         help="One JSON object on stdout; errors as {\"error\": {kind, message, help}}.")(command)
 
 
+def known_model(ctx: click.Context, param, value: str | None) -> str | None:
+    """--model's callback: an unknown name is a usage error (exit 2) before a run, a server or
+    an index starts (resolving a name loads nothing)."""
+    if value is None:
+        return value
+    from citeline.pipeline.embed import ModelNotFound, resolve_model
+
+    try:
+        resolve_model(value)
+    except ModelNotFound as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+    return value
+
+
 def model_for(db: str, model: str | None) -> str:
     """The model asked for, else the one the index was built with, else the default."""
     if model:

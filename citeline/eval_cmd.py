@@ -8,7 +8,7 @@ from typing import Iterator
 
 import click
 
-from citeline.common import output_options, verbosity
+from citeline.common import known_model, output_options, verbosity
 from citeline.config import ENV_MODEL
 from citeline.schemas.retrieval import RETRIEVERS
 from citeline.schemas.settings import DEFAULT_MODEL, STRATEGIES
@@ -85,7 +85,7 @@ def _split(value: str, param) -> list[str]:
               help="Recall cut-offs, comma-separated (at most the depth, 20).")
 @click.option("--db-dir", type=click.Path(file_okay=False),
               help="Keep the per-strategy indexes here (<DIR>/<strategy>) instead of a temporary folder.")
-@click.option("--model", envvar=ENV_MODEL, default=DEFAULT_MODEL, show_default=True,
+@click.option("--model", envvar=ENV_MODEL, default=DEFAULT_MODEL, show_default=True, callback=known_model,
               help="Embedding model: a packaged alias or a local sentence-transformers folder.")
 @click.option("--precision", default="auto", show_default=True, type=click.Choice(["auto", "fp32", "bf16"]),
               help="Encoder precision; auto uses bf16 where the CPU has native support.")

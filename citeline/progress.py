@@ -37,9 +37,10 @@ def stderr_console() -> Console:
 class TerminalLogHandler(logging.Handler):
     """Writes every record through the stderr Console, filtered by verbosity."""
 
-    def __init__(self, verbosity: int = DEFAULT):
+    def __init__(self, verbosity: int = DEFAULT, chatty: tuple[str, ...] = CHATTY):
         super().__init__(logging.DEBUG)
         self.verbosity = verbosity
+        self.chatty = chatty
         self.formatters = {True: formatter(tty=True), False: formatter(tty=False)}
         self.setFormatter(self.formatters[False])  # a handler with a formatter: Prefect leaves it on root
 
@@ -54,7 +55,7 @@ class TerminalLogHandler(logging.Handler):
         event = event_of(record)
         if event is not None and event.get("event") in Events.PER_DOCUMENT:
             return logging.CRITICAL + 1  # the summary lists every failed document
-        if event is None and record.name.split(".")[0] in CHATTY:
+        if event is None and record.name.split(".")[0] in self.chatty:
             return logging.CRITICAL
         return logging.ERROR if self.verbosity <= QUIET else logging.WARNING
 
@@ -72,18 +73,19 @@ class TerminalLogHandler(logging.Handler):
             self.handleError(record)
 
 
-def configure_terminal(verbosity: int) -> None:
+def configure_terminal(verbosity: int, chatty: tuple[str, ...] = CHATTY) -> None:
     """Route every log record of this process through one TerminalLogHandler on the root logger.
 
     Replaces Prefect's console handler (which prints over a progress bar and repeats
     timestamp and level around citeline's JSON); Prefect's API handler on the "citeline"
-    logger stays, so the UI keeps the run's logs.
+    logger stays, so the UI keeps the run's logs. ``chatty``: libraries whose records show only
+    with -v, errors too (a failed task's error is listed by the summary).
     """
     root = logging.getLogger()
     for handler in list(root.handlers):
         if isinstance(handler, TerminalLogHandler) or type(handler).__name__ == "PrefectConsoleHandler":
             root.removeHandler(handler)
-    root.addHandler(TerminalLogHandler(verbosity))
+    root.addHandler(TerminalLogHandler(verbosity, chatty))
     logging.getLogger(LOGGER).setLevel(logging.DEBUG if verbosity >= DEBUG else logging.INFO)
     logging.captureWarnings(True)  # Python warnings become records too: JSON when piped
 

@@ -28,14 +28,15 @@ class FolderSync:
         """Each scheduled run's parameters, as the Prefect server stores them (JSON)."""
         return {"root": self.root, "settings": asdict(self.settings)}
 
-    def serve(self) -> None:
+    def serve(self, announce: bool = True) -> None:
         """Register the deployment with its cron schedule and run its flow runs here; blocks until interrupted.
 
         ``global_limit=1`` lets one run of the deployment execute at a time: one sync per
         index, the single-writer rule held by the scheduler as well as by the index lock.
         """
         index_folder.serve(name=self.name, cron=self.cron, parameters=self.parameters, global_limit=1,
-                           description=f"Keep {self.root} indexed in {self.settings.db}")
+                           description=f"Keep {self.root} indexed in {self.settings.db}",
+                           print_starting_message=announce)  # Prefect's banner goes to stdout
 
 
 def serve_folder(root: str, settings: IndexSettings, cron: str, name: str | None = None) -> None:

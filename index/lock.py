@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Iterator
 
 from citeline.index.lease import lease_lock
-from citeline.schemas.errors import IndexBusy, UnsupportedStore
+from citeline.schemas.errors import IndexBusy, IndexUnwritable, UnsupportedStore
 
 LOCK_NAME = ".citeline-writer.lock"
 
@@ -55,6 +55,7 @@ def writer_lock(uri: str, wait_s: float = 0.0) -> Iterator[None]:
 
     Raises:
         IndexBusy: another process holds the lock after ``wait_s``.
+        IndexUnwritable: the folder cannot be created or the lock file opened.
         UnsupportedStore: as ``check_writable``.
     """
     check_writable(uri)
@@ -65,9 +66,7 @@ def writer_lock(uri: str, wait_s: float = 0.0) -> Iterator[None]:
     if not is_local(uri):  # memory://
         yield
         return
-    folder = Path(uri.removeprefix("file://"))
-    folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open_lock_file(Path(uri.removeprefix("file://")))
     try:
         _acquire(fd, uri, wait_s)
         os.ftruncate(fd, 0)
@@ -75,6 +74,19 @@ def writer_lock(uri: str, wait_s: float = 0.0) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the flock
+
+
+def _open_lock_file(folder: Path) -> int:
+    """The lock file's descriptor, the index folder created first.
+
+    Raises:
+        IndexUnwritable: the folder cannot be created or the file opened (the user's --db, not a bug).
+    """
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        return os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise IndexUnwritable(f"cannot write an index at {folder}: {exc.strerror} ({exc.filename})") from None
 
 
 def _acquire(fd: int, uri: str, wait_s: float) -> None:

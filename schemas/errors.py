@@ -59,6 +59,10 @@ class IndexBusy(CitelineError):
     """Another process holds the index's writer lock."""
 
 
+class IndexUnwritable(CitelineError):
+    """The index's folder cannot be created or its lock file opened (a path under a file, no permission)."""
+
+
 class UnsupportedStore(CitelineError):
     """An index on an object store where citeline has no writer lock (only S3 has one)."""
 

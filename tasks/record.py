@@ -10,7 +10,7 @@ from citeline.pipeline.record import failed_record
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.status import DocError, Failure
-from citeline.tasks.log import get_logger
+from citeline.tasks.log import Events, get_logger
 from citeline.tasks.store import store_for, write_lock
 
 
@@ -51,5 +51,5 @@ def forget_deleted(records: list[dict], stamp: IndexStamp, settings: IndexSettin
     with write_lock(settings.db):
         store.delete_documents([r["doc_id"] for r in records], stamp)
     for record in records:
-        log.info("document.deleted", path=record["path"])
+        log.info(Events.DOCUMENT_DELETED, path=record["path"])
     return len(records)

@@ -11,7 +11,7 @@ from citeline.pipeline.prepare import chunk_id_for, rechunk
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.tables import chunks_table_name
-from citeline.tasks.log import get_logger
+from citeline.tasks.log import Events, get_logger
 from citeline.tasks.store import embedder_for, store_for, write_lock
 
 
@@ -32,7 +32,7 @@ def reembed_document(record: dict, stamp: IndexStamp, settings: IndexSettings) -
     prepared = rechunk(record, embedder_for(settings), stamp, settings)
     with write_lock(settings.db):
         count = store.replace_chunks(stamp, record["doc_id"], chunk_table(prepared.rows, stamp), staged=True)
-    get_logger(path=record["path"]).info("document.reembedded", chunks=count)
+    get_logger(path=record["path"]).info(Events.DOCUMENT_REEMBEDDED, chunks=count)
     return count
 
 

@@ -58,13 +58,18 @@ def tag_flow_run(tag: str) -> None:
 
 
 def emit_failure(failure: Failure, root: str) -> None:
-    """One event per failed document; Prefect relates it to this flow run and task run."""
+    """One event per failed document; Prefect relates it to this flow run and task run.
+
+    Path and reason are written ``visible``: an Automation prints them into a notification
+    (the event feed and the resource name too), where a file's name is hostile text.
+    """
     key = hashlib.sha256(failure.path.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    path = visible(failure.path)
     emit_event(
         event=FAILED_EVENT,
-        resource={"prefect.resource.id": f"citeline.document.{key}", "prefect.resource.name": failure.path,
-                  "citeline.stage": failure.stage, "citeline.root": root},
-        payload={"path": failure.path, "stage": failure.stage, "reason": failure.reason,
+        resource={"prefect.resource.id": f"citeline.document.{key}", "prefect.resource.name": path,
+                  "citeline.stage": failure.stage, "citeline.root": visible(root)},
+        payload={"path": path, "stage": failure.stage, "reason": visible(failure.reason),
                  "attempts": failure.attempts},
     )
 

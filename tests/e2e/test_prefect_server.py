@@ -17,9 +17,12 @@ from pathlib import Path
 import pytest
 from testkit import free_port
 
+from citeline.schemas.text import visible
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "docs"
 SCREENSHOT = ROOT / "docs" / "prefect-runs-failed-documents.png"
+HOSTILE = "evil\u202edm.txt\x1b[2J.md"  # a bidi override and a clear-screen sequence in a file name
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 
@@ -86,6 +89,7 @@ def test_failed_document_visible_in_the_server_after_the_run(server, webhook, tm
     folder = tmp_path / "docs"
     shutil.copytree(EXAMPLES, folder)
     (folder / "broken.md").write_bytes(b"caf\xe9 latin-1 bytes")
+    (folder / HOSTILE).write_bytes(b"caf\xe9 latin-1 bytes")
     done = subprocess.run([sys.executable, "-m", "citeline", "index", str(folder), "--db", str(tmp_path / "db"),
                            "--no-progress"], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 3, done.stderr[-2000:]  # 3: the run finished, broken.md failed
@@ -109,10 +113,13 @@ def test_failed_document_visible_in_the_server_after_the_run(server, webhook, tm
         logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])))
         assert any('"event": "document.failed"' in log.message and "broken.md" in log.message for log in logs)
     deadline = time.monotonic() + 120
-    while not received and time.monotonic() < deadline:
+    while len(received) < 2 and time.monotonic() < deadline:
         time.sleep(1)
-    assert received and "broken.md failed to index" in received[0]["subject"], received
-    assert "undecodable" in received[0]["body"]
+    by_subject = {r["subject"]: r for r in received}
+    assert "undecodable" in by_subject["citeline: broken.md failed to index"]["body"], received
+    # a file's name is shown with its controls escaped: no bidi override or escape sequence reaches a reader
+    assert f"citeline: {visible(HOSTILE)} failed to index" in by_subject, received
+    assert not [r for r in received if any(ch in r["subject"] + r["body"] for ch in ("\u202e", "\x1b"))], received
     badge = screenshot_runs_list(url.removesuffix("/api"), tmp_path / "runs.png")
     assert "DocumentsFailed" in badge
     if os.environ.get("CITELINE_UPDATE_SCREENSHOTS"):
@@ -153,9 +160,11 @@ def test_served_deployment_syncs_the_folder_when_triggered(server, tmp_path):
     folder = tmp_path / "docs"
     shutil.copytree(EXAMPLES, folder)
     db = tmp_path / "db"
+    stdout = open(tmp_path / "serve.json", "w")
     serving = subprocess.Popen([sys.executable, "-m", "citeline", "serve", str(folder), "--db", str(db),
-                                "--cron", "0 3 * * *", "--name", "nightly"], env={**env, "PREFECT_API_URL": url},
-                               stdout=subprocess.DEVNULL, stderr=open(tmp_path / "serve.log", "w"))
+                                "--cron", "0 3 * * *", "--name", "nightly", "--json"],
+                               env={**env, "PREFECT_API_URL": url}, stdout=stdout,
+                               stderr=open(tmp_path / "serve.log", "w"))
     try:
         with temporary_settings({PREFECT_API_URL: url}), get_client(sync_client=True) as client:
             deadline = time.monotonic() + 120
@@ -173,6 +182,9 @@ def test_served_deployment_syncs_the_folder_when_triggered(server, tmp_path):
     finally:
         serving.terminate()
         serving.wait(timeout=30)
+        stdout.close()
+    served = json.loads((tmp_path / "serve.json").read_text())  # one object: not followed by Prefect's banner
+    assert served["deployment"] == "index-folder/nightly" and served["cron"] == "0 3 * * *"
     from citeline.index.store import Store
 
     store = Store(str(db))
