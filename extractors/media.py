@@ -186,7 +186,8 @@ def model(path: str = "", threads: int = 2):
         raise ValueError(
             f"whisper_model must be a directory holding a CTranslate2 Whisper model "
             f"(model.bin, config.json); got {str(folder)!r}. A size name such as 'base' "
-            "would try to download, and downloads fail here."
+            "would try to download, and downloads fail here (the index's --whisper-model base "
+            "is citeline's packaged multilingual model, resolved to its folder before extraction)."
         )
     # CTranslate2 with more threads than OMP_THREAD_LIMIT allows transcribes garbage
     # (measured: "," "that" "." for a clean clip, 20x slower) instead of failing.
