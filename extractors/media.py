@@ -24,7 +24,7 @@ from citeline.schemas.options import ExtractOptions
 from citeline.extractors.clean import Deadline, clean
 
 NAME = "media"
-VERSION = "2"  # 2: batched over the voice detector's stretches, no temperature fallback
+VERSION = "3"  # 2: batched over the voice detector's stretches, no temperature fallback; 3: no 4-gram repeated
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (
@@ -226,6 +226,9 @@ def _transcribe(whisper, audio, seconds: float, options: ExtractOptions, deadlin
         vad_filter=True,
         word_timestamps=True,
         batch_size=_BATCH,
+        # Without the fallback nothing stops a repetition loop: one stretch of dev's dropout chapter
+        # ("with probabilities 0, 0.5 and 1") became "0 0 0 ..." to its end, losing the next sentences.
+        no_repeat_ngram_size=4,
     )
     pieces: list[str] = []
     segments: list[Segment] = []

@@ -130,3 +130,18 @@ def test_a_dev_chapters_first_minute_keeps_its_sentence_about_bishop(tmp_path, w
     canonical = media.extract(clip.read_bytes(), "dropout.wav")
     assert speech_contains(needle, canonical.text), canonical.text[-400:]
     assert canonical.segments[-1].locator.end <= spans[-1].end
+
+
+@pytest.mark.slow
+def test_a_whole_dev_chapter_is_transcribed_without_a_repetition_loop(tmp_path, whisper):
+    """All of dev's dropout chapter read aloud (7.4 minutes). Batched without a guard, one
+    30 s stretch was heard as "... with probabilities 0 0 0 0 ..." to its end, and the
+    sentence of q09 in it was lost (destroyed in the speech evaluation of dev)."""
+    from citeline.evaluation.match import speech_contains
+    from citeline.evaluation.render import render_speech
+
+    clip = tmp_path / "dropout.wav"
+    render_speech((DEV_DOCS / "04-dropout.md").read_text(encoding="utf-8"), clip)
+    text = media.extract(clip.read_bytes(), "dropout.wav").text
+    assert speech_contains("A common choice is to set a lower dropout probability closer to the input layer.", text)
+    assert " 0 0 0 0 " not in text
