@@ -95,7 +95,8 @@ class SourcePath(click.Path):
 @click.option("--ocr-lang", default="eng", show_default=True,
               help="Tesseract language(s) for scans, e.g. eng or deu+eng (the traineddata must be installed).")
 @click.option("--whisper-model", default="", type=click.Path(file_okay=False),
-              help="A CTranslate2 Whisper model folder for audio/video (default: packaged tiny.en).")
+              help="A CTranslate2 Whisper model folder for audio/video, or base (the multilingual base of the "
+                   "extra citeline[whisper-base]; default: packaged tiny.en).")
 @click.option("--dask", default=None, metavar="ADDRESS",
               help="Prepare documents on the Dask cluster at ADDRESS ('local' starts a LocalCluster).")
 @click.option("--token-vectors", is_flag=True,

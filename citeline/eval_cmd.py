@@ -105,10 +105,12 @@ def _split(value: str, param) -> list[str]:
 @click.option("--documents", default=None, callback=lambda ctx, param, value: value and _split(value, param),
               help="Measure only these documents of the corpus (file names, comma-separated) and their "
                    "needles, e.g. to evaluate speech, which takes minutes per document.")
+@click.option("--whisper-model", default="", type=click.Path(file_okay=False),
+              help="Speech: the Whisper model to transcribe with, as for index (default: the packaged one).")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
 @output_options
 def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model, precision, timeout_s, cut,
-                 answerability, rerank_configs, formats, documents, progress, as_json):
+                 answerability, rerank_configs, formats, documents, whisper_model, progress, as_json):
     """Index CORPUS_DIR once per strategy, run every retriever over its queries, and report.
 
     CORPUS_DIR holds docs/, ground_truth.jsonl and out_of_domain.jsonl. Writes
@@ -129,7 +131,7 @@ def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model,
             corpus = corpus.only(documents)
         config = EvalConfig(strategies=strategies, retrievers=retrievers, ks=ks, model=model, precision=precision,
                             timeout_s=timeout_s, cut=cut, answerability=answerability,
-                            rerank_variants=rerank_configs)
+                            rerank_variants=rerank_configs, whisper_model=whisper_model)
         with _bar(progress and verbosity() >= 0 and sys.stderr.isatty()) as bar:
             if formats:
                 from citeline.evaluation.formats import run_formats, write as write_formats

@@ -77,6 +77,7 @@ class EvalConfig:
     answerability: bool = False  # calibrate with the opt-in answerability score (calibrate --answerability)
     rerank_variants: tuple[RerankConfig, ...] = ()  # more rerank configurations, run beside the default
     format: str = "md"  # what the documents were rendered as: decides the needle rule (evaluation.match)
+    whisper_model: str = ""  # speech: as `index --whisper-model` ("" = the packaged default)
 
     def __post_init__(self) -> None:
         unknown = [s for s in self.strategies if s not in STRATEGIES]
@@ -92,7 +93,7 @@ class EvalConfig:
     def settings(self, strategy: str, db: str) -> IndexSettings:
         return IndexSettings(db=db, model=self.model, strategy=strategy, budget=self.budget,
                              overlap=self.overlap, precision=self.precision, batch_size=self.batch_size,
-                             timeout_s=self.timeout_s)
+                             timeout_s=self.timeout_s, whisper_model=self.whisper_model)
 
     def variants(self) -> tuple[RerankConfig, ...]:
         """The extra rerank configurations, the default's twin and repeats left out."""

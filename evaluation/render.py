@@ -289,6 +289,26 @@ class Spoken:
     text: str
 
 
+SPEECH_RATE = 16000  # Whisper's own rate; espeak's 22,050 Hz made a 43-minute chapter a 113 MB WAV, over --max-bytes
+
+
+def _at_speech_rate(wav: bytes):
+    """espeak-ng's mono 16-bit WAV as 16 kHz samples (int16), resampled with an anti-alias filter."""
+    import numpy as np
+    from scipy.signal import resample_poly
+
+    with wave.open(io.BytesIO(wav)) as source:
+        rate, width = source.getframerate(), source.getsampwidth()
+        # espeak streams to stdout with a placeholder length: read what is there
+        frames = source.readframes(source.getnframes())
+    if width != 2 or source.getnchannels() != 1:
+        raise RenderError(f"espeak-ng wrote {source.getnchannels()} channels of {8 * width}-bit samples, not mono 16-bit")
+    samples = np.frombuffer(frames, dtype="<i2").astype(np.float32)
+    divisor = np.gcd(SPEECH_RATE, rate)
+    resampled = resample_poly(samples, SPEECH_RATE // divisor, rate // divisor)
+    return np.clip(np.round(resampled), -32768, 32767).astype("<i2")
+
+
 def render_speech(markdown: str, out: Path, *, words_per_minute: int = 190) -> list[Spoken]:
     """Write ``out`` (a .wav) of espeak-ng reading the document's prose; return each block's span.
 
@@ -304,21 +324,20 @@ def render_speech(markdown: str, out: Path, *, words_per_minute: int = 190) -> l
         raise RenderError("espeak-ng is not installed (Debian: apt-get install espeak-ng)")
     spans: list[Spoken] = []
     with wave.open(str(out), "wb") as sink:
+        sink.setnchannels(1)
+        sink.setsampwidth(2)
+        sink.setframerate(SPEECH_RATE)
         elapsed = 0.0
-        for i, text in enumerate(spoken_blocks(markdown)):
+        for text in spoken_blocks(markdown):
             done = subprocess.run(
                 [exe, "-v", "en-us", "-s", str(words_per_minute), "--stdout", "--stdin"],
                 input=text.encode("utf-8"), capture_output=True, timeout=600,
             )
             if done.returncode != 0:
                 raise RenderError(f"espeak-ng failed: {done.stderr.decode(errors='replace').strip()[:200]}")
-            with wave.open(io.BytesIO(done.stdout)) as source:
-                if i == 0:
-                    sink.setparams(source.getparams())
-                # espeak streams to stdout with a placeholder length: count the bytes instead
-                frames = source.readframes(source.getnframes())
-                seconds = len(frames) / (source.getsampwidth() * source.getnchannels() * source.getframerate())
-            sink.writeframes(frames)
+            samples = _at_speech_rate(done.stdout)
+            sink.writeframes(samples.tobytes())
+            seconds = len(samples) / SPEECH_RATE
             spans.append(Spoken(round(elapsed, 3), round(elapsed + seconds, 3), text))
             elapsed += seconds
     return spans

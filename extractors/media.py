@@ -24,7 +24,7 @@ from citeline.schemas.options import ExtractOptions
 from citeline.extractors.clean import Deadline, clean
 
 NAME = "media"
-VERSION = "1"
+VERSION = "3"  # 2: batched over the voice detector's stretches, no temperature fallback; 3: no 4-gram repeated
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (
@@ -36,6 +36,7 @@ _IMAGE_BRANDS = (b"heic", b"heix", b"hevc", b"mif1", b"msf1", b"avif", b"avis", 
 _RATE = 16000
 _PAUSE = 0.8  # seconds of silence that end an utterance
 _PARAGRAPH = 2.0  # ... and that start a new paragraph
+_BATCH = 8  # stretches of speech (up to 30 s each) decoded together; 4 and 8 measured alike
 
 _MODELS: dict[tuple[str, int], object] = {}
 _LOCK = threading.Lock()
@@ -185,7 +186,8 @@ def model(path: str = "", threads: int = 2):
         raise ValueError(
             f"whisper_model must be a directory holding a CTranslate2 Whisper model "
             f"(model.bin, config.json); got {str(folder)!r}. A size name such as 'base' "
-            "would try to download, and downloads fail here."
+            "would try to download, and downloads fail here (the index's --whisper-model base "
+            "is citeline's packaged multilingual model, resolved to its folder before extraction)."
         )
     # CTranslate2 with more threads than OMP_THREAD_LIMIT allows transcribes garbage
     # (measured: "," "that" "." for a clean clip, 20x slower) instead of failing.
@@ -207,12 +209,26 @@ def model(path: str = "", threads: int = 2):
 
 
 def _transcribe(whisper, audio, seconds: float, options: ExtractOptions, deadline: Deadline):
-    found, _info = whisper.transcribe(
+    """Whisper over the stretches of speech the voice detector finds, several at a time.
+
+    Batched rather than Whisper's own sequential 30 s windows (bench/speech_speed.py,
+    docs/eval-formats.md): a window whose decoding looks unsure was decoded again at up to
+    five higher temperatures, five samples each, which made tiny.en 2-5x slower on
+    synthetic speech; and a window ended early was skipped to its end, dropping the
+    sentence in it (dev q14). Each stretch is now decoded once, whole, and no
+    transcript line seeds the next.
+    """
+    from faster_whisper import BatchedInferencePipeline
+
+    found, _info = BatchedInferencePipeline(whisper).transcribe(
         audio,
         language=options.whisper_language,
         vad_filter=True,
         word_timestamps=True,
-        condition_on_previous_text=False,  # a hallucinated line must not seed the next
+        batch_size=_BATCH,
+        # Without the fallback nothing stops a repetition loop: one stretch of dev's dropout chapter
+        # ("with probabilities 0, 0.5 and 1") became "0 0 0 ..." to its end, losing the next sentences.
+        no_repeat_ngram_size=4,
     )
     pieces: list[str] = []
     segments: list[Segment] = []

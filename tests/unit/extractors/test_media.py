@@ -1,4 +1,5 @@
 import os
+from pathlib import Path
 
 import pytest
 
@@ -106,3 +107,41 @@ def test_transcribes_when_the_process_limits_openmp_to_one_thread(tmp_path, make
     out = subprocess.run([sys.executable, "-c", code, str(clip)], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "quarterly report" in out.stdout
+
+
+DEV_DOCS = Path(__file__).resolve().parents[4] / "shared" / "corpora" / "dev" / "docs"
+
+
+def test_a_dev_chapters_first_minute_keeps_its_sentence_about_bishop(tmp_path, whisper):
+    """The first minute of the dev dropout chapter read by espeak-ng as the format
+    evaluation renders it. Whisper's own 30 s windows with temperature fallback heard
+    "We should 1995 formalize this idea when we proved ... tick the regular nation", too
+    few of the needle's words (q08, destroyed in the speech evaluation); each stretch of
+    speech decoded once, whole, keeps "Bishop" and "formalized"."""
+    from citeline.evaluation.match import speech_contains
+    from citeline.evaluation.render import render_speech
+
+    needle = ("Bishop (1995) formalized this idea when he proved that training with input noise is "
+              "equivalent to Tikhonov regularization.")
+    paragraphs = (DEV_DOCS / "04-dropout.md").read_text(encoding="utf-8").split("\n\n")
+    upto = next(i for i, p in enumerate(paragraphs) if needle in p)
+    clip = tmp_path / "dropout.wav"
+    spans = render_speech("\n\n".join(paragraphs[:upto + 1]), clip)
+    canonical = media.extract(clip.read_bytes(), "dropout.wav")
+    assert speech_contains(needle, canonical.text), canonical.text[-400:]
+    assert canonical.segments[-1].locator.end <= spans[-1].end
+
+
+@pytest.mark.slow
+def test_a_whole_dev_chapter_is_transcribed_without_a_repetition_loop(tmp_path, whisper):
+    """All of dev's dropout chapter read aloud (7.4 minutes). Batched without a guard, one
+    30 s stretch was heard as "... with probabilities 0 0 0 0 ..." to its end, and the
+    sentence of q09 in it was lost (destroyed in the speech evaluation of dev)."""
+    from citeline.evaluation.match import speech_contains
+    from citeline.evaluation.render import render_speech
+
+    clip = tmp_path / "dropout.wav"
+    render_speech((DEV_DOCS / "04-dropout.md").read_text(encoding="utf-8"), clip)
+    text = media.extract(clip.read_bytes(), "dropout.wav").text
+    assert speech_contains("A common choice is to set a lower dropout probability closer to the input layer.", text)
+    assert " 0 0 0 0 " not in text
