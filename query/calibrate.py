@@ -21,11 +21,12 @@ therefore never cuts at the pseudo-questions' own edge: among cuts that meet the
 bank's tolerated bluff rate it keeps the loosest one, i.e. it spends everything the
 out-of-domain side allows on keeping answers. An everyday bank cannot see *adjacent*
 questions (same field, answer absent), which sit much closer; they are simulated by
-leaving the source document out (:func:`adjacent_cut`) — and every chunk that copies the
-question's phrase (:func:`copies`), since a copy answers it; a question drawn from a table
-row is left out of this simulation (:func:`tabular`) — and the cut is lowered to let at most
-:data:`ADJACENT_RATE` of those through (docs/query.md, "How the gate
-calibrates itself", has the measurements and the limits).
+leaving the source document out (:func:`adjacent_cut`), and the cut is lowered to let at
+most :data:`ADJACENT_RATE` of those through. A chunk that copies the question's phrase
+(:func:`copies`) answers it and is skipped; a question drawn from a table chunk is not
+simulated at all. Table chunks get their own cut, bounded by the bank only
+(:func:`table_cut`). docs/query.md, "How the gate calibrates itself", has the
+measurements and the limits.
 """
 from __future__ import annotations
 
@@ -132,7 +133,9 @@ class Calibration:
 
 RULE = (f"the loosest cut letting at most {BLUFF_RATE:.0%} of the off-topic bank through "
         "(fewest lost pseudo-questions within that), lowered to the cut letting at most "
-        f"{ADJACENT_RATE:.0%} of pseudo-questions through on another document's chunk (adjacent questions)")
+        f"{ADJACENT_RATE:.0%} of pseudo-questions through on another document's chunk (adjacent questions; "
+        "copies of the question's sentence and questions from tables left out); table chunks: the loosest cut "
+        f"letting at most {BLUFF_RATE:.0%} of the bank through on a table, never below the cut")
 
 
 def offtopic_questions() -> list[str]:
