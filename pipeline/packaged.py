@@ -92,26 +92,13 @@ def cache_root() -> Path:
     return Path(xdg) / "citeline" / "models"
 
 
-def part_paths(model: SplitModel) -> list[Path]:
-    """The installed pieces of ``model``, in order.
+def _installed(model: SplitModel) -> list[tuple[Path, list[Path]]]:
+    """Per part package, in order: its piece, and for a ``joined`` model the whole files shipped
+    beside it (config, tokenizer...).
 
     Raises:
         ModelNotFound: naming the extra to install and the packages that are missing.
     """
-    return [piece for piece, _beside in _installed(model)]
-
-
-def side_files(model: SplitModel) -> list[Path]:
-    """The whole files shipped beside the pieces of a ``joined`` model (config, tokenizer...).
-
-    Raises:
-        ModelNotFound: as ``part_paths``.
-    """
-    return [path for _piece, beside in _installed(model) for path in beside]
-
-
-def _installed(model: SplitModel) -> list[tuple[Path, list[Path]]]:
-    """Per part package, in order: its piece and the other files in the piece's folder."""
     found, missing = [], []
     for dist in model.parts:
         try:
@@ -150,9 +137,12 @@ def assembled_folder(model: SplitModel, root: Path | None = None) -> Path:
     target = root / f"{model.folder}-{model.sha256[:12]}"
     if is_ready(target, model.sha256):
         return target
+    installed = _installed(model)  # one scan of the packages' metadata
+    pieces = [piece for piece, _beside in installed]
     if model.joined:
-        return assemble_file(part_paths(model), side_files(model), model.sha256, model.joined, target)
-    return assemble(part_paths(model), model.sha256, model.folder, target)
+        beside = [path for _piece, files in installed for path in files]
+        return assemble_file(pieces, beside, model.sha256, model.joined, target)
+    return assemble(pieces, model.sha256, model.folder, target)
 
 
 def is_ready(target: Path, sha256: str) -> bool:

@@ -259,8 +259,8 @@ def measure(searcher, size: int = SAMPLE, seed: int = SEED, window: int = MAX_CH
     def search(question: str) -> list[tuple[str, float]]:
         return [(hit.chunk_id, float(hit.distance)) for hit in deep[question][:window]]
 
-    in_domain = tuple(GateQuery(tuple(d for _, d in search(q)), tuple(c == chunk for c, _ in search(q)), True)
-                      for q, _, chunk in asked)
+    tops = [(search(q), chunk) for q, _, chunk in asked]
+    in_domain = tuple(GateQuery(tuple(d for _, d in top), tuple(c == chunk for c, _ in top), True) for top, chunk in tops)
     doc_of = {r["chunk_id"]: r["doc_id"] for r in rows}
     content_of = {r["chunk_id"]: r["content"] for r in rows}
     # A table row's pseudo-question is a run of cell values, near every table of the same
