@@ -11,10 +11,12 @@ import click
 from citeline.common import known_model, output_options, verbosity
 from citeline.config import ENV_MODEL
 from citeline.schemas.retrieval import RETRIEVERS
-from citeline.schemas.settings import DEFAULT_MODEL, STRATEGIES
+from citeline.schemas.settings import DEFAULT_MODEL, DEFAULT_STRATEGY, STRATEGIES
 
 
-def _letters(ctx, param, value: str) -> tuple[str, ...]:
+def _letters(ctx, param, value: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
     items = _split(value, param)
     bad = [s for s in items if s.upper() not in STRATEGIES]
     if bad:
@@ -76,8 +78,10 @@ def _split(value: str, param) -> list[str]:
 @click.argument("corpus_dir", type=click.Path(exists=True, file_okay=False, dir_okay=True))
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Folder for report.md, results.json and the plots.")
-@click.option("--strategies", default=",".join(STRATEGIES), show_default=True, callback=_letters,
-              help="Chunking strategies to index, comma-separated.")
+@click.option("--strategies", default=None, callback=_letters,
+              help=f"Chunking strategies to index, comma-separated [default: {','.join(STRATEGIES)}; "
+                   f"with --formats, {DEFAULT_STRATEGY}, the one index uses, since every format is indexed "
+                   "once per strategy].")
 @click.option("--retrievers", default=None, callback=_retrievers,
               help=f"Retrievers, comma-separated from {','.join(RETRIEVERS)} "
                    "[default: all that work here; rerank is skipped with a note when unavailable].")
@@ -125,6 +129,8 @@ def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model,
 
     if max(ks) > 20:
         raise click.UsageError(f"--k cut-offs must be at most the depth 20, got {max(ks)}")
+    if strategies is None:
+        strategies = (DEFAULT_STRATEGY,) if formats else STRATEGIES
     try:
         corpus = load_corpus(corpus_dir)
         if documents:

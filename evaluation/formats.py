@@ -33,7 +33,10 @@ from citeline.query.cite import parse_locators
 from citeline.schemas.locator import Page, TimeSpan
 
 BASELINE = "md"
-SPEECH_TIMEOUT_S = 3600.0  # a chapter read aloud runs 20-40 minutes; Whisper needs a while
+# The least per-document timeout a rendering gets: a chapter read aloud runs 20-40 minutes and
+# Whisper needs a while; a scanned chapter of 30-odd pages is OCR'd page by page, twice where
+# Tesseract's layout drops lines (minutes on a busy 2-core machine).
+FORMAT_TIMEOUT_S = {"speech": 3600.0, "scan": 1800.0}
 PARITY_METRICS = ("R@20", "MRR")
 RENDERED = "rendered.json"  # beside the rendered docs/: marks a finished rendering, holds speech spans
 
@@ -106,8 +109,8 @@ def run_formats(corpus: Corpus, formats: Sequence[str], config: EvalConfig = Eva
             started = time.perf_counter()
             rendered, files = rendered_corpus(corpus, fmt, root / "render")
             render_s[fmt] = round(time.perf_counter() - started, 1)
-            fmt_config = replace(config, format=fmt, timeout_s=max(config.timeout_s, SPEECH_TIMEOUT_S)
-                                 if fmt == "speech" else config.timeout_s)
+            fmt_config = replace(config, format=fmt,
+                                 timeout_s=max(config.timeout_s, FORMAT_TIMEOUT_S.get(fmt, 0.0)))
             results[fmt] = run_evaluation(rendered, fmt_config, db_dir=root / "index" / fmt,
                                           embedder=embedder, progress=progress)
             checks = [check_citations(fmt, corpus, files, root / "index" / fmt / s) for s in config.strategies]

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from citeline.cli import cli
+from citeline.schemas.settings import DEFAULT_STRATEGY
 from fakes import FAKE
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -269,3 +270,22 @@ def test_eval_prints_json(tmp_path):
     code, report = run_json("eval", tmp_path / "corpus", "--out", tmp_path / "out", "--strategies", "C",
                             "--retrievers", "dense", "--model", FAKE, "--no-progress")
     assert code == 0 and [(r["strategy"], r["retriever"]) for r in report["runs"]] == [("C", "dense")], report
+
+
+def test_eval_formats_index_the_default_strategy_unless_told_otherwise(tmp_path):
+    """Every format is indexed once per strategy: `eval --formats` alone measures the strategy index uses."""
+    text = "# Notes\n\n## Dropout\n\nDropout zeroes each hidden unit during training only.\n"
+    needle = "Dropout zeroes each hidden unit during training only."
+    (tmp_path / "corpus" / "docs").mkdir(parents=True)
+    (tmp_path / "corpus" / "docs" / "notes.md").write_text(text)
+    (tmp_path / "corpus" / "ground_truth.jsonl").write_text(json.dumps(
+        {"id": "n1", "doc": "notes.md", "needle": needle, "course": "What does dropout do?",
+         "ticket": "why are my units switched off", "char_start": text.index(needle)}) + "\n")
+    (tmp_path / "corpus" / "out_of_domain.jsonl").write_text(
+        json.dumps({"id": "o1", "query": "What is the capital of France?", "kind": "absurd"}) + "\n")
+    code, _ = run_json("eval", tmp_path / "corpus", "--out", tmp_path / "out", "--formats", "md,html",
+                       "--retrievers", "dense", "--model", FAKE, "--no-progress")
+    assert code == 0
+    formats = json.loads((tmp_path / "out" / "formats.json").read_text())["formats"]
+    assert {fmt: [r["strategy"] for r in doc["runs"]] for fmt, doc in formats.items()} == {
+        "md": [DEFAULT_STRATEGY], "html": [DEFAULT_STRATEGY]}
