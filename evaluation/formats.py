@@ -26,7 +26,7 @@ from citeline.evaluation.dataset import DOCS, Corpus
 from citeline.evaluation.harness import EvalConfig, load_embedder, run_evaluation, workspace
 from citeline.evaluation.match import contains, normalise, speech_contains
 from citeline.evaluation.plots import FORMAT_RECALL, format_recall
-from citeline.evaluation.render import FORMATS, Rendered, Spoken, render_corpus, render_pdf
+from citeline.evaluation.render import FORMATS, Rendered, Spoken, render_corpus, render_pdf, require_programs
 from citeline.evaluation.report import compare
 from citeline.index.store import Store
 from citeline.query.cite import parse_locators
@@ -100,6 +100,7 @@ def run_formats(corpus: Corpus, formats: Sequence[str], config: EvalConfig = Eva
         "citations": {fmt: CitationCheck as dict}, "timings": {fmt: {"render_s"}}}``.
     """
     formats = parse_formats(",".join(formats))  # the baseline first, always
+    require_programs(formats)
     embedder = embedder or load_embedder(config)
     results: dict[str, dict] = {}
     citations: dict[str, dict] = {}

@@ -26,14 +26,34 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
+from citeline.schemas.errors import CitelineError
+
 FORMATS = ("md", "pdf", "scan", "docx", "html", "speech")
 SUFFIX = {"md": ".md", "pdf": ".pdf", "scan": ".pdf", "docx": ".docx", "html": ".html", "speech": ".wav"}
 
 HEADING, PARAGRAPH, ITEM, CODE, TABLE = "heading", "paragraph", "item", "code", "table"
 
 
-class RenderError(RuntimeError):
+class RenderError(CitelineError):
     """A rendering tool is missing or failed (espeak-ng, fonts)."""
+
+
+# The programs a format needs beyond Python packages, to be rendered (speech) or read back
+# by the index (scan's OCR), with the Debian packages that install them.
+PROGRAMS = {"scan": ("tesseract", "tesseract-ocr tesseract-ocr-eng"), "speech": ("espeak-ng", "espeak-ng")}
+
+
+def require_programs(formats: Iterable[str]) -> None:
+    """Raise before any work when a format's program is missing: the formats run one after
+    another, and speech comes last, after the other formats' twenty minutes.
+
+    Raises:
+        RenderError: naming every missing program and the apt-get line that installs them.
+    """
+    missing = {PROGRAMS[f][0]: PROGRAMS[f][1] for f in formats if f in PROGRAMS and not shutil.which(PROGRAMS[f][0])}
+    if missing:
+        raise RenderError(f"{', '.join(missing)} not installed, needed by --formats "
+                          f"(Debian: apt-get install {' '.join(missing.values())})")
 
 
 @dataclass(frozen=True)
@@ -319,9 +339,8 @@ def render_speech(markdown: str, out: Path, *, words_per_minute: int = 190) -> l
     Raises:
         RenderError: espeak-ng is not installed or failed.
     """
-    exe = shutil.which("espeak-ng")
-    if exe is None:
-        raise RenderError("espeak-ng is not installed (Debian: apt-get install espeak-ng)")
+    require_programs(["speech"])
+    exe = shutil.which(PROGRAMS["speech"][0])
     spans: list[Spoken] = []
     with wave.open(str(out), "wb") as sink:
         sink.setnchannels(1)

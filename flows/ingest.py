@@ -20,7 +20,7 @@ from citeline.pipeline.prepare import Prepared, Unchanged
 from citeline.pipeline.walk import Selection, list_files
 from citeline.schemas.errors import DocumentError
 from citeline.schemas.paths import absolute, escape, is_remote
-from citeline.schemas.settings import IndexSettings
+from citeline.schemas.settings import DOCUMENT_WORKERS, IndexSettings
 from citeline.schemas.stamp import STAMP_COLUMNS, IndexStamp
 from citeline.schemas.status import DocError, DocStatus, Outcome, RunSummary
 from citeline.tasks.calibrate import calibrate_gate
@@ -41,7 +41,7 @@ RECORD_COLUMNS = ["doc_id", "root", "source", "path", "status", "sha256", "attem
 
 
 @flow(name="index-folder", flow_run_name="index {root}",
-      task_runner=ThreadPoolTaskRunner(max_workers=2))
+      task_runner=ThreadPoolTaskRunner(max_workers=DOCUMENT_WORKERS))
 def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_failed: int | None = None,
                  wait_s: float = 0.0, selection: Selection = Selection(), verify: bool = False):
     """Index (or re-sync) ``root`` into ``settings.db``.

@@ -2,10 +2,12 @@
 from prefect.context import FlowRunContext
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from citeline.schemas.settings import DOCUMENT_WORKERS
+
 LOCAL = "local"
 
 
-def task_runner_for(dask: str | None = None, workers: int = 2):
+def task_runner_for(dask: str | None = None, workers: int = DOCUMENT_WORKERS):
     """ThreadPool by default; ``dask="local"`` starts a LocalCluster; else a scheduler address.
 
     Only preparation (extract, chunk, embed) runs on the cluster; writes stay in the

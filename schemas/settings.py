@@ -8,6 +8,10 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 # Chunking strategies by letter; what each letter means is pipeline.chunk.STRATEGIES.
 STRATEGIES = ("A", "B", "C", "D", "E", "F")
 DEFAULT_STRATEGY = "E"
+# Documents prepared (extracted, chunked, embedded) at once in one process: one per core of
+# the 2-core machines citeline is measured on. OCR runs one Tesseract process per page on one
+# thread, so a second document keeps the other core busy; the encoder is locked, one batch at a time.
+DOCUMENT_WORKERS = 2
 
 
 @dataclass(frozen=True)

@@ -225,3 +225,23 @@ def test_a_needle_over_a_page_break_is_on_its_two_cited_pages(tmp_path):
 
     assert wrong(1, 2) is None
     assert wrong(1) == "not on the cited pages 1-1" and wrong(2) == "not on the cited pages 2-2"
+
+
+def test_a_missing_program_stops_the_run_before_any_format_is_measured(tmp_path, monkeypatch):
+    """espeak-ng absent: the first dev run of all six formats died at speech, the last one, after
+    22 minutes of the other five, with a traceback and no report."""
+    from citeline.evaluation import harness
+
+    monkeypatch.setattr(harness, "load_embedder", lambda config: HashEmbedder())
+    monkeypatch.setattr("citeline.evaluation.formats.load_embedder", lambda config: HashEmbedder())
+    corpus = write_corpus(tmp_path / "corpus", scale=1)
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))  # neither tesseract nor espeak-ng on it
+    work = tmp_path / "work"
+    result = CliRunner().invoke(eval_command, [str(corpus), "--out", str(tmp_path / "out"), "--db-dir", str(work),
+                                               "--formats", "pdf,scan,speech", "--retrievers", "dense",
+                                               "--no-progress"])
+    assert result.exit_code == 1, result.output
+    assert "tesseract, espeak-ng not installed" in result.output, result.output
+    assert "apt-get install tesseract-ocr tesseract-ocr-eng espeak-ng" in result.output
+    assert "Traceback" not in result.output and not (work / "index").exists()
