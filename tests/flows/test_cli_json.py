@@ -256,17 +256,22 @@ def test_serve_without_a_reachable_server_fails_first_as_json(tmp_path):
     assert "Traceback" not in done.stderr
 
 
-def test_eval_prints_json(tmp_path):
-    """The harness on one document, one strategy and one retriever (the fake embedder)."""
+def one_note_corpus(root):
+    """An evaluation corpus of one document, one needle and one out-of-domain question."""
     text = "# Notes\n\n## Dropout\n\nDropout zeroes each hidden unit during training only.\n"
     needle = "Dropout zeroes each hidden unit during training only."
-    (tmp_path / "corpus" / "docs").mkdir(parents=True)
-    (tmp_path / "corpus" / "docs" / "notes.md").write_text(text)
-    (tmp_path / "corpus" / "ground_truth.jsonl").write_text(json.dumps(
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "notes.md").write_text(text)
+    (root / "ground_truth.jsonl").write_text(json.dumps(
         {"id": "n1", "doc": "notes.md", "needle": needle, "course": "What does dropout do?",
          "ticket": "why are my units switched off", "char_start": text.index(needle)}) + "\n")
-    (tmp_path / "corpus" / "out_of_domain.jsonl").write_text(
+    (root / "out_of_domain.jsonl").write_text(
         json.dumps({"id": "o1", "query": "What is the capital of France?", "kind": "absurd"}) + "\n")
+
+
+def test_eval_prints_json(tmp_path):
+    """The harness on one document, one strategy and one retriever (the fake embedder)."""
+    one_note_corpus(tmp_path / "corpus")
     code, report = run_json("eval", tmp_path / "corpus", "--out", tmp_path / "out", "--strategies", "C",
                             "--retrievers", "dense", "--model", FAKE, "--no-progress")
     assert code == 0 and [(r["strategy"], r["retriever"]) for r in report["runs"]] == [("C", "dense")], report
@@ -274,15 +279,7 @@ def test_eval_prints_json(tmp_path):
 
 def test_eval_formats_index_the_default_strategy_unless_told_otherwise(tmp_path):
     """Every format is indexed once per strategy: `eval --formats` alone measures the strategy index uses."""
-    text = "# Notes\n\n## Dropout\n\nDropout zeroes each hidden unit during training only.\n"
-    needle = "Dropout zeroes each hidden unit during training only."
-    (tmp_path / "corpus" / "docs").mkdir(parents=True)
-    (tmp_path / "corpus" / "docs" / "notes.md").write_text(text)
-    (tmp_path / "corpus" / "ground_truth.jsonl").write_text(json.dumps(
-        {"id": "n1", "doc": "notes.md", "needle": needle, "course": "What does dropout do?",
-         "ticket": "why are my units switched off", "char_start": text.index(needle)}) + "\n")
-    (tmp_path / "corpus" / "out_of_domain.jsonl").write_text(
-        json.dumps({"id": "o1", "query": "What is the capital of France?", "kind": "absurd"}) + "\n")
+    one_note_corpus(tmp_path / "corpus")
     code, _ = run_json("eval", tmp_path / "corpus", "--out", tmp_path / "out", "--formats", "md,html",
                        "--retrievers", "dense", "--model", FAKE, "--no-progress")
     assert code == 0
