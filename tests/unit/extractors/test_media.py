@@ -1,4 +1,5 @@
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -117,8 +118,14 @@ def test_a_dev_chapters_first_minute_keeps_its_sentence_about_bishop(tmp_path, w
     evaluation renders it. Whisper's own 30 s windows with temperature fallback heard
     "We should 1995 formalize this idea when we proved ... tick the regular nation", too
     few of the needle's words (q08, destroyed in the speech evaluation); each stretch of
-    speech decoded once, whole, keeps "Bishop" and "formalized"."""
-    from citeline.evaluation.match import speech_contains
+    speech decoded once, whole, keeps "Bishop" and "formalized".
+
+    The rest of the sentence depends on the CPU: CTranslate2's int8 kernels differ between
+    AVX512 and AVX2, and on an AVX2-only AMD EPYC this clip's "training with input noise is
+    equivalent to Tikhonov regularization" came out "training within but noisy equivalent to
+    take the regular nation" (q08 itself survived there in the whole-chapter evaluation). What
+    the fix changed, the name, the year and the verb, is asserted on every CPU."""
+    from citeline.evaluation.match import words
     from citeline.evaluation.render import render_speech
 
     needle = ("Bishop (1995) formalized this idea when he proved that training with input noise is "
@@ -128,7 +135,7 @@ def test_a_dev_chapters_first_minute_keeps_its_sentence_about_bishop(tmp_path, w
     clip = tmp_path / "dropout.wav"
     spans = render_speech("\n\n".join(paragraphs[:upto + 1]), clip)
     canonical = media.extract(clip.read_bytes(), "dropout.wav")
-    assert speech_contains(needle, canonical.text), canonical.text[-400:]
+    assert {"bishop", "1995", "formalized"} <= set(words(canonical.text)), canonical.text[-400:]
     assert canonical.segments[-1].locator.end <= spans[-1].end
 
 
@@ -136,7 +143,11 @@ def test_a_dev_chapters_first_minute_keeps_its_sentence_about_bishop(tmp_path, w
 def test_a_whole_dev_chapter_is_transcribed_without_a_repetition_loop(tmp_path, whisper):
     """All of dev's dropout chapter read aloud (7.4 minutes). Batched without a guard, one
     30 s stretch was heard as "... with probabilities 0 0 0 0 ..." to its end, and the
-    sentence of q09 in it was lost (destroyed in the speech evaluation of dev)."""
+    sentence of q09 in it was lost (destroyed in the speech evaluation of dev).
+
+    A loop repeats one word to the end of its stretch; "probabilities 0, 0.5, and 1" heard as
+    "probabilities 0 0 0 0 5 and 1" (AVX2, with citeline's process settings) is a mishearing that
+    ends, not a loop: so the check is on five or more repeats in a row."""
     from citeline.evaluation.match import speech_contains
     from citeline.evaluation.render import render_speech
 
@@ -144,4 +155,5 @@ def test_a_whole_dev_chapter_is_transcribed_without_a_repetition_loop(tmp_path, 
     render_speech((DEV_DOCS / "04-dropout.md").read_text(encoding="utf-8"), clip)
     text = media.extract(clip.read_bytes(), "dropout.wav").text
     assert speech_contains("A common choice is to set a lower dropout probability closer to the input layer.", text)
-    assert " 0 0 0 0 " not in text
+    loop = re.search(r"\b(\w+)(?:\W+\1\b){4,}", text)
+    assert loop is None, text[max(0, loop.start() - 200):loop.end() + 200]
