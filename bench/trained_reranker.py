@@ -160,7 +160,6 @@ def main() -> None:
     parser.add_argument("db")
     parser.add_argument("--out", help="keep the trained cross-encoder here (default: a temporary folder)")
     args = parser.parse_args()
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     store = Store(args.db)
     stamp = store.require_stamp()
     if stamp.embed_model != "sentence-transformers/all-MiniLM-L6-v2":
