@@ -45,7 +45,7 @@ def dump(args) -> dict:
     out = {"pseudo": [q.__dict__ for q in views.in_domain], "bank": [q.__dict__ for q in views.out_of_domain],
            "adjacent": list(views.adjacent)}
     corpus = load_corpus(args.corpus)
-    _cache_tokens(searcher, {})
+    _cache_tokens(searcher, {}, {})
     for retriever in (DENSE, RERANK):
         out[retriever] = [q.__dict__ for q in real_queries(searcher, corpus, retriever)]
     return out

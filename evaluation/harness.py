@@ -177,13 +177,17 @@ class _Silent:
         pass
 
 
-class QueryCache:
-    """An embedder that remembers query vectors: every strategy and retriever asks the same
-    questions, and hybrid embeds each one twice. Everything else is delegated."""
+class EncodingCache:
+    """An embedder that remembers query vectors, and the word-piece vectors of the passages it
+    embeds. Every strategy and retriever asks the same questions, and hybrid embeds each one
+    twice; the rerank run scores the index's chunks with MaxSim, whose word-piece vectors come
+    out of the forward pass that embedded them (when the embedder can give both, as
+    ``SentenceTransformerEmbedder`` does). Everything else is delegated."""
 
     def __init__(self, embedder):
         self._embedder = embedder
         self._queries: dict[str, object] = {}
+        self.passage_tokens: dict[str, object] = {}  # text -> word-piece vectors; the harness clears it per index
 
     def __getattr__(self, name):
         return getattr(self._embedder, name)
@@ -192,6 +196,17 @@ class QueryCache:
         if text not in self._queries:
             self._queries[text] = self._embedder.embed_query(text)
         return self._queries[text]
+
+    def embed_counted(self, texts):
+        both = getattr(self._embedder, "embed_with_token_vectors", None)
+        if both is None:
+            return self._embedder.embed_counted(texts)
+        vectors, counts, pieces = both(texts)
+        self.passage_tokens.update(zip(texts, pieces))
+        return vectors, counts
+
+    def embed_documents(self, texts):
+        return self.embed_counted(texts)[0]
 
 
 def _cache_tokens(searcher: Searcher, queries: dict, docs: dict) -> None:
@@ -232,7 +247,7 @@ class Harness:
 
     def __post_init__(self) -> None:
         self._query_tokens: dict = {}
-        self.embedder = QueryCache(self.embedder)
+        self.embedder = EncodingCache(self.embedder)
         self._started = time.perf_counter()
         self._searches = len(self.corpus.queries) + len(self.corpus.out_of_domain)
         self.progress.total(self._units(len(self.config.retrievers or RETRIEVERS)))
@@ -247,6 +262,7 @@ class Harness:
     def index(self, strategy: str) -> IndexCost:
         """Build ``<root>/<strategy>`` from the corpus documents and measure its cost."""
         started = time.perf_counter()
+        self.embedder.passage_tokens.clear()  # the last strategy's chunks: not asked for again
         cost = index_strategy(self.corpus, strategy, self.uri(strategy), self.embedder, self.config,
                               lambda path: self.progress.advance(f"index {strategy} {path}"))
         cost.seconds = time.perf_counter() - started
@@ -257,7 +273,7 @@ class Harness:
         """Run every retriever over every query of the corpus on one indexed strategy."""
         searcher = Searcher.open(self.uri(strategy), self.embedder)
         if self.fast_rerank:
-            _cache_tokens(searcher, self._query_tokens, {})
+            _cache_tokens(searcher, self._query_tokens, self.embedder.passage_tokens)
         if self.retrievers is None:
             self._resolve(searcher)
         depth = self.config.depth

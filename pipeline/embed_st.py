@@ -117,20 +117,38 @@ class SentenceTransformerEmbedder:
 
     def embed_counted(self, texts: Sequence[str]) -> tuple[np.ndarray, list[int]]:
         """Vectors and untruncated word-piece counts, tokenising for the count only once."""
+        vectors, tokens, _ = self._embed(texts, with_word_pieces=False)
+        return vectors, tokens
+
+    def embed_with_token_vectors(self, texts: Sequence[str]) -> tuple[np.ndarray, list[int], list[np.ndarray]]:
+        """``embed_counted``'s vectors (the same numbers) and counts, and from the same forward
+        passes each text's word-piece vectors as ``token_vectors`` gives them, to float rounding
+        (a padded batch of other texts). The evaluation reranks over every index it builds:
+        encoding the candidates a second time was most of its query time (docs/eval-formats.md)."""
+        return self._embed(texts, with_word_pieces=True)
+
+    def _embed(self, texts: Sequence[str], with_word_pieces: bool) -> tuple[np.ndarray, list[int], list[np.ndarray]]:
         if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32), []
+            return np.zeros((0, self.dim), dtype=np.float32), [], []
         texts = list(texts)
+        pieces: list = [None] * len(texts) if with_word_pieces else []
         with self._lock:
             tokens = self._count(texts)
             vectors = np.empty((len(texts), self.dim), dtype=np.float32)
             for batch in sorted_batches(tokens, self.batch_size, self.max_tokens):
-                vectors[batch] = self._encode_locked([texts[i] for i in batch])
+                part = [texts[i] for i in batch]
+                if with_word_pieces:
+                    vectors[batch], found = self._encode_with_word_pieces_locked(part)
+                    for i, vectors_of_text in zip(batch, found):
+                        pieces[i] = vectors_of_text
+                else:
+                    vectors[batch] = self._encode_locked(part)
                 longest = min(max(tokens[i] for i in batch), self.max_tokens)
                 self.stats.batches += 1
                 self.stats.tokens += sum(min(tokens[i], self.max_tokens) for i in batch)
                 self.stats.padded += longest * len(batch)
             self.stats.texts += len(texts)
-        return vectors, tokens
+        return vectors, tokens, pieces
 
     def embed_query(self, text: str) -> np.ndarray:
         """One unit-length float32 vector for a query (a separate door for query prefixes).
@@ -208,6 +226,20 @@ class SentenceTransformerEmbedder:
         import torch
 
         return torch.autocast("cpu", dtype=torch.bfloat16) if self.precision == "bf16" else nullcontext()
+
+    def _encode_with_word_pieces_locked(self, texts: list[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """One batch as ``_encode_locked`` encodes it, and its word-piece vectors."""
+        import torch
+
+        started = time.perf_counter()
+        with torch.inference_mode(), self._inference():
+            out = self.model.encode(texts, batch_size=len(texts), output_value=None, show_progress_bar=False)
+            # As encode(normalize_embeddings=True) does it, on the same (batch, dim) tensor.
+            sentences = torch.nn.functional.normalize(torch.stack([o["sentence_embedding"] for o in out]), p=2, dim=1)
+        self.stats.encode_s += time.perf_counter() - started
+        # Each text's rows are padded to the batch's longest: its ids say which rows are padding.
+        pieces = self._word_pieces([o["token_embeddings"] for o in out], [o["input_ids"].numpy() for o in out])
+        return np.asarray(sentences.float().numpy(), dtype=np.float32), pieces
 
     def _encode_locked(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
         import torch

@@ -57,20 +57,25 @@ def test_evaluate_flow_publishes_the_report(tmp_path):
 
 
 def test_token_cache_scores_like_the_query_side(tmp_path):
-    """The harness's cached MaxSim gives the query side's rerank order and scores."""
+    """The harness's cached MaxSim, fed by the index's own forward passes, gives the query
+    side's rerank order and scores without encoding a candidate again."""
     from citeline.evaluation.dataset import load_corpus
-    from citeline.evaluation.harness import EvalConfig, QueryCache, TokenCache, _cache_tokens, index_strategy, load_embedder
+    from citeline.evaluation.harness import EncodingCache, EvalConfig, TokenCache, _cache_tokens, index_strategy, load_embedder
     from citeline.query.search import Searcher
 
     corpus = load_corpus(tiny_corpus(tmp_path / "corpus"))
     config = EvalConfig()
-    embedder = QueryCache(load_embedder(config))
+    embedder = EncodingCache(load_embedder(config))
     index_strategy(corpus, "E", str(tmp_path / "E"), embedder, config)
+    captured = dict(embedder.passage_tokens)
     plain, fast = Searcher.open(str(tmp_path / "E"), embedder), Searcher.open(str(tmp_path / "E"), embedder)
-    _cache_tokens(fast, {}, {})
+    _cache_tokens(fast, {}, embedder.passage_tokens)
     if not isinstance(fast.reranker, TokenCache):
         pytest.skip("the query side has no MaxSim reranker to cache")
     for query in [q.text for q in corpus.queries] + [o.query for o in corpus.out_of_domain]:
         a, b = plain.search(query, "rerank", 20), fast.search(query, "rerank", 20)
         assert [r.chunk_id for r in a] == [r.chunk_id for r in b]
         assert [r.rerank_score for r in a] == pytest.approx([r.rerank_score for r in b], abs=1e-5)
+    texts = plain.reader.texts([row["chunk_id"] for row in plain.store.chunk_rows(["chunk_id"])])
+    assert captured and set(texts.values()) <= set(captured)  # every chunk's vectors came from indexing
+    assert embedder.passage_tokens.keys() == captured.keys()  # so no candidate was encoded again

@@ -125,6 +125,24 @@ def test_speech_is_rendered_at_whispers_16_khz_so_a_long_chapter_stays_under_max
     assert IndexSettings(db="x").max_bytes / (16000 * 2) / 60 > 50  # minutes of 16 kHz speech under the limit
 
 
+def test_speech_documents_rendered_side_by_side_come_back_in_corpus_order(tmp_path):
+    """Speech renders two documents at a time; each result is its own document's, in order."""
+    import wave
+
+    from citeline.evaluation.render import render_corpus
+
+    docs = [(f"{name}.md", f"# {name}\n\n{sentence}") for name, sentence in
+            [("zulu", "A long sentence about the zebra crossing the river at dawn, slowly and with care."),
+             ("alpha", "Short one."), ("mike", "The middle document says something else entirely.")]]
+    rendered = render_corpus("speech", docs, tmp_path / "docs")
+    assert [r.source for r in rendered] == [name for name, _ in docs]
+    for r, (_, markdown) in zip(rendered, docs):
+        assert r.path.stem == r.source.removesuffix(".md")
+        assert r.spans[-1].text in markdown
+        with wave.open(str(r.path)) as clip:
+            assert r.spans[-1].end == round(clip.getnframes() / 16000, 3)
+
+
 def test_cli_writes_the_formats_report(tmp_path, monkeypatch):
     from citeline.evaluation import harness
 
