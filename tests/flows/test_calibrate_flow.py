@@ -113,3 +113,18 @@ def test_a_calibration_under_an_older_rule_is_measured_again_by_the_next_sync(do
     index_folder(str(docs), s)  # nothing changed in the folder
     again = stored(s.db)
     assert again.version != "1" and again.cut != 0.123
+
+
+def test_the_same_documents_in_another_folder_get_the_same_calibration(docs, tmp_path):
+    """Chunk ids hash a document's absolute path; the pseudo-question sample must not, or a
+    folder moved elsewhere (or an evaluation under another --db-dir) gets another cut."""
+    import shutil
+    from dataclasses import asdict
+
+    found = []
+    for where in ("a", "b/deeper"):
+        folder = shutil.copytree(docs, tmp_path / where / "docs")
+        s = IndexSettings(db=str(tmp_path / where / "index"), model=FAKE)
+        index_folder(str(folder), s)
+        found.append({k: v for k, v in asdict(stored(s.db)).items() if k not in ("table", "created_at")})
+    assert found[0] == found[1]
