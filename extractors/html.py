@@ -29,7 +29,11 @@ VERSION = "1"
 SUFFIXES = (".html", ".htm", ".xhtml")
 MAGIC: tuple[bytes, ...] = ()
 
-_START = re.compile(rb"^(?:\xef\xbb\xbf)?\s*(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html)\b", re.IGNORECASE | re.DOTALL)
+# The sniff runs on every file's first bytes, in the flow's own process: it walks the leading
+# comments with find() (linear), where one regex for "comments, then a tag" backtracked
+# exponentially over a run of empty comments (issue 32).
+_SPACE = re.compile(rb"\s*")
+_OPENING_TAG = re.compile(rb"<(?:!doctype\s+html|html)\b", re.IGNORECASE)
 _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 _DROP = {"script", "style", "noscript", "template", "svg", "math", "nav", "header", "footer", "aside",
          "form", "iframe", "object", "button", "select", "input", "textarea", "dialog", "head"}
@@ -45,8 +49,21 @@ _PARSER = lxml.html.HTMLParser(huge_tree=True)
 
 
 def claims(head: bytes) -> bool:
-    """A document that opens with ``<!DOCTYPE html`` or ``<html`` (comments and a BOM allowed)."""
-    return bool(_START.match(head[:4096]))
+    """A document that opens with ``<!DOCTYPE html`` or ``<html`` (comments and a BOM allowed).
+
+    >>> claims(b"\\xef\\xbb\\xbf <!-- a --> <!----><!DOCTYPE html>"), claims(b"<!---->" * 40 + b"notes")
+    (True, False)
+    """
+    head = head[:4096]
+    at = len(codecs.BOM_UTF8) if head.startswith(codecs.BOM_UTF8) else 0
+    while True:
+        at = _SPACE.match(head, at).end()
+        if not head.startswith(b"<!--", at):
+            return bool(_OPENING_TAG.match(head, at))
+        end = head.find(b"-->", at + 4)  # a comment ends at its first -->
+        if end < 0:
+            return False
+        at = end + 3
 
 
 def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Canonical:
