@@ -274,7 +274,8 @@ class Index:
             raise ValueError("the question is empty")
         snap = self.snapshot()
         answer = run_ask(snap.searcher, query, AskOptions(**options), filters)
-        answer = replace(answer, citations=tuple(self._located(snap, answer.citations)))
+        answer = replace(answer, citations=tuple(self._located(snap, answer.citations)),
+                         closest=tuple(self._located(snap, answer.closest)))
         if generate and not answer.refused:
             answer = run_generate(answer, client or chat_client())
         return answer

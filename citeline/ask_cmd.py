@@ -12,7 +12,9 @@ import click
 
 from citeline.common import cli_errors, filter_options, known_model, model_for, output_options
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
-from citeline.schemas.retrieval import DEFAULT_RERANK, DEFAULT_RETRIEVER, ENV_RERANKER, RERANK, RETRIEVERS
+from citeline.schemas.retrieval import (
+    CLOSEST_NOTE, DEFAULT_RERANK, DEFAULT_RETRIEVER, ENV_RERANKER, RERANK, RETRIEVERS,
+)
 from citeline.schemas.text import visible, visible_lines
 
 QUOTE_WIDTH = 100  # characters of the quote shown in the sources table
@@ -100,24 +102,25 @@ def _searcher(db: str, model: str | None, reranker: str | None, cosine_weight: f
 
 
 def _located(searcher, answer):
-    """The answer, its citations given the ``uri`` of their source files (``Index.ask`` does the same)."""
+    """The answer, its citations (and closest passages) given the ``uri`` of their source files
+    (``Index.ask`` does the same)."""
     from dataclasses import replace
 
     from citeline.api import located
 
-    return replace(answer, citations=tuple(located(searcher.store, answer.citations)))
+    return replace(answer, citations=tuple(located(searcher.store, answer.citations)),
+                   closest=tuple(located(searcher.store, answer.closest)))
 
 
 def _print(answer, generated: bool) -> None:
     if answer.refused:
         click.echo(answer.refusal.message())
+        if answer.closest:
+            click.echo(f"\nNOT AN ANSWER: {CLOSEST_NOTE}")
+            _print_sources(answer.closest)
         return
     click.echo(f"SOURCES ({len(answer.citations)} under cosine distance {answer.threshold:g})")
-    for c in answer.citations:
-        rerank = "" if c.rerank_score is None else f"  rerank {c.rerank_score:.3f}"
-        click.echo(f"[{c.index}] {visible(c.document)}  {visible(c.label)}  {visible(c.fragment)}  "
-                   f"distance {c.distance:.3f}{rerank}")
-        click.echo(f"    {_short(c.quote)}")
+    _print_sources(answer.citations)
     if not generated:
         click.echo("\nPROMPT")
         click.echo("\n".join(visible_lines(answer.prompt)), nl=False)
@@ -131,6 +134,14 @@ def _print(answer, generated: bool) -> None:
         click.echo(f"UNCITED: {visible(sentence)}")
     if check.ok:
         click.echo("\nevery sentence cites a source that exists")
+
+
+def _print_sources(citations) -> None:
+    for c in citations:
+        rerank = "" if c.rerank_score is None else f"  rerank {c.rerank_score:.3f}"
+        distance = "" if c.distance is None else f"  distance {c.distance:.3f}"
+        click.echo(f"[{c.index}] {visible(c.document)}  {visible(c.label)}  {visible(c.fragment)}{distance}{rerank}")
+        click.echo(f"    {_short(c.quote)}")
 
 
 def _short(quote: str) -> str:

@@ -178,6 +178,8 @@ def ask_page() -> str:
 <p id="status" role="status"></p>
 <section id="answer" hidden><h2>Answer</h2><div id="answer-text"></div><p id="checks"></p></section>
 <section id="refusal" hidden><h2>No answer</h2><p id="refusal-message"></p></section>
+<section id="closest" hidden><h2>Closest passages — not an answer</h2><p id="closest-note"></p>
+  <ol id="closest-list"></ol></section>
 <section id="results" hidden><h2>Sources</h2><ol id="sources"></ol></section>
 </main>""")
 

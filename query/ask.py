@@ -19,8 +19,8 @@ from citeline.query.calibrate import cut_in_use
 from citeline.query.search import Searcher
 from citeline.query.thresholds import rerank_cut
 from citeline.schemas.retrieval import (
-    ANSWERABILITY, BM25, COSINE, DEFAULT_RETRIEVER, RERANK, RETRIEVERS, AnswerCheck, Citation, Filters, Hit,
-    Refusal,
+    ANSWERABILITY, BM25, CLOSEST_NOTE, COSINE, DEFAULT_RETRIEVER, RERANK, RETRIEVERS, AnswerCheck, Citation,
+    Filters, Hit, Refusal,
 )
 
 
@@ -55,7 +55,12 @@ class AskOptions:
 
 @dataclass(frozen=True)
 class Answer:
-    """Everything ``ask`` produced; ``prompt`` is None exactly when the gate refused."""
+    """Everything ``ask`` produced; ``prompt`` is None exactly when the gate refused.
+
+    ``closest`` is empty unless the gate refused: then it holds the retriever's first ``k``
+    passages (:data:`CLOSEST_NOTE`), cited like sources but never put in a prompt, so a person
+    can still check whether the answer is among them.
+    """
 
     query: str
     threshold: float
@@ -65,13 +70,19 @@ class Answer:
     refusal: Refusal | None = None
     answer: str | None = None
     check: AnswerCheck | None = None
+    closest: tuple[Citation, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.closest and self.refusal is None:
+            raise ValueError("closest passages belong to a refusal; an answer has sources")
 
     @property
     def refused(self) -> bool:
         return self.refusal is not None
 
     def to_dict(self) -> dict:
-        """The ``--json`` shape: query, refused, threshold, gate, citations, prompt[, answer, answer_checks]."""
+        """The ``--json`` shape: query, refused, threshold, gate, citations, prompt, closest[, closest_note,
+        answer, answer_checks]."""
         out = {
             "query": self.query,
             "refused": self.refused,
@@ -79,7 +90,10 @@ class Answer:
             "gate": self.gate,
             "citations": [c.to_dict() for c in self.citations],
             "prompt": self.prompt,
+            "closest": [c.to_dict() for c in self.closest],
         }
+        if self.closest:
+            out["closest_note"] = CLOSEST_NOTE
         if self.answer is not None:
             out["answer"] = self.answer
             out["answer_checks"] = self.check.to_dict() if self.check else None
@@ -165,7 +179,8 @@ def ask(searcher: Searcher, query: str, options: AskOptions = AskOptions(), filt
     rows = retrieve(searcher, query, options, filters)
     kept = apply_gate(rows, query, in_use.cut, options.k, min_score, scored, in_use.table_cut)
     if isinstance(kept, Refusal):
-        return Answer(query=query, threshold=threshold, gate=kind, refusal=kept)
+        closest = tuple(build_citations(rows[: options.k]))
+        return Answer(query=query, threshold=threshold, gate=kind, refusal=kept, closest=closest)
     citations = tuple(build_citations(kept))
     return Answer(query=query, threshold=threshold, gate=kind, citations=citations, prompt=build_prompt(query, citations))
 

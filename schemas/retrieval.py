@@ -19,6 +19,9 @@ HYBRID = "hybrid"
 RERANK = "rerank"
 RETRIEVERS = (DENSE, BM25, HYBRID, RERANK)
 DEFAULT_RETRIEVER = RERANK  # best R@1 and MRR on dev with the paired test (docs/query.md)
+# What a refusal shows beside its one line: the passages the retriever ranked first, never
+# handed to a model, so the person can check for themselves whether the answer is there.
+CLOSEST_NOTE = "closest passages, below the confidence cut — check them yourself"
 ENV_RERANKER = "CITELINE_RERANKER"  # the reranker to use: maxsim, cross-encoder or a CrossEncoder folder
 
 UNION = "union"  # dense top N and BM25 top N together, not fused: a candidate list only

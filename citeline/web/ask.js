@@ -23,8 +23,9 @@ function setStatus(text) {
 }
 
 function reset() {
-  for (const id of ["answer", "refusal", "results"]) $(id).hidden = true;
+  for (const id of ["answer", "refusal", "results", "closest"]) $(id).hidden = true;
   $("sources").replaceChildren();
+  $("closest-list").replaceChildren();
   $("answer-text").replaceChildren();
   $("checks").textContent = "";
   $("refusal-message").textContent = "";
@@ -34,30 +35,38 @@ function number(value) {
   return value === null || value === undefined ? "–" : Number(value).toFixed(3);
 }
 
+// One source (or closest passage) as a list item: where it is, how close, and its quote.
+function sourceItem(c, idPrefix) {
+  const item = element("li", null, {id: idPrefix + c.index, class: "source", "data-kind": kindOf(c.fragment),
+                                    "data-path": c.path || c.document});
+  const link = element("a", "[" + c.index + "] " + c.label, {class: "citation", href: "/view/" + c.chunk_id + "#cited",
+                                                            target: "_blank", rel: "noopener"});
+  item.append(link, " ", element("span", c.path || c.document, {class: "document"}), " ",
+              element("code", c.fragment, {class: "fragment"}), " ",
+              element("span", "distance " + number(c.distance), {class: "distance"}));
+  if (c.rerank_score !== null && c.rerank_score !== undefined) {
+    item.append(" ", element("span", "rerank " + number(c.rerank_score), {class: "rerank"}));
+  }
+  item.append(element("blockquote", c.quote, {class: "quote"}));
+  return item;
+}
+
 function showSources(data) {
   if (data.refused) {
-    const r = data.refusal || {};
-    const best = r.best === null || r.best === undefined ? "nothing retrieved" : "best " + number(r.best);
-    $("refusal-message").textContent = (r.message || "NO ANSWER") + " (cut " + number(r.threshold) + ", " + best + ")";
+    // One sentence: the refusal's own message already names the cut.
+    $("refusal-message").textContent = "No passage is close enough to answer from, so no answer is given.";
     $("refusal").hidden = false;
-    setStatus("Refused: no source is close enough to answer from.");
+    const closest = data.closest || [];
+    if (closest.length) {
+      $("closest-note").textContent = data.closest_note || "";
+      for (const c of closest) $("closest-list").append(sourceItem(c, "closest-"));
+      $("closest").hidden = false;
+    }
+    setStatus("Refused: " + (data.refusal && data.refusal.message ? data.refusal.message : "NO ANSWER") + ".");
     return;
   }
   const list = $("sources");
-  for (const c of data.citations) {
-    const item = element("li", null, {id: "source-" + c.index, class: "source", "data-kind": kindOf(c.fragment),
-                                      "data-path": c.path || c.document});
-    const link = element("a", "[" + c.index + "] " + c.label, {class: "citation", href: "/view/" + c.chunk_id + "#cited",
-                                                              target: "_blank", rel: "noopener"});
-    item.append(link, " ", element("span", c.path || c.document, {class: "document"}), " ",
-                element("code", c.fragment, {class: "fragment"}), " ",
-                element("span", "distance " + number(c.distance), {class: "distance"}));
-    if (c.rerank_score !== null && c.rerank_score !== undefined) {
-      item.append(" ", element("span", "rerank " + number(c.rerank_score), {class: "rerank"}));
-    }
-    item.append(element("blockquote", c.quote, {class: "quote"}));
-    list.append(item);
-  }
+  for (const c of data.citations) list.append(sourceItem(c, "source-"));
   $("results").hidden = false;
   const gate = data.gate === "answerability" ? " over answerability score " : " under cosine distance ";
   setStatus(data.citations.length + " sources" + gate + number(data.threshold) + ".");
@@ -110,7 +119,7 @@ async function onAsk(event) {
   setStatus("Searching…");
   let response;
   try {
-    const body = {question: question, generate: $("generate").checked};
+    const body = {query: question, generate: $("generate").checked};
     // "?cut=0.6" in the page's address overrides the index's calibrated cut, as `ask --cut` does
     const cut = new URLSearchParams(location.search).get("cut");
     if (cut !== null && cut !== "") body.cut = Number(cut);

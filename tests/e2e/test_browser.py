@@ -202,16 +202,24 @@ def test_each_kind_of_citation_opens_the_source_at_the_cited_place(service, brow
     close_viewer(browser)
 
 
-def test_an_absurd_question_is_refused_with_the_cut(service, browser, tmp_path):
+def test_an_absurd_question_is_refused_with_the_closest_passages_to_check(service, browser, tmp_path):
     from selenium.webdriver.common.by import By
 
     ask(browser, service.base, "What is the airspeed velocity of an unladen swallow on Jupiter?")
     refusal = browser.find_element(By.ID, "refusal")
     assert refusal.is_displayed() and not browser.find_elements(By.CSS_SELECTOR, "#sources li")
-    message = browser.find_element(By.ID, "refusal-message").text
+    assert browser.find_element(By.ID, "refusal-message").text == (
+        "No passage is close enough to answer from, so no answer is given.")
     expected = service.gate()  # the index's calibrated gate, not a number written here
-    assert message.startswith(expected.message().split(" for ")[0])
-    assert f"(cut {expected.threshold:.3f}" in message
+    assert expected.message().split(" for ")[0] in browser.find_element(By.ID, "status").text
+    closest = browser.find_element(By.ID, "closest")
+    assert closest.is_displayed() and "not an answer" in closest.find_element(By.TAG_NAME, "h2").text
+    assert "check them yourself" in browser.find_element(By.ID, "closest-note").text
+    items = browser.find_elements(By.CSS_SELECTOR, "#closest-list li")
+    assert 1 <= len(items) <= 4
+    for item in items:  # each opens at its place and shows its quote, as a source does
+        assert item.find_element(By.CSS_SELECTOR, "a.citation").get_attribute("href").endswith("#cited")
+        assert item.find_element(By.CSS_SELECTOR, "blockquote.quote").text
     shot(browser, tmp_path, "refusal")
 
 

@@ -14,7 +14,7 @@ from citeline.schemas.retrieval import ChunkRow, Hit, Refusal
 from citeline.schemas.stamp import IndexStamp
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
-JSON_KEYS = ["query", "refused", "threshold", "gate", "citations", "prompt"]
+JSON_KEYS = ["query", "refused", "threshold", "gate", "citations", "prompt", "closest"]
 CITATION_KEYS = ["index", "document_id", "document", "label", "fragment", "quote", "distance", "rerank_score",
                  "chunk_id", "path", "start", "end", "uri"]
 
@@ -173,8 +173,43 @@ def test_a_refused_question_has_no_prompt_and_never_reaches_the_model():
     answer = ask(FakeSearcher([hit(1, 0.9), hit(2, 0.8)]), "absurd?", AskOptions(retriever="dense", cut=0.45))
     assert answer.refused and answer.prompt is None and answer.citations == ()
     assert generate(answer, client) is answer and client.prompts == []
-    assert answer.to_dict() == {"query": "absurd?", "refused": True, "threshold": 0.45, "gate": "cosine", "citations": [],
-                                "prompt": None}
+    data = answer.to_dict()
+    assert {k: data[k] for k in JSON_KEYS[:-1]} == {"query": "absurd?", "refused": True, "threshold": 0.45,
+                                                    "gate": "cosine", "citations": [], "prompt": None}
+
+
+def test_a_refusal_shows_the_closest_passages_marked_as_not_an_answer():
+    answer = ask(FakeSearcher([hit(1, 0.9), hit(2, 0.8), hit(3, 0.95)]), "near miss?",
+                 AskOptions(retriever="dense", cut=0.45, k=2))
+    assert answer.refused and answer.prompt is None and answer.citations == ()
+    # the retriever's first k, in its order, cited like sources (same fields, distance, locator)
+    assert [c.chunk_id for c in answer.closest] == ["c1", "c2"]
+    assert [c.distance for c in answer.closest] == [0.9, 0.8] and answer.closest[0].fragment.startswith("#char=")
+    data = answer.to_dict()
+    assert [list(c) for c in data["closest"]] == [CITATION_KEYS] * 2
+    assert data["closest_note"] == "closest passages, below the confidence cut — check them yourself"
+    answered = ask(FakeSearcher([hit(1, 0.2)]), "q?", AskOptions(retriever="dense", cut=0.5))
+    assert answered.closest == () and answered.to_dict()["closest"] == [] and "closest_note" not in answered.to_dict()
+    with pytest.raises(ValueError, match="closest passages belong to a refusal"):
+        Answer(query="q", threshold=0.5, closest=answer.closest)
+
+
+def test_the_cli_prints_the_closest_passages_under_a_refusal():
+    from citeline.ask_cmd import _print
+
+    answer = ask(FakeSearcher([hit(1, 0.9)]), "near miss?", AskOptions(retriever="dense", cut=0.45))
+    result = CliRunner().invoke(click_command(lambda: _print(answer, False)))
+    lines = result.output.splitlines()
+    assert lines[0] == 'NO ANSWER: nothing under cosine distance 0.45 for "near miss?"'
+    assert lines[2] == "NOT AN ANSWER: closest passages, below the confidence cut — check them yourself"
+    assert lines[3].startswith("[1] notes.md") and "distance 0.900" in lines[3]
+    assert lines[4].strip() == "Sentence number 1 of the document."
+
+
+def click_command(body):
+    import click
+
+    return click.command()(body)
 
 
 def test_generate_removes_unknown_citations_and_flags_uncited_sentences():
