@@ -28,7 +28,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
 from citeline.api import Index, chat_client
@@ -64,7 +64,9 @@ class AskRequest(BaseModel):
     """The body of ``POST /ask``; ``generate`` streams the answer as server-sent events."""
 
     model_config = ConfigDict(extra="forbid")
-    question: str = Field(min_length=1, max_length=MAX_QUESTION)
+    # ``query``, as in the answer this returns, ``citeline ask --json`` and ``Index.ask``;
+    # ``question`` is the older name of the same field, still accepted.
+    query: str = Field(min_length=1, max_length=MAX_QUESTION, validation_alias=AliasChoices("query", "question"))
     k: int = Field(4, ge=1, le=MAX_ASK_K)
     retriever: Retriever = DEFAULT_RETRIEVER
     rerank: bool = False
@@ -234,8 +236,8 @@ def _json_routes(app: FastAPI, index: Index) -> None:
         object), ``delta`` events with the answer's text, then ``done`` with the checked
         answer and its ``answer_checks`` (or ``error``).
         """
-        options = body.model_dump(exclude={"question", "generate", "path", "type", "since"})
-        answer = index.ask(body.question, filters=body.filters(), **options)
+        options = body.model_dump(exclude={"query", "generate", "path", "type", "since"})
+        answer = index.ask(body.query, filters=body.filters(), **options)
         if body.generate and not answer.refused:
             try:
                 client = chat_client()

@@ -51,8 +51,8 @@ def client(index):
         yield client
 
 
-def ask(client, question, **body):
-    return client.post("/ask", json={"question": question, "cut": CUT, "retriever": "dense", **body})
+def ask(client, query, **body):
+    return client.post("/ask", json={"query": query, "cut": CUT, "retriever": "dense", **body})
 
 
 def doc_id(client, path):
@@ -88,6 +88,29 @@ def test_ask_answers_with_located_citations_or_refuses(client, folder):
     assert refused["refused"] is True and refused["refusal"]["message"].startswith("NO ANSWER")
 
 
+def test_a_refusal_returns_the_closest_passages_located_and_marked(client, folder):
+    refused = ask(client, "harbour committee meets Fridays pier", cut=0.0001, k=2).json()
+    assert refused["refused"] is True and refused["citations"] == [] and refused["prompt"] is None
+    assert refused["closest_note"] == "closest passages, below the confidence cut \u2014 check them yourself"
+    closest = refused["closest"]
+    assert len(closest) == 2 and closest[0]["path"] == "notes.md"  # the passage that would have answered
+    assert closest[0]["uri"].startswith((folder / "notes.md").as_uri() + "#char=")
+    assert closest[0]["distance"] >= 0.0001 and closest[0]["chunk_id"]
+
+
+def test_ask_takes_the_question_as_query_and_still_as_question(client):
+    """One name in the request and the answer (``query``); ``question``, the old request name, still works."""
+    new = ask(client, "harbour committee meets Fridays pier", k=1).json()
+    old = client.post("/ask", json={"question": "harbour committee meets Fridays pier", "cut": CUT,
+                                    "retriever": "dense", "k": 1}).json()
+    assert new["query"] == old["query"] == "harbour committee meets Fridays pier"
+    assert new["citations"] == old["citations"]
+    both = client.post("/ask", json={"query": "a", "question": "b"})
+    assert both.status_code == 400, both.text
+    schema = client.get("/openapi.json").json()["components"]["schemas"]["AskRequest"]
+    assert "query" in schema["properties"] and schema["required"] == ["query"]
+
+
 def test_search_documents_and_chunks(client):
     response = client.get("/search", params={"q": "quarterly sales region", "k": 3})
     assert re.fullmatch(r"app;dur=\d+\.\d", response.headers["server-timing"])  # the service's own time
@@ -102,12 +125,14 @@ def test_search_documents_and_chunks(client):
 
 
 @pytest.mark.parametrize("body, status", [
+    ({"query": ""}, 400),
+    ({"query": "x", "k": 0}, 400),
+    ({"query": "x", "k": 21}, 400),
+    ({"query": "x", "retriever": "telepathy"}, 400),
+    ({"query": "x", "surprise": 1}, 400),
+    ({"query": "x" * 2001}, 400),
     ({"question": ""}, 400),
-    ({"question": "x", "k": 0}, 400),
-    ({"question": "x", "k": 21}, 400),
-    ({"question": "x", "retriever": "telepathy"}, 400),
-    ({"question": "x", "surprise": 1}, 400),
-    ({"question": "x" * 2001}, 400),
+    ({}, 400),
 ])
 def test_bad_ask_requests_are_json_400(client, body, status):
     response = client.post("/ask", json=body)
