@@ -4,7 +4,9 @@ An in-domain question is **answered** when the sources ``ask`` returns after its
 (same retrieval, same cut, same ``k``) include a chunk holding the needle. It is
 **refused** when nothing passes the gate, and its answer is **lost** when the needle was
 in the top ``k`` before the gate but cut by it. An out-of-domain question **bluffs**
-when anything passes. The gate itself is :func:`query.ask.apply_gate`, so whatever cut
+when anything passes. It is **within reach** when the person can see the needle: among the
+sources, or, when ``ask`` refused, among the closest passages it shows instead (its top ``k``
+before the gate). The gate itself is :func:`query.ask.apply_gate`, so whatever cut
 ``ask`` resolves is what is measured here.
 """
 from __future__ import annotations
@@ -62,6 +64,11 @@ class Outcome:
     def lost(self) -> bool:
         return self.found and not any(self.kept)
 
+    @property
+    def within_reach(self) -> bool:
+        """The needle is among the sources, or among the closest passages a refusal shows."""
+        return self.answered or (self.in_domain and self.refused and self.found)
+
 
 @dataclass(frozen=True)
 class Honest:
@@ -74,6 +81,7 @@ class Honest:
     found: int  # in-domain queries with the needle in the top k before the gate
     bluffs: int
     ood: int
+    within_reach: int = 0  # in-domain queries whose needle the person sees: sources or closest passages
 
     @property
     def share(self) -> float:
@@ -88,7 +96,7 @@ def tally(outcomes: Sequence[Outcome]) -> Honest:
 
     >>> tally([Outcome("course", True, (True, False), (True,)), Outcome("ticket", True, (True,), ()),
     ...        Outcome("absurd", False, (False,), (False,))])
-    Honest(answered=1, queries=2, refused=1, lost=1, found=2, bluffs=1, ood=1)
+    Honest(answered=1, queries=2, refused=1, lost=1, found=2, bluffs=1, ood=1, within_reach=2)
     """
     inside = [o for o in outcomes if o.in_domain]
     outside = [o for o in outcomes if not o.in_domain]
@@ -96,6 +104,7 @@ def tally(outcomes: Sequence[Outcome]) -> Honest:
         answered=sum(o.answered for o in inside), queries=len(inside), refused=sum(o.refused for o in inside),
         lost=sum(o.lost for o in inside), found=sum(o.found for o in inside),
         bluffs=sum(not o.refused for o in outside), ood=len(outside),
+        within_reach=sum(o.within_reach for o in inside),
     )
 
 

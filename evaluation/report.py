@@ -470,16 +470,19 @@ def _honest_section(r: dict) -> str:
     cut = f"cosine cut {cfg['cut']} (--cut)" if cfg.get("cut") is not None else "the cut ask uses for this model"
     phrasings = [p for p in PHRASINGS if any(p in e["by_phrasing"] for e in entries)]
     head = ("| strategy | retriever | " + " | ".join(f"{p} answered" for p in phrasings)
+            + " | " + " | ".join(f"{p} within reach" for p in phrasings)
             + " | all answered | refused in-domain | lost (of found in top " + str(cfg["gate_window"])
             + ") | bluffs |")
     rows = ["## Answered honestly", "",
             f"What `citeline ask` returns: the same retrieval, {cut} and k = {cfg['gate_window']}. **Answered**: an "
             "in-domain question whose sources after the gate include a chunk holding the needle. **Refused**: "
-            "nothing passed. **Lost**: the needle was in the top k but the gate cut it. **Bluffs**: "
-            "out-of-domain questions with any source passing.", "",
-            head, "|---|---|" + "---:|" * (len(phrasings) + 4)]
+            "nothing passed. **Lost**: the needle was in the top k but the gate cut it. **Within reach**: the "
+            "needle is among the sources or, on a refusal, among the closest passages `ask` shows instead (its "
+            "top k, marked as not an answer). **Bluffs**: out-of-domain questions with any source passing.", "",
+            head, "|---|---|" + "---:|" * (2 * len(phrasings) + 4)]
     for e in entries:
         cells = [_share(e["by_phrasing"][p]) if p in e["by_phrasing"] else "" for p in phrasings]
+        cells += [_reach(e["by_phrasing"][p]) if p in e["by_phrasing"] else "" for p in phrasings]
         a = e["all"]
         rows.append(f"| {e['strategy']} | {e['retriever']} | " + " | ".join(cells)
                     + f" | {_share(a)} | {a['refused']}/{a['queries']} | {a['lost']}/{a['found']} "
@@ -489,6 +492,10 @@ def _honest_section(r: dict) -> str:
 
 def _share(h: dict) -> str:
     return f"{h['share']:.3f} ({h['answered']}/{h['queries']})"
+
+
+def _reach(h: dict) -> str:
+    return f"{h.get('within_reach', 0)}/{h['queries']}"
 
 
 def _variant_section(r: dict) -> str:

@@ -119,7 +119,21 @@ def test_report_leads_with_answered_honestly(corpus):
     text = render(results)
     sections = [line for line in text.splitlines() if line.startswith("## ")]
     assert sections[0] == "## Answered honestly"  # the headline, before every other table
-    assert "| E | dense | 1.000 (2/2) | 0.000 (0/2) | 0.500 (2/4) | 1/4 | 1/3 | 0/1 |" in text
+    # course answered, ticket answered, course within reach, ticket within reach, ...
+    assert "| E | dense | 1.000 (2/2) | 0.000 (0/2) | 2/2 | 0/2 | 0.500 (2/4) | 1/4 | 1/3 | 0/1 |" in text
+
+
+def test_a_refused_question_whose_needle_was_retrieved_is_within_reach():
+    """The closest passages a refusal shows are ask's top k: the needle there is in reach; a needle cut
+    while other sources pass is not (the person sees only the sources)."""
+    refused_found = Outcome("ticket", True, (False, True), ())
+    passed_other = Outcome("ticket", True, (False, True), (False,))
+    never_found = Outcome("ticket", True, (False, False), ())
+    answered = Outcome("course", True, (True,), (True,))
+    assert refused_found.within_reach and not refused_found.answered
+    assert not passed_other.within_reach and not never_found.within_reach and answered.within_reach
+    assert tally([refused_found, passed_other, never_found, answered]).within_reach == 2
+    assert not Outcome("absurd", False, (False,), ()).within_reach
 
 
 def test_answered_is_compared_with_the_paired_test(corpus):
