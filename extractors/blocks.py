@@ -7,7 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from citeline.schemas.document import CELL_SEPARATOR, Segment
+from citeline.schemas.errors import TooLarge
+from citeline.schemas.grid import Block
 from citeline.schemas.locator import Locator
+from citeline.schemas.options import ExtractOptions
 
 from citeline.extractors.clean import clean
 
@@ -21,26 +24,49 @@ class Writer:
     ('## Intro\\n\\nBody.\\n\\nNext', [(0, 15, 'a'), (17, 21, 'b')])
     """
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int | None = None) -> None:
         self._pieces: list[str] = []
         self._segments: list[Segment] = []
         self._offset = 0
+        self._limit = limit
 
-    def add(self, text: str, locator: Locator, sep: str = "\n\n") -> None:
-        """Append ``text`` (after ``sep`` unless it is the first block); blank text is skipped."""
+    def add(self, text: str, locator: Locator | None, sep: str = "\n\n") -> None:
+        """Append ``text`` (after ``sep`` unless it is the first block); blank text is skipped.
+        A ``None`` locator (a sheet's heading) adds text without a segment."""
         if not text.strip():
             return
+        start = self._append(text, sep)
+        if locator is not None:
+            self._extend(Segment(start, self._offset, locator))
+
+    def add_block(self, block: Block, sep: str = "\n\n") -> None:
+        """Append a table block (extractors.tables) with its own segments, shifted to where it lands."""
+        if not block.text.strip():
+            return
+        start = self._append(block.text, sep)
+        for seg in block.segments:
+            self._extend(Segment(start + seg.start, start + seg.end, seg.locator))
+
+    def _append(self, text: str, sep: str) -> int:
         if self._pieces:
             self._pieces.append(sep)
             self._offset += len(sep)
-        start, end = self._offset, self._offset + len(text)
+        start = self._offset
         self._pieces.append(text)
-        self._offset = end
+        self._offset += len(text)
+        if self._limit is not None and self._offset > self._limit:
+            # Checked as the text grows, so a workbook that would render to gigabytes fails
+            # at the bound instead of after building it (issue 32, item 4).
+            raise TooLarge(f"the canonical text passed {self._limit:,} characters (max_text_chars, "
+                           f"max_text_ratio): refused as an amplification")
+        return start
+
+    def _extend(self, seg: Segment) -> None:
         last = self._segments[-1] if self._segments else None
-        if last is not None and last.locator == locator:
-            self._segments[-1] = Segment(last.start, end, locator)
+        if last is not None and last.locator == seg.locator:
+            self._segments[-1] = Segment(last.start, seg.end, seg.locator)
         else:
-            self._segments.append(Segment(start, end, locator))
+            self._segments.append(seg)
 
     @property
     def text(self) -> str:
@@ -49,6 +75,18 @@ class Writer:
     @property
     def segments(self) -> tuple[Segment, ...]:
         return tuple(self._segments)
+
+
+def text_limit(options: ExtractOptions, size: int) -> int:
+    """The most characters a canonical text of a ``size``-byte file may have: a multiple of
+    the file's size (never under a floor, so small files are not judged by their size),
+    within an absolute cap.
+
+    >>> text_limit(ExtractOptions(), 1000) == ExtractOptions().min_text_chars
+    True
+    """
+    bound = max(options.min_text_chars, int(options.max_text_ratio * size))
+    return min(options.max_text_chars, bound)
 
 
 def one_line(text: str) -> str:

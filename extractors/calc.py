@@ -16,12 +16,14 @@ from citeline.schemas.document import Canonical, Segment
 from citeline.schemas.errors import Corrupt, Empty, Encrypted, NoText
 from citeline.schemas.options import ExtractOptions
 
+from citeline.extractors.blocks import Writer, text_limit
 from citeline.extractors.clean import Deadline
 from citeline.extractors.ooxml import OLE2, ZIP, ole2_reason, open_package
-from citeline.extractors.sheet import Row, SheetFacts, display, sheet_pieces
+from citeline.extractors.sheet import Row, SheetFacts, add_sheet, display
 
 NAME = "calamine"
-VERSION = "1"
+# 2: tables laid out as the xlsx extractor's version 3 lays them out (issue 27, issue 32 item 4).
+VERSION = "2"
 # Parses untrusted binary input in Rust: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".xls", ".ods")
@@ -53,7 +55,7 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     except (python_calamine.CalamineError, ValueError, OSError) as exc:
         raise Corrupt(f"calamine cannot read the workbook: {type(exc).__name__}: {exc}") from None
     try:
-        text, segments = _sheets(book, options, deadline)
+        text, segments = _sheets(book, options, deadline, text_limit(options, len(data)))
     except (python_calamine.CalamineError, ValueError) as exc:
         raise Corrupt(f"calamine cannot read a sheet: {type(exc).__name__}: {exc}") from None
     finally:
@@ -107,23 +109,15 @@ def ole2_damage(data: bytes) -> str:
     return ""
 
 
-def _sheets(book, options: ExtractOptions, deadline: Deadline) -> tuple[str, list[Segment]]:
-    pieces: list[str] = []
-    segments: list[Segment] = []
-    offset = 0
+def _sheets(book, options: ExtractOptions, deadline: Deadline, limit: int) -> tuple[str, tuple[Segment, ...]]:
+    writer = Writer(limit)
     for title in book.sheet_names:
         deadline.check(f"sheet {title!r}")
         rows = _rows(book.get_sheet_by_name(title), deadline)
-        if not rows:
-            continue
-        for sep, text, locator in sheet_pieces(title, rows, SheetFacts(), options):
-            sep = sep if pieces else ""
-            pieces += [sep, text]
-            offset += len(sep)
-            if locator is not None:
-                segments.append(Segment(offset, offset + len(text), locator))
-            offset += len(text)
-    return "".join(pieces), segments
+        if rows:
+            # calamine does not report merged ranges: group headers spread by the empty-cell rule.
+            add_sheet(writer, title, rows, SheetFacts(), options)
+    return writer.text, writer.segments
 
 
 def _rows(sheet, deadline: Deadline) -> list[Row]:

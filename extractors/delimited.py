@@ -1,6 +1,7 @@
-"""CSV and TSV: records as pipe rows in blocks, the header line repeated above every block
-(as the spreadsheet extractor does), each block located by its RFC 7111 records
-(``#row=12-30``, the header line being record 1)."""
+"""CSV and TSV: records as pipe rows in blocks laid out as the spreadsheet extractor lays out
+a sheet (extractors.tables: the title lines, every header record and the group record
+repeated above every block, row labels first, split by columns when too wide), each piece
+located by its RFC 7111 records (``#row=12-30``, the first line being record 1)."""
 from __future__ import annotations
 
 import csv
@@ -9,15 +10,19 @@ from pathlib import PurePath
 
 from citeline.schemas.document import Canonical
 from citeline.schemas.errors import Corrupt, Empty, NoText
+from citeline.schemas.grid import GridRow
 from citeline.schemas.locator import RowRange
 from citeline.schemas.options import ExtractOptions
 
-from citeline.extractors.blocks import Writer, pipe_row, row_blocks
+from citeline.extractors.blocks import Writer, one_line, text_limit
 from citeline.extractors.clean import Deadline
+from citeline.extractors.tables import DATA, table_blocks
 from citeline.extractors.text import decode, normalise
 
 NAME = "csv"
-VERSION = "1"
+# 2: tables that can be read alone (issue 27): title lines, every header record and group
+#    records repeated per block, split by columns when too wide; the text bounded (issue 32).
+VERSION = "2"
 SUFFIXES = (".csv", ".tsv", ".tab")
 MAGIC: tuple[bytes, ...] = ()
 _DELIMITERS = ",;\t|"
@@ -36,18 +41,16 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
         raise Empty("empty file (0 bytes)")
     text = normalise(decode(data))
     records = _records(text, _delimiter(text, name), deadline)
-    numbered = [(k, row) for k, row in enumerate(records, start=1) if row]
-    if not numbered:
+    rows = [GridRow(k, cells) for k, cells in enumerate(records, start=1) if cells]
+    if not rows:
         raise NoText("the file holds no values")
-    (head_no, header), body = numbered[0], numbered[1:]
-    writer = Writer()
-    if not body:  # a header alone is the data
-        writer.add(header, RowRange(head_no, head_no))
-    head_loc = RowRange(head_no, head_no, header=True)
-    for first, stop in row_blocks([row for _, row in body], header, options.sheet_block_chars, options.sheet_block_rows):
-        writer.add(header, head_loc)
-        rows = body[first:stop]
-        writer.add("\n".join(row for _, row in rows), RowRange(rows[0][0], rows[-1][0]), sep="\n")
+
+    def locate(kind: str, numbers: tuple[int, int], cols: tuple[int, int]) -> RowRange:
+        return RowRange(numbers[0], numbers[1], header=kind != DATA)
+
+    writer = Writer(text_limit(options, len(data)))
+    for block in table_blocks(rows, locate, options.sheet_block_chars, options.sheet_block_rows):
+        writer.add_block(block)
     return Canonical(text=writer.text, title=PurePath(name).stem, extractor=NAME, extractor_version=VERSION,
                      segments=writer.segments)
 
@@ -62,14 +65,16 @@ def _delimiter(text: str, name: str) -> str:
         return ","
 
 
-def _records(text: str, delimiter: str, deadline: Deadline) -> list[str]:
-    """Every record as one pipe row ("" for a blank record, kept so numbers stay RFC 7111's)."""
-    rows: list[str] = []
+def _records(text: str, delimiter: str, deadline: Deadline) -> list[dict[int, str]]:
+    """Every record's non-empty cells by column (1-based; ``{}`` for a blank record, kept so
+    numbers stay RFC 7111's)."""
+    rows: list[dict[int, str]] = []
     try:
         for k, cells in enumerate(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)):
             if k % 5000 == 0:
                 deadline.check(f"record {k + 1}")
-            rows.append(pipe_row(cells))
+            shown = {c: v for c, v in ((c, one_line(v)) for c, v in enumerate(cells, start=1)) if v}
+            rows.append(shown)
     except csv.Error as exc:
         kind = "TSV" if delimiter == "\t" else "CSV"
         raise Corrupt(f"not a readable {kind} file at record {len(rows) + 1}: {exc}") from None

@@ -1,9 +1,13 @@
 """Spreadsheets (xlsx) with openpyxl in read-only mode, cached values only.
 
-Each sheet becomes a ``## <sheet name>`` heading and blocks of rows in a pipe table.
-Every block repeats the sheet's header row(s), so a chunk of rows always carries its
-column names; the header and the rows are separate segments, each with the exact
-``SheetRange`` it came from (``'Q1 sales'!A1:D1`` and ``'Q1 sales'!A22:D41``).
+Each sheet becomes a ``## <sheet name>`` heading and blocks of rows in a pipe table, laid
+out by extractors.tables: every block repeats the table's title block, all its header rows
+(merged group headers spread over their columns, period and units rows) and the group row
+it falls under, every row starts with its row labels, and a table too wide for a block is
+split by columns, each part keeping the labels. Titles, header rows and data rows are
+separate segments, each with the exact ``SheetRange`` of the cells it quotes
+(``'Q1 sales'!A1``, ``'Q1 sales'!A2:D2`` and ``'Q1 sales'!A22:D41``); columns empty in the
+whole table are not rendered.
 
 Values read as Excel shows them: percentages as 33.6%, dates as ISO dates, formulas as
 their cached result. A formula saved without a cached result is left blank and listed
@@ -20,26 +24,33 @@ from pathlib import PurePath
 from xml.etree.ElementTree import ParseError
 
 import openpyxl
+from openpyxl.cell.read_only import ReadOnlyCell
 from openpyxl.utils import get_column_letter, range_boundaries
+from openpyxl.worksheet._reader import WorkSheetParser
 from openpyxl.utils.exceptions import InvalidFileException
 
-from citeline.schemas.document import CELL_SEPARATOR, Canonical, Segment
+from citeline.schemas.document import Canonical
 from citeline.schemas.errors import Corrupt, Empty, NoText, TooLarge, UnsupportedType
+from citeline.schemas.grid import GridRow
 from citeline.schemas.locator import SheetRange
 from citeline.schemas.options import ExtractOptions
 
+from citeline.extractors.blocks import Writer, text_limit
 from citeline.extractors.clean import Deadline, clean
+from citeline.extractors.tables import DATA, table_blocks
 
 NAME = "xlsx"
 # 2: the repeated header rows' locator says it is a header (citations open at the data rows).
-VERSION = "2"
+# 3: tables that can be read alone (issue 27): title block, every header row, group rows and
+#    row labels repeated per block, split by columns when too wide; empty columns not rendered
+#    and the text bounded (issue 32, item 4).
+VERSION = "3"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".xlsx", ".xlsm", ".xltx", ".xltm")
 # OLE2 containers (legacy .xls, a password-protected xlsx) go to extractors.calc by magic.
 MAGIC: tuple[bytes, ...] = ()
 _ZIP = b"PK\x03\x04"
-_MAX_HEADER_ROWS = 3
 
 
 def claims(head: bytes) -> bool:
@@ -47,10 +58,7 @@ def claims(head: bytes) -> bool:
     return head.startswith(_ZIP) and b"xl/" in head
 
 
-@dataclass
-class Row:
-    number: int
-    cells: dict[int, str]  # column (1-based) -> displayed text, non-empty only
+Row = GridRow  # a sheet row: its number and displayed cells by column (1-based), non-empty only
 
 
 @dataclass
@@ -76,7 +84,7 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     except (InvalidFileException, KeyError, ValueError, TypeError, IndexError, ParseError, zipfile.BadZipFile) as exc:
         raise Corrupt(f"openpyxl cannot read the workbook: {type(exc).__name__}: {exc}") from None
     try:
-        return _workbook(wb, archive, name, options, deadline)
+        return _workbook(wb, archive, name, options, deadline, text_limit(options, len(data)))
     finally:
         wb.close()
 
@@ -105,14 +113,13 @@ def _open_zip(data: bytes, name: str, options: ExtractOptions) -> zipfile.ZipFil
     return archive
 
 
-def _workbook(wb, archive: zipfile.ZipFile, name: str, options: ExtractOptions, deadline: Deadline) -> Canonical:
+def _workbook(wb, archive: zipfile.ZipFile, name: str, options: ExtractOptions, deadline: Deadline,
+              limit: int) -> Canonical:
     sheets = wb.worksheets
     if not sheets:
         raise NoText("the workbook has no worksheets")
-    pieces: list[str] = []
-    segments: list[Segment] = []
+    writer = Writer(limit)
     notes: list[str] = []
-    offset = 0
     for ws in sheets:
         deadline.check(f"sheet {ws.title!r}")
         facts = _facts(archive, getattr(ws, "_worksheet_path", ""))
@@ -121,24 +128,17 @@ def _workbook(wb, archive: zipfile.ZipFile, name: str, options: ExtractOptions, 
             shown = ", ".join(facts.uncached[:10]) + (f" (+{len(facts.uncached) - 10} more)" if len(facts.uncached) > 10 else "")
             notes.append(f"formulas without a cached value, left blank (recalculate and save the "
                          f"workbook in Excel or LibreOffice): {SheetRange(ws.title, '').fragment()}{shown}")
-        if not rows:
-            continue
-        for sep, text, locator in sheet_pieces(ws.title, rows, facts, options):
-            sep = sep if pieces else ""
-            pieces += [sep, text]
-            offset += len(sep)
-            if locator is not None:
-                segments.append(Segment(offset, offset + len(text), locator))
-            offset += len(text)
-    if not segments:
+        if rows:
+            add_sheet(writer, ws.title, rows, facts, options)
+    if not writer.segments:
         raise NoText(f"all {len(sheets)} worksheets are empty")
     title = (wb.properties.title or "").strip() if wb.properties else ""
     return Canonical(
-        text="".join(pieces),
+        text=writer.text,
         title=title or PurePath(name).stem,
         extractor=NAME,
         extractor_version=VERSION,
-        segments=tuple(segments),
+        segments=writer.segments,
         notes=tuple(notes),
     )
 
@@ -184,27 +184,37 @@ def _cell_key(ref: str) -> tuple[int, str]:
 
 def _rows(ws, deadline: Deadline) -> list[Row]:
     """Non-empty rows with their displayed values. The stored used range is ignored:
-    a sheet claiming A1:XFD1048576 costs only the rows that really hold values."""
-    ws.reset_dimensions()
+    a sheet claiming A1:XFD1048576 costs only the rows that really hold values, and a row
+    costs only the cells it stores (``iter_rows`` pads each row with empty cells up to its
+    last value: 16,383 of them before a value in column XFD, issue 32 item 4)."""
     rows: list[Row] = []
     try:
-        for k, cells in enumerate(ws.iter_rows()):
+        for k, (number, cells) in enumerate(_stored_cells(ws)):
             if k % 5000 == 0:
                 deadline.check(f"sheet {ws.title!r} row {k + 1}")
             shown = {}
-            number = 0
             for cell in cells:
-                if getattr(cell, "value", None) is None:
+                if cell.value is None:
                     continue
                 text = display(cell.value, cell.number_format)
                 if text:
                     shown[cell.column] = text
-                    number = cell.row
             if shown:
                 rows.append(Row(number, shown))
     except (ValueError, TypeError, KeyError, ParseError, zipfile.BadZipFile) as exc:
         raise Corrupt(f"sheet {ws.title!r} cannot be read: {type(exc).__name__}: {exc}") from None
     return rows
+
+
+def _stored_cells(ws):
+    """``(row number, cells)`` for every row the sheet's XML stores, its cells as stored (no
+    padding): the parser openpyxl's read-only ``iter_rows`` runs, without its padding."""
+    with ws._get_source() as src:
+        parser = WorkSheetParser(src, ws._shared_strings, data_only=ws.parent.data_only, epoch=ws.parent.epoch,
+                                 date_formats=ws.parent._date_formats,
+                                 timedelta_formats=ws.parent._timedelta_formats)
+        for number, cells in parser.parse():
+            yield number, [ReadOnlyCell(ws, **cell) for cell in cells]
 
 
 # ------------------------------------------------------------------------ values
@@ -259,53 +269,15 @@ def _number(value: float, fmt: str) -> str:
 # ------------------------------------------------------------------------ layout
 
 
-def sheet_pieces(title: str, rows: list[Row], facts: SheetFacts, options: ExtractOptions):
-    """Yield (separator, text, locator) in order: the ``## title`` heading (a section for
-    the chunker, no locator), then per block the header lines, a newline, the rows."""
-    first_col = min(min(r.cells) for r in rows)
-    last_col = max(max(r.cells) for r in rows)
-    header, body = _split_header(rows, facts)
-    head_text = "\n".join(_render(r, first_col) for r in header)
-    head_loc = SheetRange(title, _a1(first_col, header[0].number, last_col, header[-1].number), header=True)
-    yield "\n\n", f"## {title.strip()}", None
-    yield "\n\n", head_text, head_loc
-    block: list[Row] = []
-    size = len(head_text)
-    for row in body:
-        line = _render(row, first_col)
-        if block and (size + 1 + len(line) > options.sheet_block_chars or len(block) >= options.sheet_block_rows):
-            yield from _block(title, block, first_col, last_col)
-            yield "\n\n", head_text, head_loc
-            block, size = [], len(head_text)
-        block.append(row)
-        size += 1 + len(line)
-    if block:
-        yield from _block(title, block, first_col, last_col)
+def add_sheet(writer: Writer, title: str, rows: list[Row], facts: SheetFacts, options: ExtractOptions) -> None:
+    """Append one sheet: the ``## title`` heading (a section for the chunker, no locator),
+    then its tables block by block (extractors.tables), each cell run located as a range."""
+    def locate(kind: str, rows_: tuple[int, int], cols: tuple[int, int]) -> SheetRange:
+        return SheetRange(title, _a1(cols[0], rows_[0], cols[1], rows_[1]), header=kind != DATA)
 
-
-def _block(title: str, block: list[Row], first_col: int, last_col: int):
-    cells = _a1(first_col, block[0].number, last_col, block[-1].number)
-    yield "\n", "\n".join(_render(r, first_col) for r in block), SheetRange(title, cells)
-
-
-def _split_header(rows: list[Row], facts: SheetFacts) -> tuple[list[Row], list[Row]]:
-    """The header is the first non-empty row, extended while that row is only a title or
-    group labels (one cell, or horizontally merged cells) above the real column names."""
-    width = len({c for r in rows for c in r.cells})
-    count = 1
-    while count < min(_MAX_HEADER_ROWS, len(rows) - 1):
-        row = rows[count - 1]
-        merged = any(m[1] == row.number and m[2] > m[0] for m in facts.merges)
-        if not (merged or (len(row.cells) == 1 and width > 1)):
-            break
-        count += 1
-    return rows[:count], rows[count:]
-
-
-def _render(row: Row, first_col: int) -> str:
-    """Cells from the sheet's first used column to the row's last value, " | " apart;
-    merged cells show once, at their anchor, as Excel shows them."""
-    return CELL_SEPARATOR.join(row.cells.get(c, "") for c in range(first_col, max(row.cells) + 1)).strip()
+    writer.add(f"## {title.strip()}", None)
+    for block in table_blocks(rows, locate, options.sheet_block_chars, options.sheet_block_rows, facts.merges):
+        writer.add_block(block)
 
 
 def _a1(c0: int, r0: int, c1: int, r1: int) -> str:

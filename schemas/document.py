@@ -12,8 +12,10 @@ CELL_SEPARATOR = " | "
 
 
 def tabular(content: str) -> bool:
-    """Whether more than half of ``content``'s lines, and at least two, are table rows
-    (cells :data:`CELL_SEPARATOR` apart): one line with a bar is a formula's ``p(y | x)``.
+    """Whether more than half of ``content``'s lines from its first table row on, and at
+    least two, are table rows (cells :data:`CELL_SEPARATOR` apart): one line with a bar is
+    a formula's ``p(y | x)``. Lines before the first row are a table's title block
+    ("3.4 Reconciliation …", "In millions of CHF"), repeated above each block (issue 27).
 
     Whatever the format (a sheet, a CSV, a DOCX/HTML/PPTX or Markdown table), so the
     query side can treat table chunks as tables: their vectors sit farther from the
@@ -24,8 +26,12 @@ def tabular(content: str) -> bool:
     (True, False)
     >>> tabular("The log likelihood:\\n$$-log p(y | X) = y K y / 2$$")
     False
+    >>> tabular("3.4 Reconciliation of trading operating profit\\nIn millions of CHF\\n| 30 06 2023 | 30 06 2022\\nTrading operating profit | 7,351 | 6,684")
+    True
     """
     lines = [line for line in content.splitlines() if line.strip()]
+    first = next((k for k, line in enumerate(lines) if CELL_SEPARATOR in line), len(lines))
+    lines = lines[first:]
     rows = sum(CELL_SEPARATOR in line for line in lines)
     return rows >= 2 and 2 * rows > len(lines)
 

@@ -22,6 +22,14 @@ class ExtractOptions:
     # characters (at most sheet_block_rows); keep it under the chunk budget.
     sheet_block_chars: int = 480
     sheet_block_rows: int = 20
+    # Amplification guard (issue 32, item 4): a table extractor's canonical text may have at
+    # most max_text_ratio characters per byte of the file, never fewer than min_text_chars
+    # and never more than max_text_chars; past it the document fails "too-large". Tables
+    # render at a few characters per byte of their file (header rows repeated per block
+    # included); 64 leaves room for a heavily compressed workbook.
+    max_text_ratio: float = 64.0
+    min_text_chars: int = 1 << 20
+    max_text_chars: int = 256 << 20
     # Zip bomb guard: total uncompressed size of an xlsx.
     max_unpacked_bytes: int = 512 * 1024 * 1024
     # Speech: a CTranslate2 Whisper model DIRECTORY ("" = the packaged tiny.en from

@@ -1,0 +1,409 @@
+"""Tables that can be read alone (issue 27): every block of rows carries its context.
+
+A number quoted without its row label and its column headers cannot be checked: in a
+half-year report "7,351 | 6,684" is two periods, and only the period row above says which is
+2023. So every table extractor lays its tables out here, the same way:
+
+- the **title block** (one-cell rows above the table: "3.4 Reconciliation of trading
+  operating profit", "In millions of CHF"), **every header row** (group headers, column
+  names, a period row, a units row) and, inside the body, the **group row** a block falls
+  under (a row with a label and no values, "Europe") are repeated above every block of rows;
+- a merged header cell (or, where a format has no merges, a group header followed by empty
+  cells that the row below fills) is spread to every column it spans, so each column reads
+  as "Mobile / 2023" without counting cells; a cell merged down the label column is spread
+  to every row it spans;
+- the **row-label columns** (the leading columns whose cells are words, not numbers) start
+  every row, and a table too wide for a block is split by columns into parts that each
+  keep them;
+- columns that are empty in the whole table are not rendered at all, so a value far to the
+  right (column XFD) costs its own width, not 16,000 empty cells (issue 32, item 4).
+
+Which rows are which is read from the cells alone, the same for every format: a row with a
+number (not a year or a date) is a data row; the rows above the first data row are headers;
+a row of one word cell above them, in a table of several columns, is a title. A table of
+words only (no data row found) keeps the old rule: its first row names the columns.
+
+The text is built here, so the quote is exact: context and rows are one contiguous block of
+the canonical text, and each line's cells carry segments naming exactly their cells
+(the header rows flagged ``header``, the data rows not), through the ``locate`` callback of
+the format (a sheet range, CSV records, a passage, a slide).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+
+from citeline.schemas.document import CELL_SEPARATOR, Segment
+from citeline.schemas.grid import Block, GridRow, Merge, TableLayout
+from citeline.schemas.locator import Locator
+
+# Kinds of rows a locator is asked for: title lines and header rows (repeated context) or data.
+TITLE, HEADER, DATA = "title", "header", "data"
+# locate(kind, (first row, last row), (first column, last column)) -> the locator of those cells.
+Locate = Callable[[str, tuple[int, int], tuple[int, int]], Locator | None]
+
+MAX_TITLES = 3  # title/caption lines repeated above each block; earlier ones are shown once
+MAX_TITLE_CHARS = 160  # a longer one-cell row is a note: shown once, not repeated
+MAX_HEADER_ROWS = 6  # header rows looked for above the first data row
+MAX_LABEL_COLUMNS = 3
+MIN_BLOCK_ROWS = 2  # a table is split by columns when its context and 2 rows overflow a block
+
+# ------------------------------------------------------------------------ cells
+
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_YEAR = r"(?:19|20)\d\d"
+_PERIOD = re.compile(
+    rf"""(?ix)
+    (?:(?:fy|cy|h[12]|[12]h|q[1-4]|[1-4]q|s[12]|[369]m|9m|ytd|ltm|ttm)\s*['’]?\s*(?:{_YEAR}|\d\d)(?:\s*[/-]\s*\d{{2,4}})?
+      | (?:fy|cy|h[12]|q[1-4]|ytd)?\s*{_YEAR}(?:\s*[/-]\s*(?:{_YEAR}|\d\d))?(?:\s*(?:h[12]|q[1-4]))?
+      | \d{{1,2}}[\s./-]\d{{1,2}}[\s./-](?:{_YEAR}|\d\d)
+      | {_YEAR}-\d\d-\d\d(?:[ T]\d\d:\d\d(?::\d\d)?)?
+      | (?:\d{{1,2}}\s+)?{_MONTH},?\s+(?:\d{{1,2}},?\s+)?{_YEAR}
+      | {_MONTH}\s*[-–]\s*{_MONTH}\s+{_YEAR}
+      | \d\d:\d\d(?::\d\d)?
+    )"""
+)
+_NUMBER = re.compile(
+    r"""(?x)[-+−–(]?\s*[$€£¥₣₹]?\s*
+    (?:\d{1,3}(?:[,.'’\u00a0\u202f ]\d{3})+|\d+)(?:[.,]\d+)?
+    \s*[%‰]?\s*\)?\s*(?:[a-zA-Z]{1,3}\.?)?"""
+)
+
+
+def cell_kind(text: str) -> str:
+    """``period`` (a year, a date, "H1 2023", "30 06 2023"), ``number`` or ``text``.
+
+    Periods are told from numbers because a row of periods is a header row, a row with a
+    number is a data row.
+
+    >>> [cell_kind(t) for t in ("30 06 2023", "H1 2023", "2023", "FY23", "2024-03-31", "June 2023")]
+    ['period', 'period', 'period', 'period', 'period', 'period']
+    >>> [cell_kind(t) for t in ("7,351", "(1,234.5)", "33.6%", "€1,234.50", "-12", "4.6bn", "12")]
+    ['number', 'number', 'number', 'number', 'number', 'number', 'number']
+    >>> [cell_kind(t) for t in ("Trading operating profit", "CHF m", "Q1 sales", "2023 total")]
+    ['text', 'text', 'text', 'text']
+    """
+    text = text.strip()
+    if _PERIOD.fullmatch(text):
+        return "period"
+    if _NUMBER.fullmatch(text):
+        return "number"
+    return "text"
+
+
+def _has_number(row: GridRow) -> bool:
+    return any(cell_kind(t) == "number" for t in row.cells.values())
+
+
+# ------------------------------------------------------------------------ tables in a grid
+
+
+def split_tables(rows: Sequence[GridRow]) -> list[list[GridRow]]:
+    """The grid's tables, top to bottom: a new table starts, after data rows, at a row without
+    numbers that follows an empty row or holds a period ("30 06 2023"), when a data row comes
+    within the next rows: a second title and header, not a label row of the first table."""
+    tables: list[list[GridRow]] = [[]]
+    seen_data = False
+    first_col = min((c for r in rows for c in r.cells), default=1)
+    for k, row in enumerate(rows):
+        numeric = _has_number(row)
+        if seen_data and not numeric and tables[-1]:
+            gap = row.number > tables[-1][-1].number + 1
+            # A period row of its own ("| 30 06 2023 | 30 06 2022"): a labelled row of
+            # year-like values ("Staff | 2010 | 2011") may well be data.
+            period = first_col not in row.cells and any(cell_kind(t) == "period" for t in row.cells.values())
+            ahead = any(_has_number(r) for r in rows[k + 1:k + 1 + MAX_HEADER_ROWS])
+            if (gap or period) and ahead:
+                tables.append([])
+                seen_data = False
+        tables[-1].append(row)
+        seen_data = seen_data or numeric
+    return [t for t in tables if t]
+
+
+def layout(rows: Sequence[GridRow], merges: Sequence[Merge] = ()) -> TableLayout:
+    """Which rows are the title block and the headers, which columns the row labels."""
+    used = sorted({c for r in rows for c in r.cells})
+    lead = 0
+    while lead < len(rows) - 1 and _title_like(rows[lead], merges, len(used)):
+        lead += 1
+    first = next((j for j in range(lead, min(len(rows), lead + MAX_HEADER_ROWS + 1)) if _has_number(rows[j])), None)
+    if first is None:  # words only: the first row names the columns, as it always did
+        headers = (lead,) if lead < len(rows) - 1 else ()
+    else:
+        headers = tuple(range(lead, first))
+        # A row of one label right above the first data row names its group ("France"),
+        # not a column: it stays in the body, where it is repeated as the group row.
+        first_col = used[0] if used else 1
+        while headers and rows[headers[-1]].cells.keys() == {first_col} and len(used) > 1:
+            headers = headers[:-1]
+    titles: list[int] = []
+    for k in range(lead - 1, -1, -1):
+        if len(titles) == MAX_TITLES or len(_only(rows[k])) > MAX_TITLE_CHARS:
+            break
+        titles.insert(0, k)
+    preamble = tuple(range(0, lead - len(titles)))
+    body = rows[1 + max((*preamble, *titles, *headers), default=-1):]
+    labels = _label_columns(body, used)
+    return TableLayout(preamble, tuple(titles), headers, labels, tuple(c for c in used if c not in labels))
+
+
+def _only(row: GridRow) -> str:
+    return next(iter(row.cells.values())) if len(row.cells) == 1 else ""
+
+
+def _title_like(row: GridRow, merges: Sequence[Merge], width: int) -> bool:
+    """One cell of words (or cells of one horizontal merge) in a table of several columns."""
+    if width < 2:
+        return False
+    cols = sorted(row.cells)
+    if len(cols) > 1:
+        merge = next((m for m in merges if m[1] <= row.number <= m[3] and m[0] <= cols[0] <= m[2]), None)
+        if merge is None or cols[-1] > merge[2]:
+            return False
+    return cell_kind(row.cells[cols[0]]) == "text"
+
+
+def _label_columns(body: Sequence[GridRow], used: Sequence[int]) -> tuple[int, ...]:
+    """The leading columns whose data cells are mostly words or dates, never every column:
+    the first column always labels its row (in a table of numbers it is the key)."""
+    data = [r for r in body if _has_number(r)] or list(body)
+    labels: list[int] = []
+    for c in used[:min(MAX_LABEL_COLUMNS, max(1, len(used) - 1))]:
+        kinds = [cell_kind(r.cells[c]) for r in data if c in r.cells]
+        words = sum(k != "number" for k in kinds)
+        if labels and (not kinds or 2 * words <= len(kinds)):
+            break
+        labels.append(c)
+    return tuple(labels or used[:1])
+
+
+# ------------------------------------------------------------------------ spreading
+
+
+def spread(rows: Sequence[GridRow], table: TableLayout, merges: Sequence[Merge]) -> list[GridRow]:
+    """The rows with merged header cells spread to every column they span, group headers
+    without a merge spread right over the columns the last header row fills, and cells
+    merged down a label column spread to every row they span."""
+    out = [GridRow(r.number, dict(r.cells)) for r in rows]
+    header_rows = {out[k].number: out[k] for k in table.headers}
+    body = {r.number: r for r in out[table.body_start:]}
+    used = set(table.labels) | set(table.values)
+    merged_at: set[tuple[int, int]] = set()
+    for c0, r0, c1, r1 in merges:
+        anchor = header_rows.get(r0) or body.get(r0)
+        value = anchor.cells.get(c0) if anchor else None
+        for number in range(r0, r1 + 1):
+            for c in range(c0, c1 + 1):
+                merged_at.add((number, c))
+        if not value:
+            continue
+        for number in range(r0, r1 + 1):
+            if number in header_rows:
+                for c in range(c0, c1 + 1):
+                    if c in used:
+                        header_rows[number].cells.setdefault(c, value)
+            elif number in body and c0 in table.labels:
+                body[number].cells.setdefault(c0, value)
+    if len(table.headers) > 1:
+        last = out[table.headers[-1]]
+        for k in table.headers[:-1]:
+            row, current = out[k], ""
+            for c in table.values:
+                if c in row.cells:
+                    current = row.cells[c]
+                elif current and c in last.cells and (row.number, c) not in merged_at:
+                    row.cells[c] = current
+    return out
+
+
+# ------------------------------------------------------------------------ layout as text
+
+
+def table_blocks(rows: Sequence[GridRow], locate: Locate, block_chars: int, block_rows: int,
+                 merges: Sequence[Merge] = ()) -> Iterator[Block]:
+    """Every table of the grid as blocks of canonical text, each readable alone.
+
+    Args:
+        rows: the grid's non-empty rows, top to bottom.
+        locate: the format's locator for a kind of rows and a rectangle of cells.
+        block_chars, block_rows: a block's size limits (context included).
+        merges: merged ranges (sheets, Word, HTML spans).
+    """
+    for table in split_tables(rows):
+        yield from _table(table, locate, block_chars, block_rows, merges)
+
+
+def _table(rows: list[GridRow], locate: Locate, block_chars: int, block_rows: int,
+           merges: Sequence[Merge]) -> Iterator[Block]:
+    table = layout(rows, merges)
+    rows = spread(rows, table, merges)
+    every = list(table.labels + table.values)
+    if table.preamble:
+        yield _render([], [_Line(TITLE, rows[k], None) for k in table.preamble], locate)
+    titles = [rows[k] for k in table.titles]
+    headers = [rows[k] for k in table.headers]
+    body = rows[table.body_start:]
+    if not body:  # a table that is all heading: the heading is the data
+        yield _render([], [_Line(TITLE, r, None) for r in titles] + [_Line(HEADER, r, every) for r in headers], locate)
+        return
+    group_rows = {r.number for r in body if r.cells.keys() <= set(table.labels) and not _has_number(r)}
+    parts = _parts(table, titles, headers, body, block_chars)
+    for columns in parts:
+        values = set(columns) - set(table.labels)
+        context = [_Line(TITLE, r, None) for r in titles] + [_Line(HEADER, r, columns) for r in headers]
+        size = sum(len(_text(line)) + 1 for line in context)
+        group: GridRow | None = None  # the last group row above the current row
+        block: list[_Line] = []
+        block_group: GridRow | None = None
+        chars = 0
+        for row in body:
+            grouping = row.number in group_rows
+            if len(parts) > 1 and not grouping and not values & row.cells.keys():
+                continue  # nothing of this row in this part of a table split by columns
+            line = _Line(DATA, row, columns)
+            width = len(_text(line)) + 1
+            if block and (chars + width > block_chars or len(block) >= block_rows):
+                yield _render(_context(context, block_group, table), block, locate)
+                block = []
+            if not block:
+                block_group = None if grouping else group
+                chars = size + (len(_text(_Line(GROUP, group, list(table.labels)))) + 1 if block_group else 0)
+            block.append(line)
+            chars += width
+            if grouping:
+                group = row
+        if block:
+            yield _render(_context(context, block_group, table), block, locate)
+
+
+def _context(context: list[_Line], group: GridRow | None, table: TableLayout) -> list[_Line]:
+    """A block's context: titles, header rows, and the group row it falls under (when the
+    block does not start with a group row of its own)."""
+    return context + [_Line(GROUP, group, list(table.labels))] if group is not None else context
+
+
+def _parts(table: TableLayout, titles: list[GridRow], headers: list[GridRow], body: list[GridRow],
+           block_chars: int) -> list[list[int]]:
+    """The label columns plus groups of value columns, each group as wide as lets the
+    context and two rows fit a block; one part when the whole table fits."""
+    widths: dict[int, int] = {}
+    for row in (*headers, *body):
+        for c, t in row.cells.items():
+            widths[c] = max(widths.get(c, 0), min(len(t), block_chars))
+    sep = len(CELL_SEPARATOR)
+    fixed = sum(len(_only(r)) + 1 for r in titles)
+    lines = len(headers) + MIN_BLOCK_ROWS
+
+    def fits(columns: list[int]) -> bool:
+        line = sum(widths.get(c, 0) for c in columns) + sep * (len(columns) - 1) + 1
+        return fixed + lines * line <= block_chars
+
+    labels = list(table.labels)
+    if fits(labels + list(table.values)):
+        return [labels + list(table.values)]
+    parts: list[list[int]] = []
+    group: list[int] = []
+    for c in table.values:
+        if group and not fits(labels + group + [c]):
+            parts.append(labels + group)
+            group = []
+        group.append(c)
+    if group:
+        parts.append(labels + group)
+    return parts
+
+
+GROUP = "group"  # a role of a line: the group row repeated above a block
+
+
+class _Line:
+    """One row to render and its role: a title (its one cell, ``columns`` None), a header
+    row, a group row or a data row (the given columns)."""
+
+    __slots__ = ("role", "row", "columns")
+
+    def __init__(self, role: str, row: GridRow, columns: list[int] | None) -> None:
+        self.role, self.row, self.columns = role, row, columns
+
+
+def _cells(line: _Line) -> list[tuple[int, str]]:
+    if line.columns is None:
+        return sorted(line.row.cells.items())
+    return [(c, line.row.cells.get(c, "")) for c in line.columns]
+
+
+def _text(line: _Line) -> str:
+    return _layout(line)[0]
+
+
+def _layout(line: _Line) -> tuple[str, list[tuple[int, int, int]]]:
+    """The line's text and, per non-empty cell, ``(start, end, column)`` within it: cells
+    " | " apart, trailing empty cells dropped, leading whitespace stripped (a row without
+    a label starts "| 2023")."""
+    cells = _cells(line)
+    while cells and not cells[-1][1]:
+        cells.pop()
+    pieces, spans, at = [], [], 0
+    for k, (c, t) in enumerate(cells):
+        if k:
+            pieces.append(CELL_SEPARATOR)
+            at += len(CELL_SEPARATOR)
+        if t:
+            spans.append((at, at + len(t), c))
+        pieces.append(t)
+        at += len(t)
+    text = "".join(pieces)
+    lead = len(text) - len(text.lstrip())
+    return text[lead:], [(s - lead, e - lead, c) for s, e, c in spans]
+
+
+def _runs(columns: Sequence[int]) -> list[tuple[int, int]]:
+    """Consecutive source columns as (first, last) runs: [1, 2, 5] -> [(1, 2), (5, 5)]."""
+    runs: list[tuple[int, int]] = []
+    for c in sorted(columns):
+        if runs and c == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], c)
+        else:
+            runs.append((c, c))
+    return runs
+
+
+def _render(context: list[_Line], block: list[_Line], locate: Locate) -> Block:
+    """Context lines, then the block's rows, one line each, as one contiguous text (so the
+    quote of a chunk holding the block is exact). Each line gets a segment per run of
+    adjacent columns; its locator names the rectangle that the lines of its role span in
+    that run (context lines as ``header``: repeated above the rows), and adjacent equal
+    locators merge, so a plain table is three segments: titles, headers, rows."""
+    lines = [(line, HEADER) for line in context] + [(line, DATA) for line in block]
+    rows: dict[tuple[str, str], tuple[int, int]] = {}
+    spans_of: dict[tuple[str, str], tuple[int, int]] = {}
+    laid = [(_layout(line), line, kind) for line, kind in lines]
+    for (_, spans), line, kind in laid:
+        key = (line.role, kind)
+        lo, hi = rows.get(key, (line.row.number, line.row.number))
+        rows[key] = (min(lo, line.row.number), max(hi, line.row.number))
+        if line.columns is None and spans:
+            c0, c1 = spans_of.get(key, (spans[0][2], spans[-1][2]))
+            spans_of[key] = (min(c0, spans[0][2]), max(c1, spans[-1][2]))
+    texts: list[str] = []
+    segments: list[Segment] = []
+    at = 0
+    for (text, spans), line, kind in laid:
+        key = (line.role, kind)
+        runs = [spans_of[key]] if line.columns is None and spans else _runs(line.columns or [])
+        for first, last in runs:
+            inside = [(s, e) for s, e, c in spans if first <= c <= last]
+            if not inside:
+                continue
+            locator = locate(kind, rows[key], (first, last))
+            if locator is None:
+                continue
+            start, end = at + inside[0][0], at + inside[-1][1]
+            if segments and segments[-1].locator == locator:
+                segments[-1] = Segment(segments[-1].start, end, locator)
+            else:
+                segments.append(Segment(start, end, locator))
+        texts.append(text)
+        at += len(text) + 1
+    return Block("\n".join(texts), tuple(segments))

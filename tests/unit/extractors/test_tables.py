@@ -1,0 +1,223 @@
+"""Tables that can be read alone (issue 27, item 1) and empty cells that cost nothing
+(issue 32, item 4), on workbooks and CSV laid out like real half-year reports.
+
+Each quote is read the way a person reads it: find the row by its label, the column by the
+header lines above it, and the value where they cross. A question about one period or one
+segment must find that cell, with its header and label, inside the chunk it would cite.
+"""
+import io
+
+import openpyxl
+import pytest
+from growth import ratio
+from openpyxl.utils import range_boundaries
+
+from citeline.extractors import delimited, sheet
+from citeline.extractors.sheet import display
+from citeline.extractors.tables import cell_kind
+from citeline.pipeline.chunk import chunk_document
+from citeline.pipeline.locate import locators_for
+from citeline.query.cite import locator_fragment
+from citeline.schemas.errors import TooLarge
+from citeline.schemas.locator import RowRange, SheetRange
+from citeline.schemas.options import ExtractOptions
+
+BUDGET = 512
+
+
+@pytest.fixture(scope="module")
+def report(make):
+    return sheet.extract(make.report_workbook(), "half-year.xlsx")
+
+
+@pytest.fixture(scope="module")
+def report_csv(make):
+    return delimited.extract(make.report_csv(), "half-year.csv")
+
+
+def _cells(line: str) -> list[str]:
+    """A rendered row's cells; a row without a label starts "| " (its first cell empty)."""
+    return ("" + line if not line.startswith("|") else " " + line).split(" | ") if line else []
+
+
+def read(quote: str, label: str, *headers: str, row_at: int | None = None) -> str:
+    """The value a reader finds in ``quote`` on the row labelled ``label`` (the first such
+    row, or line ``row_at``) under the column whose header lines above that row say each of
+    ``headers``; fails unless exactly one column matches."""
+    lines = quote.split("\n")
+    if row_at is None:
+        row_at = next((k for k, line in enumerate(lines) if _cells(line)[0].strip() == label), None)
+    assert row_at is not None, f"no row labelled {label!r} in:\n{quote}"
+    row = _cells(lines[row_at])
+    above = [_cells(line) for line in lines[:row_at]]
+    columns = [k for k in range(1, len(row))
+               if all(any(k < len(cells) and cells[k] == h for cells in above) for h in headers)]
+    assert len(columns) == 1, f"{headers} name columns {columns} above {label!r} in:\n{quote}"
+    return row[columns[0]]
+
+
+def _chunks(canonical):
+    chunks = chunk_document(canonical.text, canonical.title, "d", "E", BUDGET)
+    for c in chunks:
+        assert canonical.text[c.start:c.end] == c.content  # the quote is exact
+        assert c.content in c.text  # and embedded whole
+    return chunks
+
+
+def _holding(canonical, line: str):
+    found = [c for c in _chunks(canonical) if any(row.startswith(line) for row in c.content.split("\n"))]
+    assert found, f"no chunk holds a row starting {line!r}"
+    return found
+
+
+# ------------------------------------------------------------------------ one period
+
+
+@pytest.mark.parametrize("kind", ["xlsx", "csv"])
+def test_a_period_question_finds_that_periods_cell_under_its_header(kind, report, report_csv, make):
+    """The issue's failure: the block of 'Trading operating profit' repeated only the first
+    header row, so neither text nor quote said which column was 2023."""
+    canonical = report if kind == "xlsx" else report_csv
+    (chunk,) = _holding(canonical, "Trading operating profit |")
+    assert read(chunk.content, "Trading operating profit", "30 06 2023") == "7,351"
+    assert read(chunk.content, "Trading operating profit", "30 06 2022") == "6,684"
+    for title in make.REPORT_TITLE:  # the title block, units included, above the rows
+        assert title in chunk.content.split("\n")[:3]
+    assert chunk.text.endswith(chunk.content)  # the embedded text carries all of it too
+
+
+def test_the_locators_name_the_title_block_the_period_row_and_the_rows(report, make):
+    (chunk,) = _holding(report, "Trading operating profit |")
+    locators = locators_for(chunk.start, chunk.end, report.segments)
+    sheet_name = "3.4 Reconciliation"
+    assert locators[:2] == [SheetRange(sheet_name, "A1:A3", header=True), SheetRange(sheet_name, "A4:C4", header=True)]
+    (rows,) = locators[2:]
+    c0, r0, c1, r1 = range_boundaries(rows.cells)
+    top = 5 + [name for name, *_ in make.REPORT_ITEMS].index("Trading operating profit")
+    assert not rows.header and (c0, c1) == (1, 3) and r0 <= top <= r1
+    assert locator_fragment(locators, chunk.start, chunk.end) == f"'{sheet_name}'!{rows.cells}"
+    _quotes_exactly_its_cells(make, report)
+
+
+def test_csv_locators_name_the_title_and_header_records(report_csv):
+    (chunk,) = _holding(report_csv, "Trading operating profit |")
+    locators = locators_for(chunk.start, chunk.end, report_csv.segments)
+    assert locators[:2] == [RowRange(1, 3, header=True), RowRange(4, 4, header=True)]
+    assert locator_fragment(locators, chunk.start, chunk.end).startswith("#row=")
+
+
+# ------------------------------------------------------------------------ one segment
+
+
+@pytest.mark.parametrize(("segment", "period", "value"), [
+    ("France", "H1 2022", "37.9%"), ("Europe", "H1 2022", "33.0%"), ("Africa & Middle East", "H1 2022", "29.0%"),
+])
+def test_a_segment_question_finds_the_cell_under_its_merged_group_header(report, segment, period, value):
+    """The telecom failure: margins quoted without the segment names above them. A merged
+    group header is spread over the columns it spans, so each column names its segment."""
+    found = [read(c.content, "Adjusted EBITDAaL margin", segment, period)
+             for c in _holding(report, "Adjusted EBITDAaL margin |")
+             if c.section == "Segments" and segment in c.content]
+    assert found == [value]
+
+
+def test_a_table_too_wide_is_split_by_columns_each_part_keeping_the_row_labels(report, make):
+    chunks = [c for c in _chunks(report) if c.section == "Segments"]
+    assert len(chunks) >= 2
+    read_back = {}
+    for c in chunks:
+        assert len(c.content) <= BUDGET
+        assert "Operating segments, first half\nIn millions of euros" in c.content
+        for name, _ in make.SEGMENT_ROWS:
+            for s, segment in enumerate(make.SEGMENTS):
+                for p, period in enumerate(("H1 2023", "H1 2022")):
+                    if f"\n{name} | " in c.content and segment in c.content:
+                        read_back[name, s, p] = read(c.content, name, segment, period)
+    expected = {}
+    for name, values in make.SEGMENT_ROWS:
+        for k, v in enumerate(values):
+            fmt = "0.0%" if name.endswith("margin") else "#,##0" if isinstance(v, int) else "0.0"
+            expected[name, k // 2, k % 2] = display(v, fmt)
+    assert read_back == expected  # every cell, once readable, under the right segment and period
+
+
+def test_a_block_under_a_group_row_repeats_it(report, make):
+    """KPIs listed per segment: a block that starts inside Europe's rows says Europe."""
+    for s, segment in enumerate(make.SEGMENTS):
+        for m, metric in enumerate(make.KPI_METRICS):
+            for c in _holding(report, f"{metric} | {make.kpi_value(s, m, 0)} |"):
+                if c.section != "KPIs":
+                    continue
+                lines = c.content.split("\n")
+                at = lines.index(f"{metric} | {make.kpi_value(s, m, 0)} | {make.kpi_value(s, m, 1)}")
+                group = next(line for line in reversed(lines[:at]) if line in make.SEGMENTS)
+                assert group == segment
+                assert read(c.content, metric, "H1 2023", row_at=at) == make.kpi_value(s, m, 0)
+
+
+# ------------------------------------------------------------------------ every number, every locator
+
+
+@pytest.mark.parametrize("kind", ["xlsx", "csv"])
+def test_no_quoted_number_without_its_row_label_and_column_header(kind, report, report_csv):
+    canonical = report if kind == "xlsx" else report_csv
+    for c in _chunks(canonical):
+        lines = c.content.split("\n")
+        for at, line in enumerate(lines):
+            cells = _cells(line)
+            for k, value in enumerate(cells[1:], start=1):
+                if cell_kind(value) != "number":
+                    continue
+                assert cells[0].strip(), f"{value} without a row label in:\n{c.content}"
+                assert any(k < len(_cells(h)) and _cells(h)[k] and cell_kind(_cells(h)[k]) != "number"
+                           for h in lines[:at]), f"{value} without a column header in:\n{c.content}"
+
+
+def _quotes_exactly_its_cells(make, report):
+    """Read independently by openpyxl: every value a segment shows lies in its range (a
+    header may show a merged cell's value over its span), every data cell of the range is shown."""
+    wb = openpyxl.load_workbook(io.BytesIO(make.report_workbook()))
+    shown_by: dict = {}  # a table split by columns quotes a range one line at a time
+    for seg in report.segments:
+        for line in report.text[seg.start:seg.end].split("\n"):
+            shown_by.setdefault(seg.locator, set()).update(v for v in _cells(line) if v.strip())
+    for locator, shown in shown_by.items():
+        ws = wb[locator.sheet]
+        c0, r0, c1, r1 = range_boundaries(locator.cells)
+        values = {display(cell.value, cell.number_format)
+                  for row in ws.iter_rows(min_row=r0, max_row=r1, min_col=c0, max_col=c1)
+                  for cell in row if cell.value is not None}
+        assert shown <= values, (locator, shown, values)
+        if not locator.header:
+            assert shown == values, (locator, shown, values)
+
+
+# ------------------------------------------------------------------------ issue 32, item 4
+
+
+def test_a_value_in_column_xfd_costs_its_own_width_not_16k_empty_cells(make):
+    """~49 KB of ' | ' per row before: 8,000 times the file. Now the text grows with the rows
+    and stays under the file's own size, and so does the time it takes."""
+    small, large = make.xfd_workbook(500), make.xfd_workbook(1000)
+    texts = [sheet.extract(data, "xfd.xlsx").text for data in (small, large)]
+    for data, text in zip((small, large), texts):
+        assert len(text) < 2 * len(data), (len(text), len(data))
+        assert " |  | " not in text
+    assert 1.5 < len(texts[1]) / len(texts[0]) < 2.5
+    assert ratio(lambda data: sheet.extract(data, "xfd.xlsx"), small, large, repeat=3) < 4
+    first = sheet.extract(small, "xfd.xlsx")
+    assert [s.locator.cells for s in first.segments[:2]] == ["A1", "XFD2:XFD21"]
+
+
+@pytest.mark.parametrize("kind", ["xlsx", "csv"])
+def test_a_canonical_text_past_its_bound_fails_too_large(make, kind):
+    data = make.report_workbook() if kind == "xlsx" else make.report_csv()
+    extract = sheet.extract if kind == "xlsx" else delimited.extract
+    tight = ExtractOptions(max_text_ratio=0.05, min_text_chars=200)
+    with pytest.raises(TooLarge, match="max_text_chars") as caught:
+        extract(data, f"report.{kind}", tight)
+    assert caught.value.kind == "too-large"
+    capped = ExtractOptions(max_text_chars=300)  # the absolute cap wins over the floor
+    with pytest.raises(TooLarge):
+        extract(data, f"report.{kind}", capped)
+    assert extract(data, f"report.{kind}").text  # the defaults leave room for a real report
