@@ -1,6 +1,7 @@
 """The citeline command line: parse, call one flow or function, print."""
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from dataclasses import asdict
@@ -132,7 +133,7 @@ def index(path, db, model, strategy, budget, overlap, precision, max_failed, max
     settings = IndexSettings(db=db, model=model_for(db, model), strategy=strategy.upper(), budget=budget, overlap=overlap,
                              precision=precision, max_bytes=max_bytes, timeout_s=timeout_s, ocr_lang=ocr_lang,
                              whisper_model=whisper_model, token_vectors=token_vectors)
-    with index_progress(progress and verbosity() >= 0), cli_errors():
+    with _stops_on_signals(), index_progress(progress and verbosity() >= 0), cli_errors():
         flow = index_folder.with_options(task_runner=task_runner_for(dask)) if dask else index_folder
         state = flow(path, settings, max_failed=max_failed, wait_s=wait_s, selection=selection, verify=verify,
                      return_state=True)
@@ -152,14 +153,42 @@ def _existing_settings(db: str):
     return IndexSettings(db=db, model=model_for(db, None), strategy=stamp.strategy)
 
 
+@contextlib.contextmanager
+def _stops_on_signals():
+    """SIGTERM and SIGINT stop the run within seconds (citeline.tasks.signals); one that comes
+    before the flow reached its documents (the temporary Prefect server still starting) ends
+    the command at once, with one line and the same exit code."""
+    from citeline.schemas.interrupt import Stopped
+    from citeline.tasks.signals import stop_on_signals
+
+    try:
+        with stop_on_signals():
+            yield
+    except Stopped as exc:
+        _exit_stopped(f"{exc} before any document was done; nothing was written")
+
+
+def _exit_stopped(message: str | None) -> None:
+    """Exit as a process ended by the signal does, by shell convention: 128 + its number
+    (143 for SIGTERM, 130 for SIGINT), after saying so on stderr."""
+    from citeline.schemas import interrupt
+
+    if message:
+        click.echo(visible(message), err=True)
+    sys.exit(128 + (interrupt.requested() or 0))
+
+
 def _print_run(state, as_json: bool = False) -> None:
     """Print a run's summary and failures, then exit as README's "Exit codes" says.
 
     A bug's exception is raised again, so its traceback is printed and the exit is 1.
     """
-    from citeline.flows.ingest import DOCUMENTS_FAILED
+    from citeline.flows.ingest import DOCUMENTS_FAILED, STOPPED
+    from citeline.schemas.interrupt import Stopped
 
     summary = state.result(raise_on_failure=False)
+    if isinstance(summary, Stopped):  # raised before the flow's documents, inside Prefect's engine
+        _exit_stopped(f"{summary} before any document was done; nothing was written")
     if isinstance(summary, CitelineError):
         raise as_cli_error(summary)
     if isinstance(summary, BaseException):
@@ -171,12 +200,15 @@ def _print_run(state, as_json: bool = False) -> None:
         report = {"state": state.name, "summary": {k: v for k, v in asdict(summary).items() if k != "failures"},
                   "failures": [asdict(f) for f in summary.failures]}
         if error:
-            report["error"] = {"kind": "run-failed", "message": state.message, "help": ""}
+            report["error"] = {"kind": "stopped" if state.name == STOPPED else "run-failed",
+                               "message": state.message, "help": ""}
         click.echo(json.dumps(report, indent=2))
     else:
         click.echo(summary.line())
         for failure in summary.failures:
             click.echo(f"  FAILED {visible(failure.path)} [{failure.stage}] {visible(failure.reason)}")
+    if state.name == STOPPED:
+        _exit_stopped(None if as_json else state.message)  # the JSON report holds the message
     if error:
         if as_json:
             sys.exit(1)
@@ -242,7 +274,7 @@ def retry(path, db, model, wait_s, as_json):
     from citeline.schemas.settings import IndexSettings
     from citeline.index.store import Store
 
-    with cli_errors():
+    with _stops_on_signals(), cli_errors():
         stamp = Store.existing(db).require_stamp()
         settings = IndexSettings(db=db, model=model_for(db, model), strategy=stamp.strategy)
         state = retry_failed(settings, path, wait_s=wait_s, return_state=True)
@@ -273,7 +305,7 @@ def reindex(db, model, strategy, wait_s, as_json):
         get_embedder(model)  # an unknown name or a missing extra: one clear line, not a failed flow
     except ModelNotFound as exc:
         raise click.ClickException(error_text(exc)) from None
-    with cli_errors():
+    with _stops_on_signals(), cli_errors():
         stamp = Store.existing(db).require_stamp()
         settings = IndexSettings(db=db, model=model, strategy=(strategy or stamp.strategy).upper())
         state = reindex_flow(settings, wait_s=wait_s, return_state=True)

@@ -18,6 +18,7 @@ from citeline.pipeline.objects import is_object
 from citeline.pipeline.plan import STAT_COLUMNS, SyncPlan, Todo, plan_sync
 from citeline.pipeline.prepare import Prepared, Unchanged
 from citeline.pipeline.walk import Selection, list_files
+from citeline.schemas import interrupt
 from citeline.schemas.errors import DocumentError
 from citeline.schemas.paths import absolute, escape, is_remote
 from citeline.schemas.settings import DOCUMENT_WORKERS, IndexSettings
@@ -28,6 +29,7 @@ from citeline.tasks.document import Again, document_failed, prepare_document, pr
 from citeline.tasks.log import Events, get_logger
 from citeline.tasks.record import as_failures, forget_deleted, record_failures
 from citeline.tasks.report import publish_report
+from citeline.tasks.signals import cooperative
 from citeline.tasks.store import stamp_for, store_for
 from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
 
@@ -35,6 +37,7 @@ from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
 # (a Completed "PartialSuccess" was drawn green, like a clean run). The CLI exits 3 on it.
 DOCUMENTS_FAILED = "DocumentsFailed"
 TOO_MANY_FAILED = "TooManyFailed"  # past --max-failed: the CLI exits 1
+STOPPED = "Stopped"  # told to stop (SIGTERM, SIGINT): the CLI exits 128 + the signal's number
 
 RECORD_COLUMNS = ["doc_id", "root", "source", "path", "status", "sha256", "attempts", "created_at", *STAT_COLUMNS,
                   *STAMP_COLUMNS]
@@ -57,7 +60,7 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
     """
     log = get_logger(flow="index-folder", root=root)
     log.info(Events.RUN_STARTED)
-    with writer_lock(settings.db, wait_s):
+    with writer_lock(settings.db, wait_s), cooperative():
         store = store_for(settings.db)
         stamp = stamp_for(settings)
         store.chunks(stamp, create=True)  # refuse an index of another model before any work
@@ -71,6 +74,8 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
         marks.append(time.perf_counter())
         log.info(Events.RUN_PLANNED, total=len(plan.todo), skipped=len(plan.skip), gone=len(plan.gone))
         outcomes, failed = run_documents(plan.todo, stamp, settings)
+        if interrupt.requested():
+            return stopped_by_signal(store, outcomes, failed, len(plan.todo), len(plan.skip))
         unchanged = sum(o.status == DocStatus.SKIPPED for o in outcomes)
         outcomes = [o for o in outcomes if o.status == DocStatus.INDEXED]
         failures, deleted, stopped = as_failures(failed), 0, None
@@ -146,6 +151,8 @@ def run_documents(todo: list[Todo], stamp: IndexStamp, settings: IndexSettings
     outcomes, failed, batch = [], [], WriteBatch()
     while pending or batch.items:
         future = next_finished(finished, batch) if pending else None
+        if interrupt.requested():  # what is written stands; the rest is the next run's
+            break
         timed_out = future is None
         if future is not None:
             future.wait()
@@ -259,12 +266,21 @@ class WriteBatch:
         return items
 
 
+# How often a wait for the next document looks for a stop request (SIGTERM, SIGINT).
+STOP_POLL_S = 0.2
+
+
 def next_finished(finished: queue.SimpleQueue, batch: WriteBatch):
-    """The next finished future, or None when the batch waited long enough to be written."""
-    try:
-        return finished.get(timeout=batch.left_s())
-    except queue.Empty:
-        return None
+    """The next finished future; None when the batch waited long enough to be written, or
+    when the run was told to stop."""
+    while not interrupt.requested():
+        left = batch.left_s()
+        try:
+            return finished.get(timeout=STOP_POLL_S if left is None else min(left, STOP_POLL_S))
+        except queue.Empty:
+            if left is not None and left <= STOP_POLL_S:
+                return None
+    return None
 
 
 def write_batch(items: list[tuple[Todo, Prepared | Unchanged]], stamp: IndexStamp, settings: IndexSettings
@@ -316,6 +332,28 @@ def as_doc_error(result, state) -> DocError:
     if isinstance(result, BaseException):
         raise result
     raise RuntimeError(f"a document task failed without a reason: {state.message}")
+
+
+def stopped_by_signal(store, outcomes: list[Outcome], failed: list[tuple[Todo, DocError]], todo: int,
+                      skipped: int):
+    """A run told to stop (SIGTERM, SIGINT) during its documents: Failed "Stopped", with its summary.
+
+    Nothing more is written after the stop: the documents written stand (chunks and records
+    in their commits); failures seen are not recorded, vanished files not forgotten and the
+    full-text index not updated: the next sync does all of it, and finds the written
+    documents current.
+    """
+    written = [o for o in outcomes if o.status == DocStatus.INDEXED]
+    skipped += sum(o.status == DocStatus.SKIPPED for o in outcomes)
+    summary = RunSummary(indexed=len(written), failed=len(failed), skipped=skipped, chunks=sum(o.chunks for o in written),
+                         rows=store.count_chunks(), failures=tuple(as_failures(failed)),
+                         encoded=sum(o.encoded for o in written), reused=sum(o.reused for o in written))
+    left = todo - len(outcomes) - len(failed)
+    name = interrupt.signal_name(interrupt.requested())
+    get_logger().warning(Events.RUN_STOPPED, reason=f"signal {name}", not_done=left)
+    return Failed(name=STOPPED, data=summary,
+                  message=f"stopped by signal {name}: {left} documents not done; the next run resumes "
+                          "where this one stopped")
 
 
 def stopped_state(summary: RunSummary, exc: Exception):

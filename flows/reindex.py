@@ -12,6 +12,7 @@ from citeline.index.lease import check_writer
 from citeline.index.lock import writer_lock
 from citeline.index.store import Store
 from citeline.pipeline.record import restamped_record
+from citeline.schemas import interrupt
 from citeline.schemas.errors import WriterLost
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
@@ -20,6 +21,7 @@ from citeline.schemas.tables import chunks_table_name
 from citeline.tasks.calibrate import calibrate_gate
 from citeline.tasks.log import get_logger
 from citeline.tasks.reembed import reembed_document
+from citeline.tasks.signals import cooperative
 from citeline.tasks.store import stamp_for, store_for
 from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
 
@@ -50,7 +52,7 @@ def reindex(settings: IndexSettings, wait_s: float = 0.0):
     An interrupted run resumes: documents already complete in the new table are skipped.
     """
     log = get_logger(flow="reindex", db=settings.db)
-    with writer_lock(settings.db, wait_s):
+    with writer_lock(settings.db, wait_s), cooperative():
         store = store_for(settings.db)
         old = store.require_stamp()
         new = stamp_for(settings)
@@ -63,7 +65,8 @@ def reindex(settings: IndexSettings, wait_s: float = 0.0):
         if pruned := prune_unrecorded(store, staged, {r["doc_id"] for r in records}):
             log.warning("reindex.pruned", table=staged, documents=len(pruned))
         futures = {reembed_document.submit(r, new, settings): r for r in records}
-        wait(list(futures))
+        if not wait_unless_stopped(list(futures)):
+            return stopped_by_signal(old, new, futures)
         raise_writer_lost(futures)
         failures = tuple(Failure(r["path"], "embed", f.state.message or "re-embedding failed")
                          for f, r in futures.items() if not f.state.is_completed())
@@ -97,6 +100,28 @@ def reindex(settings: IndexSettings, wait_s: float = 0.0):
         summary = ReindexSummary(old, new, len(records), store.count_chunks(), True)
     log.info("reindex.switched", old_table=chunks_table_name(old), new_table=staged, rows=summary.rows)
     return Completed(message=summary.line(), data=summary)
+
+
+STOP_POLL_S = 0.2  # how often the wait for the documents looks for a stop request
+
+
+def wait_unless_stopped(futures: list) -> bool:
+    """Wait for every future; False as soon as the run is told to stop (SIGTERM, SIGINT)."""
+    while wait(futures, timeout=STOP_POLL_S).not_done:
+        if interrupt.requested():
+            return False
+    return True
+
+
+def stopped_by_signal(old: IndexStamp, new: IndexStamp, futures: dict):
+    """Told to stop before the switch: the live table is untouched, the staged one keeps what
+    its documents wrote and its ``staging`` mark (gc keeps it), so the same re-index resumes."""
+    done = sum(f.state.is_completed() for f in futures)
+    summary = ReindexSummary(old, new, len(futures), 0, False)
+    name = interrupt.signal_name(interrupt.requested())
+    return Failed(name="Stopped", data=summary,
+                  message=f"stopped by signal {name} before the switch: {done} of {len(futures)} documents "
+                          "re-embedded; the live index is unchanged; run the same `citeline reindex` to resume")
 
 
 def raise_writer_lost(futures) -> None:

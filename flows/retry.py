@@ -2,15 +2,17 @@
 from prefect import flow
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from citeline.flows.ingest import final_state, run_documents, stopped_state
+from citeline.flows.ingest import final_state, run_documents, stopped_by_signal, stopped_state
 from citeline.index.faults import is_storage_error
 from citeline.index.lock import writer_lock
 from citeline.pipeline.plan import Todo
+from citeline.schemas import interrupt
 from citeline.schemas.paths import absolute, escape, is_under
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.status import DocStatus, RunSummary
 from citeline.tasks.record import as_failures, record_failures
 from citeline.tasks.report import publish_report
+from citeline.tasks.signals import cooperative
 from citeline.tasks.store import stamp_for, store_for
 from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
 
@@ -23,12 +25,14 @@ def retry_failed(settings: IndexSettings = IndexSettings(), path: str | None = N
     Returns:
         RunSummary, with the same final states as ``index_folder``.
     """
-    with writer_lock(settings.db, wait_s):
+    with writer_lock(settings.db, wait_s), cooperative():
         store = store_for(settings.db)
         stamp = stamp_for(settings)
         store.chunks(stamp, create=True)
         todo = failed_todo(store.document_rows(where=f"status = '{DocStatus.FAILED}'"), path)
         outcomes, failed = run_documents(todo, stamp, settings)
+        if interrupt.requested():
+            return stopped_by_signal(store, outcomes, failed, len(todo), 0)
         failures, stopped = as_failures(failed), None
         try:
             failures = record_failures(failed, settings) if failed else []

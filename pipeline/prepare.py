@@ -28,6 +28,7 @@ from citeline.pipeline.packaged import whisper_folder
 from citeline.pipeline.reuse import Kept, Reuse, Reused, encode_reusing, keeps_title, kept_vectors
 from citeline.pipeline.walk import FileStat, SourceFile
 from citeline.schemas.document import Canonical, Chunk, segments_from_json
+from citeline.schemas import interrupt
 from citeline.schemas.errors import DocumentError, Timeout, TooLarge, Unreadable, UnsupportedType, Vanished
 from citeline.schemas.options import ExtractOptions
 from citeline.schemas.paths import is_remote, os_path
@@ -361,6 +362,7 @@ def encode_groups(embedder: Embedder, texts: list[str], deadline: Deadline | Non
     """Encode ``texts`` ``EMBED_GROUP`` at a time, checking the time limit between groups."""
     vectors, tokens = [], []
     for start in range(0, len(texts), EMBED_GROUP):
+        interrupt.check()  # a run told to stop does not encode a large document to its end
         if deadline is not None:
             deadline.check(f"embedding, {start} of {len(texts)} chunks done")
         group_vectors, group_tokens = embedder.embed_counted(texts[start:start + EMBED_GROUP])
