@@ -17,12 +17,14 @@ import pytest
 
 from citeline.index.check import check_index
 from citeline.index.store import Store
+
 from fakes import FAKE
 
 FAKE_CLI = Path(__file__).resolve().parents[1] / "fixtures" / "fake_cli.py"
 pytestmark = [pytest.mark.slow]
 # Generous: before the fix SIGTERM to the command took 277 s (the stuck worker's 300 s --timeout).
 STOPS_WITHIN_S = 20
+SLOW = "fake/slow-hashed-bag-of-words"  # registered by fake_cli.py only (importing it here would register FAKE twice)
 
 
 def stalled_folder(tmp_path: Path) -> Path:
@@ -121,3 +123,49 @@ def test_a_signal_to_the_command_alone_stops_it_and_the_next_run_resumes(tmp_pat
     assert again.returncode == 3, out + err  # the stuck document fails at its limit; the others are current
     assert "indexed 0, failed 1, skipped 2" in out and "stuck.hang [extract] timeout" in out, out
     assert check_index(Store(str(db))) == []
+
+
+def fake_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(FAKE_CLI), *args], env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_ctrl_c_of_a_reindex_mid_way_then_gc_keeps_its_table_and_the_next_reindex_resumes(tmp_path, cli_env):
+    """Ctrl-C (SIGINT to the process group) once the new table holds a document, as
+    tests/e2e/test_kill.py does with kill -9. Before: KeyboardInterrupt wherever the main
+    thread was, no summary, exit 1."""
+    folder, db = tmp_path / "docs", tmp_path / "db"
+    folder.mkdir()
+    for n in range(12):
+        (folder / f"note-{n:02}.md").write_text(f"# Note {n}\n\nThe ferry number {n} leaves at {n} o'clock.\n")
+    assert fake_cli(cli_env, "index", str(folder), "--db", str(db), "--model", FAKE, "--no-progress").returncode == 0
+    store = Store(str(db))
+    live = store.active_table()
+    run = subprocess.Popen([sys.executable, str(FAKE_CLI), "reindex", "--db", str(db), "--model", SLOW], env=cli_env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and run.poll() is None and not staged_documents(db):
+        time.sleep(0.05)
+    assert run.poll() is None, "the re-index ended before it could be interrupted"
+    seconds, out, err = stop(run, signal.SIGINT, group=True)
+
+    assert run.returncode == 130 and seconds < STOPS_WITHIN_S, (run.returncode, seconds, out, err)
+    assert "NOT switched to" in out and "stopped by signal SIGINT before the switch" in err, out + err
+    assert "Traceback" not in err, err
+    assert store.active_table() == live and check_index(store) == []
+    staged = store.staging_table()
+    kept = fake_cli(cli_env, "gc", "--db", str(db), "--yes")
+    assert kept.returncode == 0 and f"keeping {staged}" in kept.stdout, kept.stdout + kept.stderr
+    resumed = fake_cli(cli_env, "reindex", "--db", str(db), "--model", SLOW)
+    assert resumed.returncode == 0 and "switched to" in resumed.stdout, resumed.stdout + resumed.stderr
+    assert store.active_table() == staged != live and check_index(store) == []
+
+
+def staged_documents(db: Path) -> set[str]:
+    """The documents a running re-index has written to its new table so far."""
+    with contextlib.suppress(Exception):  # the table may be mid-creation
+        store = Store(str(db))
+        table = store.staging_table()
+        if table and table != store.active_table() and store.has_table(table):
+            return set(store.rows_per_document(table))
+    return set()
