@@ -1,8 +1,8 @@
 """Word documents (.docx) with python-docx: body paragraphs and tables in document order.
 
 Headings (Title, Heading 1-9) become ``## `` lines (the Title a leading ``# `` line), list
-items ``- `` lines, tables pipe rows with the header row repeated above every block of
-rows. Each run of blocks under one heading path is one segment whose ``Passage`` locator
+items ``- `` lines, tables pipe rows laid out by extractors.tables (a short paragraph right
+above a table is its caption; caption and header rows repeated above every block of rows). Each run of blocks under one heading path is one segment whose ``Passage`` locator
 names that path ("Install > Linux"); citations give the chunk's own ``#char`` range.
 """
 from __future__ import annotations
@@ -19,12 +19,15 @@ from citeline.schemas.errors import Corrupt, NoText
 from citeline.schemas.locator import Passage
 from citeline.schemas.options import ExtractOptions
 
-from citeline.extractors.blocks import Writer, one_line, pipe_row, row_blocks
+from citeline.extractors.blocks import Writer, one_line
 from citeline.extractors.clean import Deadline
 from citeline.extractors.ooxml import claims_part, open_package
+from citeline.extractors.tables import MAX_TITLE_CHARS, grid, table_blocks
 
 NAME = "docx"
-VERSION = "1"
+# 2: tables laid out by extractors.tables (issue 27): the caption above, every header row
+#    (merged cells spread), group rows and row labels repeated per block, split when too wide.
+VERSION = "2"
 # Parses untrusted zip and XML input: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".docx", ".docm", ".dotx")
@@ -68,18 +71,28 @@ def _body(document, options: ExtractOptions, deadline: Deadline) -> tuple[Writer
     writer, title = Writer(), ""
     path: list[tuple[int, str]] = []  # (level, heading) from the outermost in
     in_list = False  # list items follow each other on single lines
+    # The last body paragraph, held back one block: right above a table, a short one is the
+    # table's caption ("Table 3: results in CHF m"), repeated above each block of its rows.
+    held: tuple[str, Passage, str] | None = None
     for k, element in enumerate(document.element.body.iterchildren()):
         if k % 500 == 0:
             deadline.check(f"block {k + 1}")
         tag = element.tag.rsplit("}", 1)[-1]
         if tag == "tbl":
-            _table(writer, Table(element, document), _where(path), options)
+            caption = held[0] if held and len(held[0]) <= MAX_TITLE_CHARS and not held[0].startswith("- ") else ""
+            if held and not caption:
+                writer.add(*held)
+            held = None
+            _table(writer, Table(element, document), _where(path), options, caption)
         elif tag == "p":
             paragraph = Paragraph(element, document)
             text = one_line(paragraph.text)
             level = _level(paragraph)
             if not text:
                 continue
+            if held:
+                writer.add(*held)
+                held = None
             if level == 0 and not writer.segments and not title:
                 title = text
                 writer.add(f"# {text}", _where(path))
@@ -88,10 +101,12 @@ def _body(document, options: ExtractOptions, deadline: Deadline) -> tuple[Writer
                 writer.add(f"## {text}", _where(path))
             else:
                 item = _is_item(paragraph)
-                writer.add(f"- {text}" if item else text, _where(path), sep="\n" if item and in_list else "\n\n")
+                held = (f"- {text}" if item else text, _where(path), "\n" if item and in_list else "\n\n")
                 in_list = item
                 continue
         in_list = False
+    if held:
+        writer.add(*held)
     return writer, title
 
 
@@ -114,19 +129,12 @@ def _is_item(paragraph) -> bool:
     return style.lower().startswith("list") or paragraph._p.pPr is not None and paragraph._p.pPr.numPr is not None
 
 
-def _table(writer: Writer, table, where: Passage, options: ExtractOptions) -> None:
-    rows = []
-    for row in table.rows:
-        cells = [cell.text for cell in row.cells]
-        # A merged cell repeats in python-docx's row.cells; show it once, as Word does.
-        shown = [c if k == 0 or c != cells[k - 1] else "" for k, c in enumerate(cells)]
-        line = pipe_row(shown)
-        if line:
-            rows.append(line)
-    if not rows:
-        return
-    header, body = rows[0], rows[1:]
-    if not body:
-        writer.add(header, where)
-    for first, stop in row_blocks(body, header, options.sheet_block_chars, options.sheet_block_rows):
-        writer.add(header + "\n" + "\n".join(body[first:stop]), where)
+def _table(writer: Writer, table, where: Passage, options: ExtractOptions, caption: str = "") -> None:
+    """The table laid out by extractors.tables: python-docx repeats a merged cell at every
+    grid position it spans (same ``_tc``), which gives the merges; the caption is its title."""
+    matrix = [[(cell._tc, one_line(cell.text)) for cell in row.cells] for row in table.rows]
+    if caption:
+        matrix.insert(0, [(None, caption)])
+    rows, merges = grid(matrix)
+    for block in table_blocks(rows, lambda *_: where, options.sheet_block_chars, options.sheet_block_rows, merges):
+        writer.add_block(block)

@@ -20,12 +20,15 @@ from citeline.schemas.errors import Corrupt, Empty, NoText, Undecodable
 from citeline.schemas.locator import Passage
 from citeline.schemas.options import ExtractOptions
 
-from citeline.extractors.blocks import Writer, one_line, pipe_row, row_blocks
+from citeline.extractors.blocks import Writer, one_line
 from citeline.extractors.clean import Deadline, clean
+from citeline.extractors.tables import grid, table_blocks
 from citeline.extractors.text import decode, normalise
 
 NAME = "html"
-VERSION = "1"
+# 2: tables laid out by extractors.tables (issue 27): caption, every header row (colspan
+#    spread), group rows and row labels repeated per block, split by columns when too wide.
+VERSION = "2"
 SUFFIXES = (".html", ".htm", ".xhtml")
 MAGIC: tuple[bytes, ...] = ()
 
@@ -201,17 +204,53 @@ class _Walk:
         self.add(f"## {text}", element)
 
     def table(self, element) -> None:
-        rows = [pipe_row([c.text_content() for c in tr if isinstance(c.tag, str) and c.tag.lower() in ("td", "th")])
-                for tr in element.iter("tr")]
-        rows = [r for r in rows if r]
-        if not rows:
-            return
-        header, body = rows[0], rows[1:]
-        if not body:
-            self.add(header, element)
-        for first, stop in row_blocks(body, header, self.options.sheet_block_chars, self.options.sheet_block_rows):
-            self.add(header + "\n" + "\n".join(body[first:stop]), element)
+        """The table laid out by extractors.tables (its caption as the title line, colspan
+        and rowspan as merges, header rows and row labels repeated per block)."""
+        rows, merges = grid(_matrix(element))
+        where = self.where(element)
+        for block in table_blocks(rows, lambda *_: where, self.options.sheet_block_chars,
+                                  self.options.sheet_block_rows, merges):
+            self.writer.add_block(block)
 
     def add(self, text: str, element, sep: str = "\n\n") -> None:
         if text.strip():
             self.writer.add(text.strip(), self.where(element), sep=sep)
+
+
+_MAX_SPAN = 100  # a colspan/rowspan past this is taken as 1 (a hostile page may claim millions)
+_MAX_POSITIONS = 1000  # column positions a row is expanded to
+
+
+def _span(cell, name: str) -> int:
+    try:
+        value = int(cell.get(name) or 1)
+    except ValueError:
+        return 1
+    return value if 1 <= value <= _MAX_SPAN else 1
+
+
+def _matrix(table) -> list[list[tuple[object, str]]]:
+    """The table's rows as (cell, text) per column position, a cell spanning columns or rows
+    repeated at each position it covers; the caption a first row of its own."""
+    matrix: list[list[tuple[object, str]]] = []
+    caption = next((c for c in table if isinstance(c.tag, str) and c.tag.lower() == "caption"), None)
+    if caption is not None and one_line(caption.text_content()):
+        matrix.append([(caption, one_line(caption.text_content()))])
+    pending: dict[tuple[int, int], tuple[object, str]] = {}  # (row, col) taken by a rowspan above
+    for r, tr in enumerate(table.iter("tr"), start=len(matrix)):
+        line: list[tuple[object, str]] = []
+        for cell in (c for c in tr if isinstance(c.tag, str) and c.tag.lower() in ("td", "th")):
+            while (r, len(line)) in pending:
+                line.append(pending.pop((r, len(line))))
+            entry = (cell, one_line(cell.text_content()))
+            down = _span(cell, "rowspan")
+            for _ in range(_span(cell, "colspan")):
+                if len(line) >= _MAX_POSITIONS:
+                    break
+                for k in range(1, down):
+                    pending[(r + k, len(line))] = entry
+                line.append(entry)
+        while (r, len(line)) in pending:
+            line.append(pending.pop((r, len(line))))
+        matrix.append(line)
+    return matrix

@@ -17,16 +17,20 @@ from citeline.schemas.errors import Corrupt, NoText
 from citeline.schemas.locator import Slide
 from citeline.schemas.options import ExtractOptions
 
-from citeline.extractors.blocks import Writer, one_line, pipe_row
+from citeline.extractors.blocks import Writer, one_line
 from citeline.extractors.clean import Deadline
 from citeline.extractors.ooxml import claims_part, open_package
+from citeline.extractors.tables import grid, table_blocks
 
 NAME = "pptx"
-VERSION = "1"
+# 2: tables laid out by extractors.tables (issue 27): header rows (merged cells spread) and
+#    row labels repeated per block of rows.
+VERSION = "2"
 # Parses untrusted zip and XML input: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".pptx", ".pptm", ".ppsx", ".potx")
 MAGIC: tuple[bytes, ...] = ()
+_BLOCK_CHARS, _BLOCK_ROWS = ExtractOptions().sheet_block_chars, ExtractOptions().sheet_block_rows
 _MAX_DEPTH = 20  # nested groups deeper than this are not opened (a hostile file may nest forever)
 
 
@@ -84,10 +88,30 @@ def _shapes(shapes, skip, depth: int) -> list[str]:
         if shape.shape_type == 6 and depth < _MAX_DEPTH:  # MSO_SHAPE_TYPE.GROUP
             out += _shapes(shape.shapes, skip, depth + 1)
         elif getattr(shape, "has_table", False) and shape.has_table:
-            out.append("\n".join(row for row in (pipe_row([c.text for c in r.cells]) for r in shape.table.rows) if row))
+            out.append(_table(shape.table))
         elif shape.has_text_frame:
             out.append(_frame(shape.text_frame))
     return out
+
+
+def _table(table) -> str:
+    """The table laid out by extractors.tables (header rows, merged cells spread, row labels);
+    the slide is its locator, so the blocks are joined as the slide's text."""
+    covered: dict[tuple[int, int], tuple[int, int]] = {}  # grid position -> its merge origin
+    matrix = []
+    for r, row in enumerate(table.rows):
+        line = []
+        for c, cell in enumerate(row.cells):
+            if cell.is_merge_origin:
+                for dr in range(cell.span_height):
+                    for dc in range(cell.span_width):
+                        covered[(r + dr, c + dc)] = (r, c)
+            line.append((covered.get((r, c), (r, c)), "" if cell.is_spanned else one_line(cell.text)))
+        matrix.append(line)
+    rows, merges = grid(matrix)
+    # A slide's table is one block: the slide is the locator, and the chunker keeps it whole
+    # when it fits; blocks only matter for a table longer than a chunk.
+    return "\n\n".join(block.text for block in table_blocks(rows, lambda *_: None, _BLOCK_CHARS, _BLOCK_ROWS, merges))
 
 
 def _frame(frame) -> str:

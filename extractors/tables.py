@@ -95,6 +95,43 @@ def _has_number(row: GridRow) -> bool:
     return any(cell_kind(t) == "number" for t in row.cells.values())
 
 
+# ------------------------------------------------------------------------ documents' tables
+
+
+def grid(matrix: Sequence[Sequence[tuple[object, str]]]) -> tuple[list[GridRow], list[Merge]]:
+    """A document table (Word, HTML, slides) as grid rows and merges.
+
+    Args:
+        matrix: per table row, per column position, ``(key, text)``: a merged cell appears at
+            every position it spans with the same key (python-docx repeats it so; HTML and
+            slide spans are expanded so by their readers).
+
+    Returns:
+        Non-empty rows numbered from 1, each cell at its first position only, and the
+        rectangle of every cell spanning more than one position.
+
+    >>> rows, merges = grid([[("a", ""), ("b", "France"), ("b", "France")], [("c", "Revenue"), ("d", "1"), ("e", "2")]])
+    >>> [r.cells for r in rows], merges
+    ([{2: 'France'}, {1: 'Revenue', 2: '1', 3: '2'}], [(2, 1, 3, 1)])
+    """
+    where: dict[object, list[int]] = {}  # key -> [min_col, min_row, max_col, max_row]
+    rows: list[GridRow] = []
+    for r, line in enumerate(matrix, start=1):
+        row = GridRow(r)
+        for c, (key, text) in enumerate(line, start=1):
+            box = where.get(key)
+            if box is None:
+                where[key] = [c, r, c, r]
+                if text:
+                    row.cells[c] = text
+            else:
+                box[2], box[3] = max(box[2], c), max(box[3], r)
+        if row.cells:
+            rows.append(row)
+    merges = [tuple(b) for b in where.values() if (b[0], b[1]) != (b[2], b[3])]
+    return rows, merges  # type: ignore[return-value]
+
+
 # ------------------------------------------------------------------------ tables in a grid
 
 
@@ -302,13 +339,23 @@ def _parts(table: TableLayout, titles: list[GridRow], headers: list[GridRow], bo
     labels = list(table.labels)
     if fits(labels + list(table.values)):
         return [labels + list(table.values)]
+    # Columns under one group header ("Europe" over its two periods) stay in one part when
+    # they fit together: a part that cut a segment in two would quote half of it.
+    units: list[list[int]] = []
+    for c in table.values:
+        top = next((h.cells.get(c) for h in headers if len(set(h.cells.values())) > 1), None)
+        prev = units[-1][-1] if units else None
+        if units and top and any(h.cells.get(prev) == top for h in headers[:1]) and fits(labels + units[-1] + [c]):
+            units[-1].append(c)
+        else:
+            units.append([c])
     parts: list[list[int]] = []
     group: list[int] = []
-    for c in table.values:
-        if group and not fits(labels + group + [c]):
+    for unit in units:
+        if group and not fits(labels + group + unit):
             parts.append(labels + group)
             group = []
-        group.append(c)
+        group += unit
     if group:
         parts.append(labels + group)
     return parts

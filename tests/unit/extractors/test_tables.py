@@ -221,3 +221,33 @@ def test_a_canonical_text_past_its_bound_fails_too_large(make, kind):
     with pytest.raises(TooLarge):
         extract(data, f"report.{kind}", capped)
     assert extract(data, f"report.{kind}").text  # the defaults leave room for a real report
+
+
+# ------------------------------------------------------------------------ Word, HTML, slides
+
+
+def _document(make, kind):
+    from citeline.extractors import docx, html, pptx
+
+    module, data = {"docx": (docx, make.report_docx), "html": (html, make.report_html),
+                    "pptx": (pptx, make.report_pptx)}[kind]
+    return module.extract(data(), f"half-year.{kind}")
+
+
+@pytest.mark.parametrize("kind", ["docx", "html"])
+def test_a_documents_table_repeats_its_caption_and_period_row(make, kind):
+    canonical = _document(make, kind)
+    (chunk,) = _holding(canonical, "Trading operating profit |")
+    assert chunk.content.startswith("3.4 Reconciliation of trading operating profit (in millions of CHF)\n")
+    assert read(chunk.content, "Trading operating profit", "30 06 2023") == "7,351"
+    assert canonical.text.count("3.4 Reconciliation of trading operating profit") == len(
+        [c for c in _chunks(canonical) if "| 30 06 2023 |" in c.content])  # said once per block, not twice
+
+
+@pytest.mark.parametrize("kind", ["docx", "html", "pptx"])
+@pytest.mark.parametrize(("segment", "value"), [("France", "37.9%"), ("Europe", "33.0%"), ("Africa & Middle East", "29.0%")])
+def test_a_documents_merged_group_header_names_each_of_its_columns(make, kind, segment, value):
+    canonical = _document(make, kind)
+    found = {read(c.content, "Adjusted EBITDAaL margin", segment, "H1 2022")
+             for c in _holding(canonical, "Adjusted EBITDAaL margin |") if f"| {segment}" in c.content}
+    assert found == {value}
