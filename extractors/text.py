@@ -27,7 +27,9 @@ _BOMS = (
 )
 # Everything in Unicode's "Cc" class except tab and newline.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_TITLE = re.compile(r"^# +(.+?)\s*#*\s*$", re.MULTILINE)
+# The first "# " line; its closing hashes are taken off in title_of, not by the pattern: a
+# lazy title before "\s*#*\s*$" backtracked cubically over a run of blanks (issue 32).
+_TITLE = re.compile(r"^# +(.+)$", re.MULTILINE)
 
 
 def decode(data: bytes) -> str:
@@ -57,10 +59,15 @@ def normalise(text: str) -> str:
 
 
 def title_of(text: str, name: str) -> str:
-    """The first ``# Title`` line, else the file name without its suffix."""
+    """The first ``# Title`` line (closing hashes dropped), else the file name without its suffix.
+
+    >>> title_of("x\\n#  Notes ##\\n", "n.md"), title_of("#Notes", "n.md"), title_of("# ###", "n.md")
+    ('Notes', 'n', '#')
+    """
     match = _TITLE.search(text)
     if match:
-        return match.group(1).strip()
+        kept = match.group(1).strip().rstrip("#").rstrip()
+        return kept or match.group(1)[:1].strip()  # a title of hashes only keeps its first
     return PurePath(name).name if has_no_real_suffix(name) else PurePath(name).stem
 
 

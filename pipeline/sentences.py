@@ -27,7 +27,10 @@ import re
 
 # Terminators, then closers (quotes, brackets, emphasis), then the whitespace that
 # must follow for the candidate to count at all.
-_CANDIDATE = re.compile(r"(?:[.!?]|\u2026)+[\"'\u201d\u2019\u00bb)\]}*_]*(\s+)")
+# A candidate starts only where a run of terminators starts: tried from inside the run, it
+# rescanned the rest of the run at every dot, quadratic in a line of dots (issue 32). The
+# matches are the same (a match from inside a run is one from its start, made longer).
+_CANDIDATE = re.compile(r"(?<![.!?\u2026])(?:[.!?]|\u2026)+[\"'\u201d\u2019\u00bb)\]}*_]*(\s+)")
 
 # Lower-cased tokens that end in a period without ending a sentence.
 ABBREVIATIONS = frozenset(
@@ -86,14 +89,21 @@ def _is_abbreviation(text: str, period: int) -> bool:
     Returns:
         Whether the token is an abbreviation, an initial or a list marker.
     """
-    line_start = text.rfind("\n", 0, period) + 1
+    # Only the token and the blanks before it are looked at, never the line up to them:
+    # copying the line's prefix per candidate was quadratic in a long line (issue 32).
     token_start = period
-    while token_start > line_start and not text[token_start - 1].isspace():
+    while token_start > 0 and not text[token_start - 1].isspace():  # a newline is space too
         token_start -= 1
     token = text[token_start:period].lstrip(_OPENERS)
     if token.lower() in ABBREVIATIONS or _DOTTED_INITIALISM.fullmatch(token):
         return True
     if len(token) == 1 and token.isalpha():
         return True
-    at_line_start = not text[line_start:token_start].strip()
-    return token.isdigit() and at_line_start
+    return token.isdigit() and _starts_its_line(text, token_start)
+
+
+def _starts_its_line(text: str, at: int) -> bool:
+    """Whether only blanks lie between the line's start and ``at`` (a list marker "1.")."""
+    while at > 0 and text[at - 1] != "\n" and text[at - 1].isspace():
+        at -= 1
+    return at == 0 or text[at - 1] == "\n"

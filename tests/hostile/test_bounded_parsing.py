@@ -9,6 +9,8 @@ import growth
 
 from citeline import extractors
 from citeline.extractors import html, text
+from citeline.pipeline import sentences
+from citeline.pipeline.chunk import chunk_document
 
 
 def _sniff_many(head: bytes, times: int = 10) -> None:
@@ -30,3 +32,54 @@ def test_the_html_sniff_still_reads_comments_and_a_bom_before_the_tag():
     assert not html.claims(b"<!-- never closed <html>")
     assert not html.claims(b"<!-- a --> text <html>")
     assert not html.claims(b"<htmlx>")
+
+
+# --- Major 3: text paths linear in a long line ------------------------------------------
+# Each ratio is for an input 8 (or 4) times larger: linear stays near 8 (4), quadratic
+# goes past 50. Before the fix each was over the bound (measured in the comments).
+
+
+def test_the_abbreviation_check_is_linear_in_one_long_line():
+    # It copied the line up to every candidate period: 34x for 8x the line.
+    small, large = ("Ab. Cd. " * n for n in (5_000, 40_000))
+    assert growth.ratio(sentences.sentence_spans, small, large, repeat=3) < 20
+
+
+def test_sentence_candidates_are_linear_in_a_run_of_dots():
+    # Every dot of the run restarted the candidate pattern over the rest of it: 12x for 4x.
+    small, large = ("." * n + "x" for n in (1_000, 8_000))
+    assert sentences.sentence_spans(large) == [(0, 8_001)]
+    assert growth.ratio(sentences.sentence_spans, small, large, repeat=3) < 20
+
+
+def _chunk(text: str) -> list:
+    return chunk_document(text, "t", "d")
+
+
+def test_the_whitespace_cutter_is_linear_in_one_long_line():
+    # Trimming each piece copied the rest of the line: 36x for 8x.
+    small, large = ("abcdefg " * n for n in (25_000, 200_000))
+    assert growth.ratio(_chunk, small, large, repeat=3) < 20
+
+
+def _dot_leaders(width: int) -> list:
+    """32 KB of paragraphs, each a run of ``width`` dots and a word: one chunk each."""
+    unit = "." * width + " abcdefghijk\n\n"
+    return chunk_document(unit * (32_768 // len(unit)), "t", "d", "C", len(unit), 0)
+
+
+def test_the_table_of_contents_check_is_linear_in_the_chunk():
+    # The dot-leader pattern was searched from every dot: per chunk quadratic in the
+    # budget, so the same 32 KB took 12x longer in chunks 8x wider (4.1 s at 1,024).
+    assert len(_dot_leaders(1024)) == 31
+    assert growth.ratio(_dot_leaders, 128, 1024, repeat=3) < 4
+
+
+def _title(blanks: int) -> str:
+    return text.extract(b"# a" + b" " * blanks + b"b\n", "notes.md").title
+
+
+def test_the_markdown_title_is_linear_in_a_run_of_blanks():
+    # The lazy title before "\s*#*\s*$" was cubic: 64x for 4x the blanks (6,000: minutes).
+    assert _title(3) == "a   b"
+    assert growth.ratio(_title, 200, 800, repeat=3) < 10
