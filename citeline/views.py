@@ -6,6 +6,7 @@ goes through :func:`esc` on its way into a page; the pages also forbid inline sc
 """
 from __future__ import annotations
 
+import hashlib
 import html
 import io
 import mimetypes
@@ -20,15 +21,16 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.background import BackgroundTask
 
 from citeline.api import ChunkInfo, DocumentInfo, Index
-from citeline.extractors.sheet import display
+from citeline.index.filters import equals
+from citeline.index.store import Store
 from citeline.pipeline.prepare import changed, open_source, read_source
+from citeline.schemas.document import Segment, segments_from_json
 from citeline.schemas.errors import DocumentError
 from citeline.schemas.locator import Page, SheetRange, TimeSpan, locator_from_dict
 from citeline.schemas.paths import is_remote, os_path
 from citeline.schemas.settings import IndexSettings
 
 MAX_SOURCE_BYTES = IndexSettings().max_bytes  # the indexer reads nothing larger either
-MAX_TABLE_CELLS = 20_000
 STREAM_BYTES = 256 * 1024  # one read of a source being sent
 TEXT_SUFFIXES = (".md", ".markdown", ".txt", ".text", ".rst", ".csv", ".tsv", ".html", ".htm")
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -206,7 +208,14 @@ def _stamps(doc: DocumentInfo) -> str:
 
 
 def viewer_page(index: Index, doc: DocumentInfo, chunk: ChunkInfo) -> str:
-    """The source opened at the chunk: PDF page, media span, sheet range, or highlighted text."""
+    """The source opened at the chunk: PDF page, media span, sheet range, or highlighted text.
+
+    Nothing of the source is parsed here (a replaced workbook of millions of shared strings
+    pinned the service): text, sheet ranges and rows come from what the index stored; PDFs
+    and media are the browser's to render. The page says when the source changed since it
+    was indexed, or is gone.
+    """
+    stored = _stored(index, doc.document_id)
     first = locator_from_dict(chunk.locators[0]) if chunk.locators else None
     source = f"/sources/{doc.document_id}"
     if isinstance(first, Page):
@@ -221,12 +230,56 @@ def viewer_page(index: Index, doc: DocumentInfo, chunk: ChunkInfo) -> str:
     elif isinstance(first, SheetRange):
         # A block's locators are its header row and its rows: a table of each cited range.
         ranges = dict.fromkeys(loc for loc in map(locator_from_dict, chunk.locators) if isinstance(loc, SheetRange))
-        data = source_bytes(doc)
-        body = "".join(sheet_table(data, where) for where in ranges)
+        body = "".join(sheet_table(stored, where, chunk) for where in ranges)
     else:
-        body = highlighted(index.canonical(doc.document_id), chunk.start, chunk.end)
+        body = highlighted(stored["canonical"] or "", chunk.start, chunk.end)
     heading = f"<h1>{esc(doc.path)}</h1><p class=\"label\">{esc(chunk.label)} <code>{esc(chunk.fragment)}</code></p>"
-    return _layout(f"{doc.path} — citeline", f"<main class=\"viewer\">{heading}{body}</main>")
+    notice = source_notice(doc, stored)
+    notice = f"<p id=\"source-changed\" class=\"notice\">{esc(notice)}</p>" if notice else ""
+    return _layout(f"{doc.path} — citeline", f"<main class=\"viewer\">{heading}{notice}{body}</main>")
+
+
+_STORED = ("canonical", "segments", "sha256", "size", "mtime_ns", "inode", "device")
+
+
+def _stored(index: Index, document_id: str) -> dict:
+    """What the index holds of the document: its canonical text, locator map, hash and stat."""
+    rows = Store.existing(index.uri).document_rows(list(_STORED), equals("doc_id", document_id))
+    if not rows:
+        raise KeyError(f"no document {document_id!r} in the index at {index.uri}")
+    return rows[0]
+
+
+def source_notice(doc: DocumentInfo, stored: dict) -> str | None:
+    """What the reader must know about the source now: changed since it was indexed (its
+    sha256 differs), gone or unreadable; None when it is the file that was indexed.
+
+    A local file whose size, mtime, inode and device are the recorded ones is the one
+    indexed (as a sync decides, unread); another is hashed, never parsed.
+    """
+    try:
+        now = _current_sha256(doc, stored)
+    except SourceUnavailable as exc:
+        return f"{exc}; this page shows the text as it was indexed"
+    if now is None or now == stored["sha256"]:
+        return None
+    return (f"the source has changed since it was indexed (sha256 {stored['sha256'][:12]}… then, {now[:12]}… now); "
+            "this page shows the text as it was indexed: sync the folder to index the new version")
+
+
+def _current_sha256(doc: DocumentInfo, stored: dict) -> str | None:
+    """The source's sha256 now; None when its stat is the recorded one (unchanged, not read)."""
+    if is_remote(doc.source):
+        return hashlib.sha256(source_bytes(doc)).hexdigest()
+    with ExitStack() as stack:
+        handle, size = _open_source(doc, stack)
+        st = os.fstat(handle.fileno())
+        if (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev) == tuple(stored[k] for k in _STORED[3:]):
+            return None
+        digest = hashlib.sha256()
+        while block := handle.read(STREAM_BYTES):
+            digest.update(block)
+        return digest.hexdigest()
 
 
 def _quote(chunk: ChunkInfo) -> str:
@@ -239,46 +292,36 @@ def highlighted(canonical: str, start: int, end: int) -> str:
             f"{esc(canonical[end:])}</pre>")
 
 
-def sheet_table(data: bytes, where: SheetRange) -> str:
-    """Exactly the cited range of the workbook as an HTML table, values as the indexer read them."""
-    cells = sheet_cells(data, where.sheet, where.cells)
-    first_col, first_row = _origin(where.cells)
-    head = "".join(f"<th>{_column(first_col + i)}</th>" for i in range(len(cells[0]) if cells else 0))
-    rows = "".join(f"<tr><th>{first_row + r}</th>{''.join(f'<td>{esc(v)}</td>' for v in row)}</tr>"
-                   for r, row in enumerate(cells))
+def sheet_table(stored: dict, where: SheetRange, chunk: ChunkInfo) -> str:
+    """The cited range as the indexer read it: one row per stored segment of that range
+    within the chunk (its cells as they were rendered into the canonical text)."""
+    text = stored["canonical"] or ""
+    rows = "".join(f"<tr><th>{esc(seg.locator.fragment())}</th><td>{esc(text[seg.start:seg.end])}</td></tr>"
+                   for seg in sheet_segments(stored["segments"], chunk)
+                   if _within(seg.locator, where))
     return (f"<table class=\"range\" data-range=\"{esc(where.fragment())}\"><caption>{esc(where.fragment())}</caption>"
-            f"<thead><tr><th></th>{head}</tr></thead><tbody>{rows}</tbody></table>")
+            f"<tbody>{rows}</tbody></table>")
 
 
-def sheet_cells(data: bytes, sheet: str, cells: str) -> list[list[str]]:
-    """The displayed values of ``sheet!cells`` (cached formula results, as the extractor reads them).
+def sheet_segments(segments_json: str, chunk: ChunkInfo) -> list[Segment]:
+    """The stored segments of sheet cells that overlap the chunk, in reading order."""
+    return [seg for seg in segments_from_json(segments_json)
+            if isinstance(seg.locator, SheetRange) and seg.start < chunk.end and seg.end > chunk.start]
 
-    Raises:
-        KeyError: no such sheet; ValueError: a range that is not A1:B2 or too large.
+
+def _within(inner: SheetRange, outer: SheetRange) -> bool:
+    """Whether the range ``inner`` lies inside ``outer`` (same sheet).
+
+    >>> _within(SheetRange("S", "A2:C2"), SheetRange("S", "A1:C9")), _within(SheetRange("S", "A2"), SheetRange("T", "A1:C9"))
+    (True, False)
     """
-    import openpyxl
     from openpyxl.utils.cell import range_boundaries
 
-    min_col, min_row, max_col, max_row = range_boundaries(cells)
-    if (max_col - min_col + 1) * (max_row - min_row + 1) > MAX_TABLE_CELLS:
-        raise ValueError(f"the range {cells} is over {MAX_TABLE_CELLS} cells")
-    wb = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
-    try:
-        ws = wb[sheet]
-        return [[display(c.value, c.number_format) if c.value is not None else "" for c in row]
-                for row in ws.iter_rows(min_row=min_row, max_row=max_row, min_col=min_col, max_col=max_col)]
-    finally:
-        wb.close()
+    if inner.sheet != outer.sheet:
+        return False
+    a, b = range_boundaries(_as_range(inner.cells)), range_boundaries(_as_range(outer.cells))
+    return b[0] <= a[0] and b[1] <= a[1] and a[2] <= b[2] and a[3] <= b[3]
 
 
-def _origin(cells: str) -> tuple[int, int]:
-    from openpyxl.utils.cell import range_boundaries
-
-    min_col, min_row, _, _ = range_boundaries(cells)
-    return min_col, min_row
-
-
-def _column(number: int) -> str:
-    from openpyxl.utils.cell import get_column_letter
-
-    return get_column_letter(number)
+def _as_range(cells: str) -> str:
+    return cells if ":" in cells else f"{cells}:{cells}"
