@@ -32,6 +32,14 @@ from citeline.schemas.document import Chunk
 CHUNKER_VERSION = "2"
 
 Span = tuple[int, int]
+# Told how far chunking got (an offset into the text) after each bounded step; it raises to
+# stop the work (prepare's time limit). Every loop over lines, paragraphs, sentences and
+# pieces calls it, so a long text is stopped mid-way, not checked only once it is all cut.
+Progress = Callable[[int], None]
+
+
+def _no_limit(at: int) -> None:
+    """The progress of a chunking without a time limit."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +103,7 @@ def chunk_document(
     strategy: str = "E",
     budget: int = 512,
     overlap: int = 64,
+    progress: Progress = _no_limit,
 ) -> list[Chunk]:
     """Cut a canonical text into chunks.
 
@@ -106,21 +115,23 @@ def chunk_document(
         budget: maximum characters of a chunk's own content (> 0).
         overlap: characters taken from the previous chunk by B/D/F (0 <= overlap < budget);
             ignored by A/C/E.
+        progress: called with the offset reached after each bounded step (see ``Progress``).
 
     Returns:
         The chunks in document order, ``ordinal`` 0, 1, 2, ...
 
     Raises:
         ValueError: unknown strategy, or budget/overlap out of range.
+        whatever ``progress`` raises.
     """
     chosen = get_strategy(strategy)
     _check_sizes(budget, overlap)
-    sections = split_sections(text)
+    sections = split_sections(text, progress)
     taken = overlap if chosen.overlap else 0
     if chosen.boundaries:
-        placed = _boundary_chunks(text, sections, budget, taken)
+        placed = _boundary_chunks(text, sections, budget, taken, progress)
     else:
-        placed = _blind_chunks(text, sections, budget, taken)
+        placed = _blind_chunks(text, sections, budget, taken, progress)
     return [
         _make_chunk(text, title, doc_id, ordinal, section, span, chosen.header)
         for ordinal, (section, span) in enumerate(placed)
@@ -156,7 +167,7 @@ _FENCE_OPEN = re.compile(r"[ \t]*(`{3,}|~{3,})(.*)")
 _FENCE_CLOSE = re.compile(r"[ \t]*(`{3,}|~{3,})\s*")
 
 
-def split_sections(text: str) -> list[Section]:
+def split_sections(text: str, progress: Progress = _no_limit) -> list[Section]:
     """Split a text at its ``## `` heading lines, ignoring those inside code fences.
 
     Args:
@@ -167,21 +178,21 @@ def split_sections(text: str) -> list[Section]:
         even when there are headings, unless a heading starts the text; a text without
         headings is one preamble section.
     """
-    heads = list(_heading_lines(text))
+    heads = list(_heading_lines(text, progress))
     sections = []
     first = heads[0][0] if heads else len(text)
     if first > 0 or not heads:
-        sections.append(Section("", 0, _after_title(text, first), first))
+        sections.append(Section("", 0, _after_title(text, first, progress), first))
     for i, (start, body_start, name) in enumerate(heads):
         end = heads[i + 1][0] if i + 1 < len(heads) else len(text)
         sections.append(Section(name, start, min(body_start, end), end))
     return sections
 
 
-def _heading_lines(text: str) -> Iterator[tuple[int, int, str]]:
+def _heading_lines(text: str, progress: Progress) -> Iterator[tuple[int, int, str]]:
     """Yield ``(line start, next line start, name)`` for each ``## `` line outside fences."""
     fence = ""
-    for start, stop in _lines(text, 0, len(text)):
+    for start, stop in _lines(text, 0, len(text), progress):
         line = text[start:stop]
         if fence:
             fence = "" if _closes(line, fence) else fence
@@ -199,15 +210,15 @@ def _closes(line: str, fence: str) -> bool:
     return bool(match) and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence)
 
 
-def _after_title(text: str, end: int) -> int:
+def _after_title(text: str, end: int, progress: Progress) -> int:
     """Where the preamble's content starts: after a leading ``# Title`` line, if any."""
-    for start, stop in _lines(text, 0, end):
+    for start, stop in _lines(text, 0, end, progress):
         if text[start:stop].strip():
             return min(stop + 1, end) if text.startswith("# ", start) else 0
     return 0
 
 
-def _lines(text: str, start: int, end: int) -> Iterator[Span]:
+def _lines(text: str, start: int, end: int, progress: Progress = _no_limit) -> Iterator[Span]:
     """Yield ``(start, stop)`` of each line in ``[start, end)``, the newline excluded.
 
     Only "\\n" separates lines: ``str.splitlines`` would also break at characters such as
@@ -215,6 +226,7 @@ def _lines(text: str, start: int, end: int) -> Iterator[Span]:
     """
     pos = start
     while pos < end:
+        progress(pos)
         newline = text.find("\n", pos, end)
         stop = end if newline < 0 else newline
         yield pos, stop
@@ -225,10 +237,13 @@ def _lines(text: str, start: int, end: int) -> Iterator[Span]:
 
 
 def _blind_chunks(
-    text: str, sections: list[Section], budget: int, overlap: int
+    text: str, sections: list[Section], budget: int, overlap: int, progress: Progress
 ) -> list[tuple[str, Span]]:
     """Cut every ``budget`` characters; a chunk's section is the one its start falls in."""
-    windows = (_trim(text, at, min(at + budget, len(text))) for at in range(0, len(text), budget))
+    windows = []
+    for at in range(0, len(text), budget):
+        progress(at)
+        windows.append(_trim(text, at, min(at + budget, len(text))))
     spans = _with_overlap(text, [w for w in windows if w], overlap)
     starts = [s.start for s in sections]
     return [(sections[bisect.bisect_right(starts, s) - 1].name, (s, e)) for s, e in spans]
@@ -238,17 +253,17 @@ def _blind_chunks(
 
 
 def _boundary_chunks(
-    text: str, sections: list[Section], budget: int, overlap: int
+    text: str, sections: list[Section], budget: int, overlap: int, progress: Progress
 ) -> list[tuple[str, Span]]:
     """Pack each section on its own, so that no chunk (nor its overlap) crosses sections."""
     placed = []
     for section in sections:
-        spans = _pack_section(text, section.body_start, section.end, budget)
+        spans = _pack_section(text, section.body_start, section.end, budget, progress)
         placed += [(section.name, span) for span in _with_overlap(text, spans, overlap)]
     return placed
 
 
-def _pack_section(text: str, start: int, end: int, budget: int) -> list[Span]:
+def _pack_section(text: str, start: int, end: int, budget: int, progress: Progress = _no_limit) -> list[Span]:
     """Greedily pack whole paragraphs; an oversized paragraph is packed on its own.
 
     Args:
@@ -262,13 +277,13 @@ def _pack_section(text: str, start: int, end: int, budget: int) -> list[Span]:
     """
     spans: list[Span] = []
     run: list[Span] = []
-    for paragraph in _paragraphs(text, start, end):
+    for paragraph in _paragraphs(text, start, end, progress):
         if paragraph[1] - paragraph[0] <= budget:
             run.append(paragraph)
             continue
-        spans += _pack(run, budget) + _pack(_pieces(text, paragraph, budget), budget)
+        spans += _pack(run, budget) + _pack(_pieces(text, paragraph, budget, progress=progress), budget)
         run = []
-    return _fold_slight(text, spans + _pack(run, budget), budget)
+    return _fold_slight(text, spans + _pack(run, budget), budget, progress)
 
 
 # A table-of-contents line: dot leaders, then a page number ("Intro . . . . 23"); the same
@@ -289,7 +304,7 @@ def _slight(text: str, span: Span) -> bool:
     return bool(_TOC_LINE.search(content)) or (len(content) <= _SLIGHT_CHARS and content[-1] not in ".!?\"”')")
 
 
-def _fold_slight(text: str, spans: list[Span], budget: int) -> list[Span]:
+def _fold_slight(text: str, spans: list[Span], budget: int, progress: Progress) -> list[Span]:
     """Fold each lone heading or TOC line into the chunk that follows it (issue 14: alone,
     they outranked the paragraph that answers). The following chunk is cut at sentences
     and lines so the fold keeps every chunk within ``budget``; when not even its first
@@ -297,28 +312,29 @@ def _fold_slight(text: str, spans: list[Span], budget: int) -> list[Span]:
     out = list(spans)
     i = 0
     while i + 1 < len(out):
+        progress(out[i][0])
         if _slight(text, out[i]):
-            packed = _pack([out[i], *_soft_pieces(text, out[i + 1], budget)], budget)
+            packed = _pack([out[i], *_soft_pieces(text, out[i + 1], budget, progress)], budget)
             if packed[0] != out[i]:
                 out[i : i + 2] = packed
         i += 1
     return out
 
 
-def _soft_pieces(text: str, span: Span, budget: int) -> list[Span]:
+def _soft_pieces(text: str, span: Span, budget: int, progress: Progress) -> list[Span]:
     """``span`` cut at paragraphs and sentences (pieces over ``budget`` cut further)."""
     pieces: list[Span] = []
-    for paragraph in _paragraphs(text, *span):
-        for sentence in _by_sentence(text, paragraph, budget) or [paragraph]:
-            pieces += _pieces(text, sentence, budget)
+    for paragraph in _paragraphs(text, *span, progress):
+        for sentence in _by_sentence(text, paragraph, budget, progress) or [paragraph]:
+            pieces += _pieces(text, sentence, budget, progress=progress)
     return pieces
 
 
-def _paragraphs(text: str, start: int, end: int) -> list[Span]:
+def _paragraphs(text: str, start: int, end: int, progress: Progress = _no_limit) -> list[Span]:
     """Maximal runs of non-blank lines (blank = whitespace only), trimmed."""
     found: list[Span] = []
     current: Span | None = None
-    for line_start, line_end in _lines(text, start, end):
+    for line_start, line_end in _lines(text, start, end, progress):
         if text[line_start:line_end].strip():
             current = (current[0] if current else line_start, line_end)
         elif current:
@@ -340,7 +356,7 @@ def _pack(spans: list[Span], budget: int) -> list[Span]:
     return packed
 
 
-def _pieces(text: str, span: Span, budget: int, level: int = 0) -> list[Span]:
+def _pieces(text: str, span: Span, budget: int, level: int = 0, progress: Progress = _no_limit) -> list[Span]:
     """Split an oversized span with ever finer splitters until every piece fits.
 
     Args:
@@ -356,24 +372,24 @@ def _pieces(text: str, span: Span, budget: int, level: int = 0) -> list[Span]:
     if span[1] - span[0] <= budget:
         return [span]
     pieces: list[Span] = []
-    for part in _SPLITTERS[level](text, span, budget):
-        pieces += _pieces(text, part, budget, level + 1)
+    for part in _SPLITTERS[level](text, span, budget, progress):
+        pieces += _pieces(text, part, budget, level + 1, progress)
     return pieces
 
 
-def _by_sentence(text: str, span: Span, budget: int) -> list[Span]:
+def _by_sentence(text: str, span: Span, budget: int, progress: Progress) -> list[Span]:
     """Sentence pieces of ``span`` (offsets shifted back into ``text``), trimmed."""
     base = span[0]
-    found = sentence_spans(text[span[0] : span[1]])
+    found = sentence_spans(text[span[0] : span[1]], lambda at: progress(base + at))
     return [s for s in (_trim(text, base + a, base + b) for a, b in found) if s]
 
 
-def _by_line(text: str, span: Span, budget: int) -> list[Span]:
+def _by_line(text: str, span: Span, budget: int, progress: Progress) -> list[Span]:
     """Line pieces of ``span``: code, math and tables have lines but no full stops."""
-    return [s for s in (_trim(text, *line) for line in _lines(text, *span)) if s]
+    return [s for s in (_trim(text, *line) for line in _lines(text, *span, progress)) if s]
 
 
-def _by_whitespace(text: str, span: Span, budget: int) -> list[Span]:
+def _by_whitespace(text: str, span: Span, budget: int, progress: Progress) -> list[Span]:
     """Hard-cut ``span`` at the last whitespace within ``budget`` of each piece's start.
 
     Only a single word longer than ``budget`` is cut mid-word, at exactly ``budget``.
@@ -381,6 +397,7 @@ def _by_whitespace(text: str, span: Span, budget: int) -> list[Span]:
     pieces: list[Span] = []
     start, end = span
     while end - start > budget:
+        progress(start)
         cut = _last_space(text, start, start + budget)
         piece = _trim(text, start, cut if cut > start else start + budget)
         pieces.append(piece)  # never None: text[start] is not whitespace
@@ -397,7 +414,7 @@ def _last_space(text: str, start: int, limit: int) -> int:
     return start
 
 
-_SPLITTERS: list[Callable[[str, Span, int], list[Span]]] = [
+_SPLITTERS: list[Callable[[str, Span, int, Progress], list[Span]]] = [
     _by_sentence,
     _by_line,
     _by_whitespace,

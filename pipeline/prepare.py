@@ -20,7 +20,7 @@ from citeline import extractors
 from citeline.extractors.clean import Deadline
 from citeline.pipeline import objects
 from citeline.pipeline.beneath import Escapes, open_beneath
-from citeline.pipeline.chunk import CHUNKER_VERSION, chunk_document
+from citeline.pipeline.chunk import CHUNKER_VERSION, Progress, chunk_document
 from citeline.pipeline.embed import Embedder
 from citeline.pipeline.isolate import extract_isolated
 from citeline.pipeline.locate import locators_for, locators_json
@@ -222,10 +222,10 @@ def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: I
     text is stored under the same stamp (that document's, or this one's previous
     version's) keeps its vector, so only the others are encoded.
 
-    The limit is checked between stages and between groups of ``EMBED_GROUP`` chunks,
-    and handed to the extractor as what is left of it (an isolated extractor is killed
-    past it): a document overruns by at most one step (one group, or the in-process
-    text extractor, linear in the file's size).
+    The limit is checked between stages, as the chunker goes (pipeline/chunk.py's
+    ``Progress``) and between groups of ``EMBED_GROUP`` chunks, and handed to the extractor
+    as what is left of it (an isolated extractor is killed past it): a document overruns by
+    at most one step (one group, or the in-process text extractor, linear in the file's size).
 
     Raises:
         DocumentError: bad input (Timeout past the limit), with ``.stage`` set; any other
@@ -285,7 +285,7 @@ def extract_chunks(file: SourceFile, stamp: IndexStamp, settings: IndexSettings,
         deadline.check("the end of extraction")
         stage = Stage.CHUNK
         chunks = chunk_document(canonical.text, canonical.title, prepared.doc_id, stamp.strategy,
-                                settings.budget, settings.overlap)
+                                settings.budget, settings.overlap, within(deadline, len(canonical.text)))
         kept = kept_vectors(reuse.stored.chunk_vectors(lender), stamp) if lender is not None else {}
         marks.append(time.perf_counter())
         deadline.check("the end of chunking")
@@ -293,6 +293,15 @@ def extract_chunks(file: SourceFile, stamp: IndexStamp, settings: IndexSettings,
         return prepared, chunks, kept
     except Exception as exc:  # safe: re-raised at once, only tagged with the stage it reached
         raise tag(exc, stage)
+
+
+def within(deadline: Deadline, size: int) -> Progress:
+    """The chunker's progress held to the document's limit: a long text is stopped where the
+    limit passes (``Timeout`` says how far it got), not found late once it is all cut."""
+    def check(at: int) -> None:
+        if deadline.at is not None and time.monotonic() > deadline.at:
+            deadline.check(f"chunking, {at:,} of {size:,} characters done")
+    return check
 
 
 def same_bytes(data: bytes, sha256: str, file: SourceFile, doc_id: str, reuse: Reuse) -> dict | None:

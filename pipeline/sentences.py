@@ -24,6 +24,7 @@ boundary can cut an answer in half, so every rule errs on the side of not splitt
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 # Terminators, then closers (quotes, brackets, emphasis), then the whitespace that
 # must follow for the candidate to count at all.
@@ -45,11 +46,13 @@ _DOTTED_INITIALISM = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")
 _OPENERS = "([{\"'\u201c\u2018*_"
 
 
-def sentence_spans(text: str) -> list[tuple[int, int]]:
+def sentence_spans(text: str, progress: Callable[[int], None] | None = None) -> list[tuple[int, int]]:
     """Split ``text`` into sentences with exact offsets.
 
     Args:
         text: any text; it is not normalised in any way.
+        progress: called with each candidate's offset; it may raise to stop the split (a
+            time limit: pipeline.chunk.Progress).
 
     Returns:
         ``(start, end)`` pairs that cover ``text`` contiguously, in order, each non-empty.
@@ -59,6 +62,8 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     start = 0
     for match in _CANDIDATE.finditer(text):
+        if progress is not None:
+            progress(match.start())
         end = match.end()
         if end < len(text) and _is_boundary(text, match):
             spans.append((start, end))

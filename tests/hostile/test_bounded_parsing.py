@@ -5,12 +5,21 @@ the code before its fix.
 """
 from __future__ import annotations
 
+import re
+
 import growth
+import pytest
+from fakes import HashEmbedder
 
 from citeline import extractors
 from citeline.extractors import html, text
 from citeline.pipeline import sentences
 from citeline.pipeline.chunk import chunk_document
+from citeline.pipeline.prepare import prepare
+from citeline.pipeline.walk import SourceFile
+from citeline.schemas.errors import Timeout
+from citeline.schemas.settings import IndexSettings
+from citeline.schemas.stamp import IndexStamp
 
 
 def _sniff_many(head: bytes, times: int = 10) -> None:
@@ -83,3 +92,41 @@ def test_the_markdown_title_is_linear_in_a_run_of_blanks():
     # The lazy title before "\s*#*\s*$" was cubic: 64x for 4x the blanks (6,000: minutes).
     assert _title(3) == "a   b"
     assert growth.ratio(_title, 200, 800, repeat=3) < 10
+
+
+class _CountingEmbedder(HashEmbedder):
+    """The shared fake, counting what it is asked to encode."""
+
+    embedded = 0
+
+    def embed_counted(self, texts):
+        self.embedded += len(texts)
+        return super().embed_counted(texts)
+
+
+def test_chunking_is_stopped_by_the_document_time_limit_as_it_goes(tmp_path):
+    # Before: the limit was looked at only once the whole text was cut ("stopped at the end of
+    # chunking"), so a long text ran its full chunking time past --timeout in the flow's process.
+    # 3 MB of short sentences on one line take seconds to chunk; the limit is a fraction of that.
+    path = tmp_path / "one-line.md"
+    path.write_text("Ab. Cd. " * 375_000)
+    embedder = _CountingEmbedder()
+    settings = IndexSettings(db=str(tmp_path / "index"), timeout_s=0.3)
+    with pytest.raises(Timeout, match=r"0.3 s limit \(--timeout\); stopped at chunking, ") as caught:
+        prepare(SourceFile(str(path), str(tmp_path), "one-line.md"), embedder, IndexStamp("fake", 8), settings)
+    reached, size = (int(n.replace(",", "")) for n in re.findall(r"([\d,]+) of ([\d,]+) characters", str(caught.value))[0])
+    assert caught.value.stage == "chunk" and size == 3_000_000 and reached < size
+    assert embedder.embedded == 0
+
+
+def test_a_chunking_told_to_stop_stops_where_it_is():
+    reached = []
+
+    def stop_at_a_third(at: int) -> None:
+        reached.append(at)
+        if at > 1_000_000:
+            raise Timeout("stopped")
+
+    with pytest.raises(Timeout):
+        chunk_document("Ab. Cd. " * 375_000, "t", "d", progress=stop_at_a_third)
+    assert max(reached) < 1_100_000  # it told where it was every few characters, not at the end
