@@ -1,0 +1,29 @@
+"""Issue 27, item 1, with the real model: a period question about a report-like workbook is
+answered from the chunk whose quote shows that period's value under that period's header."""
+import pytest
+
+from citeline import Index
+
+QUESTION = "What was the trading operating profit in the first half of 2023?"
+
+
+@pytest.mark.model
+def test_the_period_question_cites_2023s_value_under_the_2023_header(make, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "half-year.xlsx").write_bytes(make.report_workbook())
+    index = Index.create(str(tmp_path / "db"), model="all-MiniLM-L6-v2")
+    assert index.sync(str(folder)).indexed == 1
+    answer = index.ask(QUESTION)
+    assert not answer.refused, answer.refusal.message()
+    top = answer.citations[0]
+    lines = top.quote.split("\n")
+    # Read as a person reads it: the period row names the columns, the row its label.
+    header = next((line for line in lines if "30 06 2023" in line), None)
+    row = next((line for line in lines if line.startswith("Trading operating profit | ")), None)
+    assert header and row, f"the top source does not show the row under its period header:\n{top.quote}"
+    column = (" " + header).split(" | ").index("30 06 2023")
+    assert row.split(" | ")[column] == "7,351"
+    assert all(line in lines for line in make.REPORT_TITLE)  # the title block, units included
+    assert index.canonical(top.document_id)[top.start:top.end] == top.quote
+    assert "3.4 Reconciliation" in top.label and top.uri.endswith(top.fragment.replace(" ", "%20"))
