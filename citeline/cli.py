@@ -29,13 +29,17 @@ db_option = click.option("--db", envvar=ENV_DB, default=DEFAULTS["db"], show_def
 
 def _writable_db(ctx, param, value: str) -> str:
     """--db of a writing command: refused at once on a store without a writer lock (index/lock.py)."""
-    from citeline.index.lock import check_writable
-    from citeline.schemas.errors import UnsupportedStore
+    from citeline.index.lock import check_local_writable, check_writable
+    from citeline.schemas.errors import IndexUnwritable, UnsupportedStore
 
     try:
         check_writable(value)
     except UnsupportedStore as exc:
         raise click.BadParameter(str(exc), ctx, param) from None
+    try:
+        check_local_writable(value)  # a read-only mount: one line, before any flow or server starts
+    except IndexUnwritable as exc:
+        raise as_cli_error(exc) from None
     return value
 
 

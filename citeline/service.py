@@ -104,6 +104,7 @@ def create_app(index: Index, token: str | None = None, poll_s: float = 1.0) -> F
     app = FastAPI(title="citeline", summary="Ask an index; every answer cites the exact place.",
                   lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.index = index
+    _index_gone(app, index)  # before _guard: the token is checked first (middleware runs last-added first)
     _guard(app, token)
     _errors(app)
     _json_routes(app, index)
@@ -151,6 +152,50 @@ def _guard(app: FastAPI, token: str | None) -> None:
         response = await call_next(request)
         response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.1f}"
         return response
+
+
+# Paths that never read the index: served whatever became of it.
+NO_INDEX_PATHS = ("/", "/favicon.ico", "/docs", "/openapi.json")
+
+
+def _index_gone(app: FastAPI, index: Index) -> None:
+    """A local index folder deleted (or unmounted) while served: 503 "IndexGone" on every path
+    that reads it, and /health not ready.
+
+    The open LanceDB handles kept answering some searches from what they had cached while
+    the documents, chunks, views and sources of those very answers failed; an answer whose
+    citations cannot be opened is not served. Seen once, the index is "gone" when its folder
+    no longer holds it; one that never existed stays "no index yet" (NoIndex).
+    """
+    meta = _local_meta(index.uri)
+    seen = {"index": False}
+
+    @app.middleware("http")
+    async def gone(request: Request, call_next):
+        path = request.url.path
+        if meta is None or path in NO_INDEX_PATHS or path.startswith("/static/"):
+            return await call_next(request)
+        if meta.is_dir():
+            seen["index"] = True
+            return await call_next(request)
+        if not seen["index"]:
+            return await call_next(request)
+        message = (f"the index at {index.uri} is gone (deleted or unmounted while it was served): nothing it held "
+                   "can be answered, opened or cited; restore it, or run `citeline index` and restart `citeline api`")
+        if path == "/health":
+            return JSONResponse({"ok": True, "ready": False, "model": index.model, "error": message})
+        return _error(503, "IndexGone", message)
+
+
+def _local_meta(uri: str):
+    """The folder of a local index's meta table (its presence says the index is there), or None for object storage."""
+    from pathlib import Path
+
+    from citeline.index.store import META
+
+    if "://" in uri and not uri.startswith("file://"):
+        return None
+    return Path(uri.removeprefix("file://")).expanduser() / f"{META}.lance"
 
 
 def _authorised(request: Request, token: str) -> bool:

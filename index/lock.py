@@ -44,6 +44,26 @@ def check_writable(uri: str) -> None:
                            f"writes, and on {scheme}:// two writers would duplicate rows (got {uri!r})")
 
 
+def check_local_writable(uri: str) -> None:
+    """Refuse at once, before a flow or a Prefect server starts, an existing local index
+    whose folder cannot be written (a read-only mount; root too is refused by the kernel).
+
+    Raises:
+        IndexUnwritable: the folder exists and cannot be written.
+    """
+    if not is_local(uri):
+        return
+    folder = Path(uri.removeprefix("file://")).expanduser()
+    if folder.is_dir() and not os.access(folder, os.W_OK):
+        reason = "a read-only file system" if _read_only_mount(folder) else "no write permission"
+        raise IndexUnwritable(f"the index at {folder} cannot be written ({reason}): index, retry, reindex, rm, gc, "
+                              "calibrate and check --repair write to it; status, search, ask and check only read")
+
+
+def _read_only_mount(folder: Path) -> bool:
+    return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+
+
 @contextmanager
 def writer_lock(uri: str, wait_s: float = 0.0) -> Iterator[None]:
     """Hold the index's writer lock, waiting up to ``wait_s`` seconds for it.
