@@ -1,12 +1,9 @@
-"""Canonical text of structured documents (Word, HTML, slides, delimited tables) built block
-by block: headings as ``## `` lines the chunker splits sections at, tables as pipe rows
-with their header repeated above every block of rows, one segment per run of blocks
-that share a locator."""
+"""Canonical text of structured documents (Word, HTML, slides, sheets, delimited tables) built
+block by block: headings as ``## `` lines the chunker splits sections at, tables as the blocks
+extractors.tables lays out, one segment per run of blocks that share a locator."""
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-
-from citeline.schemas.document import CELL_SEPARATOR, Segment
+from citeline.schemas.document import Segment
 from citeline.schemas.errors import TooLarge
 from citeline.schemas.grid import Block
 from citeline.schemas.locator import Locator
@@ -96,25 +93,3 @@ def one_line(text: str) -> str:
     'two lines here'
     """
     return " ".join(clean(text).split())
-
-
-def pipe_row(cells: Sequence[str]) -> str:
-    """Cells joined the way the spreadsheet extractor joins them, trailing empties dropped."""
-    values = [one_line(c) for c in cells]
-    while values and not values[-1]:
-        values.pop()
-    return CELL_SEPARATOR.join(values)
-
-
-def row_blocks(rows: Sequence[str], header: str, max_chars: int, max_rows: int) -> Iterator[tuple[int, int]]:
-    """``(first, stop)`` indices of consecutive rows that fit one block under ``header``:
-    at most ``max_rows`` rows and ``max_chars`` characters with the header (one row more
-    when a single row is longer)."""
-    first, size = 0, len(header)
-    for k, row in enumerate(rows):
-        if k > first and (size + 1 + len(row) > max_chars or k - first >= max_rows):
-            yield first, k
-            first, size = k, len(header)
-        size += 1 + len(row)
-    if first < len(rows):
-        yield first, len(rows)
