@@ -210,7 +210,8 @@ def _exists(source: str, present: set[str]) -> bool:
     """Whether a stored source (a path, or an object's URL) is still there."""
     if not is_remote(source):
         return os.path.lexists(os_path(source))
-    return source in present or fsspec.filesystem(source.split("://", 1)[0], use_listings_cache=False).exists(source)
+    key = os_path(source)  # the stored name is escaped (schemas/paths.py); the listing is not
+    return key in present or fsspec.filesystem(source.split("://", 1)[0], use_listings_cache=False).exists(key)
 
 
 def source_warnings(store: Store) -> list[Violation]:

@@ -122,9 +122,9 @@ def read_stat(path: str, max_bytes: int, root: str | None = None) -> tuple[bytes
         Unreadable: a symlink, permissions or another OS error.
         TooLarge: over the size limit.
     """
+    path = os_path(path)  # stored names are escaped (schemas/paths.py), object keys too
     if is_remote(path):
         return read_remote(path, max_bytes)
-    path = os_path(path)  # stored names are escaped (schemas/paths.py)
     root = os.path.dirname(path) if root is None else os_path(root)
     with open_source(path, max_bytes, root) as (handle, before), _os_errors():
         opened = os.fstat(handle.fileno())

@@ -1,42 +1,50 @@
 """How file names are stored: as UTF-8 text, with the bytes of a name that is not UTF-8 escaped.
 
 A path column is text, but a POSIX file name is bytes; the index stores ``escape(name)``
-and finds the file again with ``os_path(stored)``.
+and finds the file again with ``os_path(stored)``. The escaping is one-to-one: a backslash
+that would read as an escape is escaped itself, so ``caf\xe9.md`` written with a backslash and
+``caf`` + byte 0xE9 + ``.md`` are two stored names (issue 32: one replaced the other). A name
+that is UTF-8 and holds no such backslash is stored as it is, as it always was.
 """
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
-# The \xNN that ``escape`` writes for a byte of a name that is not UTF-8 (0x80-0xFF).
-_ESCAPED_BYTE = re.compile(r"\\x([89a-f][0-9a-f])")
+# The escapes ``escape`` writes: \xNN for a byte of a name that is not UTF-8 (0x80-0xFF), and
+# \x5c for a backslash of the name that would otherwise read as one of them.
+_ESCAPE = re.compile(r"\\x(5c|[89a-f][0-9a-f])")
+_READS_AS_ESCAPE = re.compile(r"\\(?=x(?:5c|[89a-f][0-9a-f]))")
 
 
 def escape(name: str) -> str:
-    r"""``name`` as text the index can store: each byte that is not UTF-8 becomes ``\xNN``.
+    r"""``name`` as text the index can store: each byte that is not UTF-8 becomes ``\xNN``,
+    and a backslash that would read as such an escape ``\x5c``.
 
     File names are bytes; Python hands the undecodable ones over as lone surrogates,
     which no UTF-8 column (nor ``str.encode``) accepts.
 
-    >>> escape("caf\udce9.md")
-    'caf\\xe9.md'
+    >>> escape("caf\udce9.md"), escape(r"caf\xe9.md"), escape(r"a\b.md")
+    ('caf\\xe9.md', 'caf\\x5cxe9.md', 'a\\b.md')
     """
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    unambiguous = _READS_AS_ESCAPE.sub(r"\\x5c", name)
+    return unambiguous.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def os_path(stored: str) -> str:
-    r"""The file system's name for a stored (``escape``d) path.
+    r"""The file system's (or object store's) name for a stored (``escape``d) path.
 
-    The stored text itself when such a file exists (a name may hold a literal
-    ``\xe9``), else the name with its escaped bytes restored.
-
-    >>> os_path(r"/no/such/caf\xe9.md") == "/no/such/caf\udce9.md"
-    True
+    >>> os_path(r"/docs/caf\xe9.md") == "/docs/caf\udce9.md", os_path(r"/docs/caf\x5cxe9.md")
+    (True, '/docs/caf\\xe9.md')
     """
-    if "\\x" not in stored or os.path.lexists(stored):
+    if "\\x" not in stored:
         return stored
-    return _ESCAPED_BYTE.sub(lambda m: chr(0xDC00 + int(m.group(1), 16)), stored)
+    return _ESCAPE.sub(_unescaped, stored)
+
+
+def _unescaped(escaped: re.Match[str]) -> str:
+    value = int(escaped.group(1), 16)
+    return "\\" if value == 0x5C else chr(0xDC00 + value)  # a lone surrogate: surrogateescape's byte
 
 
 def is_under(source: str, folder: str) -> bool:
