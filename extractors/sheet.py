@@ -37,6 +37,7 @@ from citeline.schemas.options import ExtractOptions
 
 from citeline.extractors.blocks import Writer, text_limit
 from citeline.extractors.clean import Deadline, clean
+from citeline.extractors.ooxml import check_xml_memory
 from citeline.extractors.tables import DATA, table_blocks
 
 NAME = "xlsx"
@@ -105,6 +106,8 @@ def _open_zip(data: bytes, name: str, options: ExtractOptions) -> zipfile.ZipFil
             f"the xlsx would unpack to {unpacked:,} bytes from {len(data):,} (limit "
             f"{options.max_unpacked_bytes:,}, max_unpacked_bytes): refused as a zip bomb"
         )
+    # Read-only openpyxl streams the worksheets; shared strings, styles and the rest it parses whole.
+    check_xml_memory(infos, options, streamed=lambda part: part.startswith("xl/worksheets/"))
     names = set(archive.namelist())
     if not any(n.startswith("xl/") and n.endswith("workbook.xml") for n in names):
         kind = "a Word document" if "word/document.xml" in names else (

