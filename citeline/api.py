@@ -32,7 +32,7 @@ from citeline.query.cite import (
 )
 from citeline.query.search import Searcher
 from citeline.schemas.errors import NoIndex
-from citeline.schemas.retrieval import BM25, DENSE, RETRIEVERS, Citation, Filters
+from citeline.schemas.retrieval import BM25, DEFAULT_RETRIEVER, RETRIEVERS, Citation, Filters
 from citeline.schemas.stamp import STAMP_COLUMNS, IndexStamp
 from citeline.schemas.status import DocStatus, RunSummary
 
@@ -236,7 +236,7 @@ class Index:
     def stamp(self) -> IndexStamp:
         return self.snapshot().searcher.stamp
 
-    def search(self, query: str, k: int = 8, retriever: str = DENSE, filters: Filters | None = None
+    def search(self, query: str, k: int = 8, retriever: str = DEFAULT_RETRIEVER, filters: Filters | None = None
                ) -> tuple[Citation, ...]:
         """The ``k`` best chunks for ``query`` by ``retriever``, as located citations (no gate).
 

@@ -17,7 +17,7 @@ from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 from citeline.eval_cmd import eval_command
 from citeline.schemas.errors import CitelineError
 from citeline.schemas.paths import is_remote
-from citeline.schemas.retrieval import BM25, DENSE, RETRIEVERS
+from citeline.schemas.retrieval import BM25, DEFAULT_RERANK, DEFAULT_RETRIEVER, RETRIEVERS
 from citeline.schemas.settings import DEFAULT_STRATEGY, STRATEGIES
 from citeline.schemas.stamp import STAMP_COLUMNS, Stamp, is_current
 from citeline.schemas.status import DocStatus
@@ -493,9 +493,10 @@ def _status_doc(d: dict, active) -> dict:
 @db_option
 @model_option
 @click.option("-k", default=8, show_default=True, type=click.IntRange(min=1, max=1000), help="How many chunks.")
-@click.option("--retriever", default=DENSE, show_default=True, type=click.Choice(RETRIEVERS),
-              help="dense (cosine), bm25 (full text), hybrid (RRF of both) or rerank (MaxSim over the hybrid "
-                   "top 25), as in ask; no refusal gate here.")
+@click.option("--retriever", default=DEFAULT_RETRIEVER, show_default=True, type=click.Choice(RETRIEVERS),
+              help=f"rerank (MaxSim over the {DEFAULT_RERANK.candidates} top {DEFAULT_RERANK.depth}: a sentence "
+                   "typed verbatim comes first, bench/phrase_probes.py), dense (cosine), bm25 (full text) or hybrid "
+                   "(RRF of both), as in ask; no refusal gate here.")
 @filter_options
 @output_options
 def search(query, db, model, k, retriever, as_json, filters):

@@ -35,7 +35,7 @@ from citeline.api import Index, chat_client
 from citeline.query.answer_check import check_answer
 from citeline.query.thresholds import Uncalibrated
 from citeline.schemas.errors import CitelineError, IndexMismatch, LLMError, NoIndex
-from citeline.schemas.retrieval import DEFAULT_RETRIEVER, DENSE, RETRIEVERS, Filters
+from citeline.schemas.retrieval import DEFAULT_RETRIEVER, RETRIEVERS, Filters
 from citeline import views
 
 MAX_BODY = 16 * 1024  # bytes of a request body: a question and a few options
@@ -294,7 +294,7 @@ def _json_routes(app: FastAPI, index: Index) -> None:
 
     @app.get("/search", tags=["query"])
     def search(q: str = Query(min_length=1, max_length=MAX_QUESTION),
-               k: int = Query(8, ge=1, le=MAX_SEARCH_K), retriever: Retriever = DENSE,
+               k: int = Query(8, ge=1, le=MAX_SEARCH_K), retriever: Retriever = DEFAULT_RETRIEVER,
                path: list[str] = Query([], max_length=MAX_FILTERS),
                kind: list[str] = Query([], alias="type", max_length=MAX_FILTERS),
                since: str | None = Query(None, max_length=64)) -> dict:

@@ -172,3 +172,20 @@ def test_every_retriever_returns_hits_and_rerank_adds_its_score(db):
     scores = [r.rerank_score for r in reranked]
     assert scores == sorted(scores, reverse=True)
     assert all(0 <= r.distance <= 2 and 1 <= r.candidate_rank <= 25 for r in reranked)
+
+
+def test_search_defaults_to_rerank_and_finds_a_sentence_typed_verbatim_first(db):
+    """``citeline search`` with no --retriever: the default retriever of ask (measured best for typed
+    sentences, bench/phrase_probes.py), and the chunk holding an exact sentence comes first."""
+    from citeline.pipeline.sentences import sentence_spans
+
+    texts = canonical_texts(db)
+    sentences = [" ".join(text[a:b].split()) for text in texts.values() for a, b in sentence_spans(text)
+                 if text[a:b].strip() == " ".join(text[a:b].split()) and 8 <= len(text[a:b].split()) <= 40]
+    assert len(sentences) >= 8
+    for sentence in sentences[:: max(1, len(sentences) // 8)][:8]:
+        result = CliRunner().invoke(cli, ["search", sentence, "-k", "3", "--db", db, "--json"])
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.output)
+        assert data["retriever"] == "rerank"
+        assert sentence in " ".join(data["results"][0]["quote"].split()), sentence
