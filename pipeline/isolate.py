@@ -15,6 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 
+from citeline.pipeline.blame import library_errors
 from citeline.schemas import interrupt
 from citeline.schemas.document import Canonical
 from citeline.schemas.errors import Corrupt, Timeout
@@ -31,7 +32,11 @@ GRACE_S = 5.0
 
 
 def _extract(module_name: str, data: bytes, name: str, options: ExtractOptions) -> Canonical:
-    return importlib.import_module(module_name).extract(data, name, options)
+    """In the worker: the extractor's result, or its library's exception as the document's failure
+    (judged here, where the traceback still holds the frames that raised it: pipeline/blame.py)."""
+    module = importlib.import_module(module_name)
+    with library_errors(module):
+        return module.extract(data, name, options)
 
 
 def _pool() -> ProcessPoolExecutor:
@@ -78,7 +83,9 @@ def extract_isolated(module_name: str, data: bytes, name: str, options: ExtractO
         Timeout: past ``options.time_limit_s`` (plus a grace period).
         Corrupt: the worker died (the parser crashed on this input).
         Stopped: the run was told to stop (its worker is killed).
-        DocumentError: whatever the extractor raised, unchanged.
+        DocumentError: whatever the extractor raised, unchanged; ParserFailed for an exception its
+            library raised on the file (pipeline/blame.py). Any other exception is citeline's and
+            comes back as raised, its worker traceback as its cause.
     """
     limit = options.time_limit_s
     future = _pool().submit(_extract, module_name, data, name, options)

@@ -20,6 +20,7 @@ from citeline import extractors
 from citeline.extractors.clean import Deadline
 from citeline.pipeline import objects
 from citeline.pipeline.beneath import Escapes, open_beneath
+from citeline.pipeline.blame import library_errors
 from citeline.pipeline.chunk import CHUNKER_VERSION, Progress, chunk_document
 from citeline.pipeline.embed import Embedder
 from citeline.pipeline.isolate import extract_isolated
@@ -207,7 +208,8 @@ def extract_bytes(data: bytes, name: str, options: ExtractOptions) -> Canonical:
     module = extractors.for_bytes(data[:SNIFF_BYTES], name)
     if getattr(module, "ISOLATE", False):
         return extract_isolated(module.__name__, data, name, options)
-    return module.extract(data, name, options)
+    with library_errors(module):  # as the worker does: a library's exception is the file's failure
+        return module.extract(data, name, options)
 
 
 def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: IndexSettings,

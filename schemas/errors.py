@@ -88,6 +88,14 @@ class Corrupt(DocumentError):
     kind = "corrupt"
 
 
+class ParserFailed(DocumentError):
+    """The parser library raised on this file something other than its usual "not readable" errors
+    (python-pptx's ``NotImplementedError`` on an unrecognised shape, Pillow's ``SyntaxError``): the
+    file is one the library cannot read, whether or not it is valid (pipeline/blame.py)."""
+
+    kind = "parser-error"
+
+
 class Truncated(DocumentError):
     """The file ends early: a PDF without its end, an MP4 without its moov atom."""
 

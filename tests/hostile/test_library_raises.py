@@ -1,0 +1,151 @@
+"""Issue 31 item 1: whatever an extractor's parser library raises on a file is that file's failure
+(stage, kind ``parser-error``, the library's own message), decided in the worker that runs the
+parser; an exception of citeline's own code still stops the run with its traceback.
+
+Each file of ``library_raises.CASES`` is a real document edited so that its library raises
+something its extractor does not map (python-pptx's ``NotImplementedError`` on an unrecognised
+shape, Pillow's ``SyntaxError``, PyAV's ``UnicodeDecodeError``, …): before pipeline/blame.py each
+stopped ``citeline index`` with exit 1 and a traceback, indexing none of the folder.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from citeline import extractors
+from citeline.cli import cli
+from citeline.pipeline import blame
+from citeline.pipeline.isolate import extract_isolated
+from citeline.schemas.errors import DocumentError, ParserFailed
+from citeline.schemas.options import ExtractOptions
+
+import library_raises
+from fakes import FAKE
+
+OPTIONS = ExtractOptions(time_limit_s=60)
+# the installed distribution each file's reason names
+LIBRARY = {"odd-shape.pptx": "python-pptx", "style-without-value.docx": "python-docx",
+           "huge-border-id.xlsx": "openpyxl", "deflate64-manifest.ods": "Python's zipfile",
+           "bad-page-label.pdf": "pymupdf", "navigation-root.html": "lxml",
+           "bad-frame-sequence.png": "pillow", "latin1-title.wav": "av"}
+GOOD = ("# Ferry times\n\nThe ferry leaves the north pier at seven every morning.\n", "north pier at seven")
+
+
+def _module(name: str, data: bytes):
+    return extractors.for_bytes(data[:8192], name)
+
+
+@pytest.fixture(scope="module")
+def cases():
+    return {name: build() for name, build in library_raises.CASES.items()}
+
+
+def test_every_extractor_is_covered_by_a_case_or_has_no_library():
+    """A case per extractor whose library is third-party; csv and text read with Python alone
+    (the csv module's one error, csv.Error, is mapped by the extractor itself)."""
+    covered = {_module(name, build()[0]).NAME for name, build in library_raises.CASES.items()}
+    assert set(extractors.registered()) - covered == {"csv", "text"}
+    assert set(extractors.registered()) <= set(blame.LIBRARIES)  # every extractor declares its libraries
+
+
+@pytest.mark.parametrize("name", list(library_raises.CASES))
+def test_the_file_makes_its_library_raise_what_the_extractor_does_not_map(cases, name):
+    """Called bare, the extractor lets the library's exception out: not a DocumentError, so the
+    flow (``is_bad_input``) took it for a citeline bug and stopped the run."""
+    data, raised, says = cases[name]
+    with pytest.raises(raised) as caught:
+        _module(name, data).extract(data, name, OPTIONS)
+    assert not isinstance(caught.value, DocumentError)
+    assert says in f"{type(caught.value).__name__}: {caught.value}"
+
+
+@pytest.mark.parametrize("name", list(library_raises.CASES))
+def test_in_the_worker_it_is_the_files_parser_error_with_the_librarys_message(cases, name):
+    data, raised, says = cases[name]
+    module = _module(name, data)
+    with pytest.raises(ParserFailed) as caught:
+        extract_isolated(module.__name__, data, name, OPTIONS)
+    reason = str(caught.value)
+    assert caught.value.kind == "parser-error"
+    assert reason.startswith(f"{LIBRARY[name]} failed on this file: {raised.__name__}: "), reason
+    assert says in reason and "(raised in " in reason, reason
+
+
+def test_a_folder_with_every_such_file_indexes_the_good_one_and_fails_each_bad_one(cases, tmp_path, prefect_harness):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, (data, _, _) in cases.items():
+        (folder / name).write_bytes(data)
+    (folder / "ferry.md").write_text(GOOD[0])
+    result = CliRunner().invoke(cli, ["index", str(folder), "--db", str(tmp_path / "db"), "--model", FAKE, "--json"])
+    assert result.exit_code == 3, result.output  # as for any failed document (test_cli_json)
+    report = json.loads(result.stdout)
+    assert report["state"] == "DocumentsFailed"
+    assert (report["summary"]["indexed"], report["summary"]["failed"]) == (1, len(cases))
+    failures = {f["path"]: f for f in report["failures"]}
+    assert set(failures) == set(cases)
+    for name, (_, raised, says) in cases.items():
+        assert failures[name]["stage"] == "extract", failures[name]
+        assert failures[name]["reason"].startswith(f"parser-error: {LIBRARY[name]} failed on this file: "
+                                                   f"{raised.__name__}"), failures[name]
+        assert says in failures[name]["reason"]
+    chunks = CliRunner().invoke(cli, ["chunks", "ferry.md", "--db", str(tmp_path / "db"), "--json"])
+    assert GOOD[1] in chunks.stdout, chunks.output
+
+
+# ------------------------------------------------------------- citeline's own bugs stay visible
+
+MODULE = "hostile_extractors"  # tests/fixtures: declares LIBRARIES = ("json",)
+
+
+def test_an_exception_of_the_declared_library_is_the_files():
+    with pytest.raises(ParserFailed, match=r"^Python's json failed on this file: JSONDecodeError: Expecting"):
+        extract_isolated(MODULE, b"HANG JSON{", "a.hang", OPTIONS)
+
+
+def test_an_exception_raised_by_the_extractors_own_code_is_raised_as_it_is():
+    with pytest.raises(KeyError):
+        extract_isolated(MODULE, b"HANG KEY", "b.hang", OPTIONS)
+
+
+def test_an_exception_raised_inside_an_undeclared_package_is_a_bug_too():
+    import numpy as np
+
+    with pytest.raises(np.linalg.LinAlgError):
+        extract_isolated(MODULE, b"HANG NUMPY", "c.hang", OPTIONS)
+
+
+def test_a_citeline_bug_still_stops_the_run_with_its_exception(tmp_path, prefect_harness):
+    import hostile_extractors
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "ferry.md").write_text(GOOD[0])
+    (folder / "bug.hang").write_bytes(b"HANG KEY")
+    extractors.register(hostile_extractors)
+    try:
+        result = CliRunner().invoke(cli, ["index", str(folder), "--db", str(tmp_path / "db"), "--model", FAKE])
+    finally:
+        extractors.unregister(hostile_extractors.NAME)
+        sys.modules.pop("hostile_extractors", None)
+    assert result.exit_code == 1
+    assert isinstance(result.exception, KeyError), result.output
+
+
+def test_the_library_is_found_below_the_last_citeline_frame():
+    """Frames are judged by the module they run in, compiled code's by its source path."""
+    from citeline.extractors import pptx
+
+    data, _, _ = library_raises.odd_shape_pptx()
+    try:
+        pptx.extract(data, "odd.pptx", OPTIONS)
+    except NotImplementedError as exc:
+        library, where = blame.blamed(exc, pptx)
+    assert library == "pptx" and where.startswith("pptx.shapes.autoshape:")
+    try:
+        {}["x"]
+    except KeyError as exc:
+        assert blame.blamed(exc, pptx) == (None, "")  # raised in a frame of no library: not the file's
