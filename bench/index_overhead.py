@@ -24,9 +24,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from citeline.tasks import env
+from citeline.tasks import env, log
 
 env.apply()
+log.configure()  # as the entry points do: the citeline logger at INFO, or its events never reach a handler
 # Prefect waits 20 s for its temporary server; on this loaded machine that once ran out.
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 

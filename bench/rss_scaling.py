@@ -97,9 +97,10 @@ class Sampler(threading.Thread):
 def child(folder: str, db: str) -> None:
     """Index ``folder`` into a fresh ``db`` in this process and print one JSON line."""
     sys.path.insert(0, str(ROOT))
-    from citeline.tasks import env
+    from citeline.tasks import env, log
 
     env.apply()
+    log.configure()  # as the entry points do, or the sampler's handler never sees the flow's events
     import logging
 
     from citeline.flows.ingest import index_folder
