@@ -110,6 +110,11 @@ def wait_unless_stopped(futures: list) -> bool:
     while wait(futures, timeout=STOP_POLL_S).not_done:
         if interrupt.requested():
             return False
+    for future in futures:
+        # Prefect's wait with a timeout leaves a done future's state to be read back from the
+        # API, where it may still say Running; wait() takes the final state from the future itself
+        # (a WriterLost read as Running was reported as "documents failed", not writer-lost).
+        future.wait()
     return True
 
 
