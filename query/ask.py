@@ -179,9 +179,9 @@ def ask(searcher: Searcher, query: str, options: AskOptions = AskOptions(), filt
     rows = retrieve(searcher, query, options, filters)
     kept = apply_gate(rows, query, in_use.cut, options.k, min_score, scored, in_use.table_cut)
     if isinstance(kept, Refusal):
-        closest = tuple(build_citations(rows[: options.k]))
+        closest = tuple(build_citations(rows[: options.k], query))
         return Answer(query=query, threshold=threshold, gate=kind, refusal=kept, closest=closest)
-    citations = tuple(build_citations(kept))
+    citations = tuple(build_citations(kept, query))
     return Answer(query=query, threshold=threshold, gate=kind, citations=citations, prompt=build_prompt(query, citations))
 
 

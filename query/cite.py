@@ -16,18 +16,21 @@ from urllib.parse import quote
 from citeline.schemas.locator import (
     CharRange, Locator, Page, Passage, RowRange, SheetRange, Slide, TimeSpan, bounding_range, locator_from_dict,
 )
+from citeline.query.table_cell import SEPARATOR, answer_cell
 from citeline.schemas.paths import is_remote
 from citeline.schemas.retrieval import ChunkRow, Citation, Hit
 
 FRAGMENT_SAFE = "!:,'=."  # what a fragment keeps unencoded: page=3, t=1.5,2, 'Sheet'!A1:D9
 
 
-def build_citations(hits: Sequence[Hit]) -> list[Citation]:
+def build_citations(hits: Sequence[Hit], query: str = "") -> list[Citation]:
     """Number the hits from 1, in the order given, as citations.
 
     Args:
         hits: retrieved hits, each with its chunk, in the order the sources appear
             in the prompt.
+        query: the question; a table chunk whose quote has one cell it names by row label
+            and column header gets that cell in its label (``query.table_cell``).
 
     Returns:
         One ``Citation`` per hit, ``index`` 1, 2, ...
@@ -35,20 +38,22 @@ def build_citations(hits: Sequence[Hit]) -> list[Citation]:
     Raises:
         ValueError: if a hit carries no chunk (a bare fused id).
     """
-    return [citation_from_hit(i, hit) for i, hit in enumerate(hits, 1)]
+    return [citation_from_hit(i, hit, query) for i, hit in enumerate(hits, 1)]
 
 
-def citation_from_hit(index: int, hit: Hit) -> Citation:
-    """One citation from one hit; see ``locator_label`` and ``locator_fragment``."""
+def citation_from_hit(index: int, hit: Hit, query: str = "") -> Citation:
+    """One citation from one hit; see ``locator_label``, ``locator_fragment`` and
+    ``cell_label`` (a table chunk's one-cell answer to ``query``)."""
     chunk = hit.chunk
     if chunk is None:
         raise ValueError(f"hit {hit.chunk_id!r} carries no chunk to cite")
     locators = parse_locators(chunk.locators)
+    title = chunk.title or document_name(chunk)
     return Citation(
         index=index,
         document_id=chunk.doc_id,
         document=document_name(chunk),
-        label=locator_label(chunk.title or document_name(chunk), chunk.section, locators),
+        label=cell_label(title, chunk.section, locators, chunk.content, query),
         fragment=locator_fragment(locators, chunk.start, chunk.end),
         quote=chunk.content,
         distance=hit.distance,
@@ -137,6 +142,22 @@ def locator_label(title: str, section: str, locators: Sequence[Locator]) -> str:
     if isinstance(same[0], (Slide, RowRange)):
         return f"{title}, {_merged(same).label()}"
     return f"{title}, {_time_span(same).label()}"
+
+
+def cell_label(title: str, section: str, locators: Sequence[Locator], quote: str, query: str) -> str:
+    """``locator_label``, naming the cell that answers ``query`` when the quote is a table
+    with one cell the question names by its row label and column header (issue 27):
+    ``half-year, '3.4 Reconciliation'!C25 — Trading operating profit · 30 06 2023``. The
+    address replaces the range where it is certain; otherwise the range label (it names the
+    sheet or table) is kept before the names. The fragment still opens every cell quoted.
+    """
+    label = locator_label(title, section, locators)
+    cell = answer_cell(quote, locators, query) if query else None
+    if cell is None:
+        return label
+    if cell.address:
+        return f"{title}, {cell.address}{SEPARATOR}{cell.label()}"
+    return f"{label}{SEPARATOR}{cell.label()}"
 
 
 def locator_fragment(locators: Sequence[Locator], start: int, end: int) -> str:

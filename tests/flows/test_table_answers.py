@@ -27,3 +27,5 @@ def test_the_period_question_cites_2023s_value_under_the_2023_header(make, tmp_p
     assert all(line in lines for line in make.REPORT_TITLE)  # the title block, units included
     assert index.canonical(top.document_id)[top.start:top.end] == top.quote
     assert "3.4 Reconciliation" in top.label and top.uri.endswith(top.fragment.replace(" ", "%20"))
+    # The label names the one cell that answers: sheet and address, row label, period.
+    assert top.label.endswith("!B25 — Trading operating profit · 30 06 2023"), top.label
