@@ -22,10 +22,11 @@ from citeline.schemas.errors import Corrupt, Empty, Encrypted, NoText, TooLarge,
 from citeline.schemas.locator import Page
 from citeline.schemas.options import ExtractOptions
 
+from citeline.extractors import garble
 from citeline.extractors.assemble import Assembler
 from citeline.extractors.clean import Deadline, clean
 from citeline.extractors.headings import Fonts, line_style, mark_headings
-from citeline.extractors.ocr import Block, Line, PageText, blocks_text, ocr_image, reading_order, vocabulary, word_ratio
+from citeline.extractors.ocr import Block, Line, PageText, blocks_text, ocr_image, reading_order, vocabulary
 
 NAME = "pdf"
 # 2: a page whose content stream MuPDF cannot decode is reported (a note, or "corrupt"
@@ -36,7 +37,9 @@ NAME = "pdf"
 # 5: a compound broken at one of its own hyphens keeps it ("text-to-\nimage").
 # 6: a sentence running over a page break stays one paragraph (it was split in two chunks).
 # 7: OCR reads again the lines Tesseract's layout analysis dropped (ocr 4).
-VERSION = "7"
+# 8: a text layer is judged garbled in its own script (extractors/garble.py): Arabic, Korean or
+#    Chinese layers are kept, not OCR'd as English; junk-shaped Latin tokens make a layer garbled.
+VERSION = "8"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".pdf",)
@@ -44,7 +47,6 @@ MAGIC = (b"%PDF-",)
 
 _FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP | pymupdf.TEXT_PRESERVE_LIGATURES
 _ZONE = 0.12  # running headers/footers live in the top and bottom 12% of a page
-_MIN_TOKENS = 8  # fewer letter tokens than this: too little to call a text layer garbage
 _GIVE_UP_AFTER = 3  # re-OCRs that were no better before a text layer is trusted as is
 _FEW_WORDS = 20  # a page this short that is mostly image is OCR'd
 # MuPDF reports a damaged content stream as a warning and carries on with what it decoded.
@@ -181,13 +183,15 @@ def _read(doc: pymupdf.Document, index: int, run: _Run) -> _Page:
     if not raw.strip():
         result.text, result.ocr = _ocr(page, run), "no text layer"
         return result
-    ratio, tokens = word_ratio(raw, run.vocab)
-    if run.ocr_no_better >= _GIVE_UP_AFTER:
+    # Judged in the layer's own script (extractors/garble.py): one OCR cannot read is kept as it is.
+    layer_says = garble.judge(raw, run.vocab, run.options.ocr_lang, run.options.ocr_min_word_ratio)
+    tokens = layer_says.tokens
+    if run.ocr_no_better >= _GIVE_UP_AFTER or not layer_says.readable:
         return result
-    if tokens >= _MIN_TOKENS and ratio < run.options.ocr_min_word_ratio:
+    if layer_says.garbled:
         scanned = _ocr(page, run)
-        if word_ratio(_raw(scanned), run.vocab)[0] >= ratio + 0.2:
-            result.text, result.ocr = scanned, "garbled text layer"
+        if garble.better(garble.judge(_raw(scanned), run.vocab, run.options.ocr_lang), layer_says):
+            result.text, result.ocr = scanned, f"garbled text layer ({layer_says.why.split(':')[0]})"
         else:
             run.ocr_no_better += 1
     elif tokens < _FEW_WORDS and _image_cover(page) >= 0.5:

@@ -88,7 +88,7 @@ def test_image_only_page_is_ocrd_with_columns_apart(scan, h):
 def test_garbage_text_layer_is_ocrd_again(make, h):
     canonical = pdf.extract(make.garbage_layer_pdf(), "garbage.pdf")
     h.find(canonical, "Quarterly maintenance was completed on all seven water pumps.")
-    assert any("garbled text layer: 1" in note for note in canonical.notes)
+    assert any("garbled text layer" in note and note.endswith(": 1)") for note in canonical.notes)
     assert canonical.segments[0].locator.ocr_confidence is not None
 
 
