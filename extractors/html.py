@@ -106,6 +106,8 @@ def _decode(data: bytes) -> str:
             codec = codecs.lookup(declared.group(1).decode("ascii"))
         except LookupError:
             raise Undecodable(f"the page declares an unknown charset {declared.group(1)[:40]!r}") from None
+        if not getattr(codec, "_is_text_encoding", True):  # base64, zlib, rot13: bytes.decode refuses them
+            raise Undecodable(f"the page declares {declared.group(1)[:40]!r}, which is not a text encoding")
         return normalise(data.decode(codec.name, errors="replace"))
 
 

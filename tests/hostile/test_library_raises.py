@@ -149,3 +149,15 @@ def test_the_library_is_found_below_the_last_citeline_frame():
         {}["x"]
     except KeyError as exc:
         assert blame.blamed(exc, pptx) == (None, "")  # raised in a frame of no library: not the file's
+
+
+@pytest.mark.parametrize("charset", ["base64", "zlib", "rot13"])
+def test_a_page_declaring_a_codec_that_is_no_text_encoding_is_undecodable(charset):
+    """``codecs.lookup`` knows these names, but ``bytes.decode`` refuses them with a LookupError raised
+    in html.py's own frame: no library's, so it stopped the run; the extractor now says why."""
+    from citeline.extractors import html
+    from citeline.schemas.errors import Undecodable
+
+    page = f'<html><head><meta charset="{charset}"></head><body><p>caf\xe9 au lait</p></body></html>'.encode("latin-1")
+    with pytest.raises(Undecodable, match="not a text encoding"):
+        html.extract(page, "menu.html", OPTIONS)
