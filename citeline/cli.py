@@ -434,6 +434,7 @@ def calibrate(db, wait_s, answerability, as_json):
 @output_options
 def status(db, failed, as_json):
     """Documents in the index: status, failure reason, chunk count, stamps."""
+    from citeline.extractor_versions import extractor_versions  # read from source: no extractor imported
     from citeline.index.store import Store
 
     with cli_errors():
@@ -443,7 +444,8 @@ def status(db, failed, as_json):
     docs = sorted(store.document_rows(columns, where), key=lambda d: d["path"])
     active = store.stamp()
     gate = _gate_status(store, active)
-    report = {"documents": [_status_doc(d, active) for d in docs], "rows": store.count_chunks(),
+    versions = extractor_versions()
+    report = {"documents": [_status_doc(d, active, versions) for d in docs], "rows": store.count_chunks(),
               "active": asdict(active) if active else None, "gate": gate.to_dict() if gate else None}
     if as_json:
         click.echo(json.dumps(report, indent=2))
@@ -477,14 +479,12 @@ def _gate_status(store, active):
         return None
 
 
-def _status_doc(d: dict, active) -> dict:
-    from citeline import extractors
-
+def _status_doc(d: dict, active, versions: dict[str, str]) -> dict:
     stamps = {k: d[k] for k in STAMP_COLUMNS}
     keep = ("path", "status", "stage", "reason", "chunk_count", "truncated", "attempts", "notes")
     # Current: rows of today's version of the extractor that made them, and of the active stamp.
-    module = extractors.registered().get(stamps["extractor"])
-    current = module is not None and is_current(stamps, Stamp(active, module.NAME, module.VERSION))
+    name = stamps["extractor"]
+    current = name in versions and is_current(stamps, Stamp(active, name, versions[name]))
     return {**{k: d[k] for k in keep}, "stamps": stamps, "current": current}
 
 

@@ -16,7 +16,6 @@ from urllib.parse import quote
 from citeline.schemas.locator import (
     CharRange, Locator, Page, Passage, RowRange, SheetRange, Slide, TimeSpan, bounding_range, locator_from_dict,
 )
-from citeline.query.table_cell import SEPARATOR, answer_cell
 from citeline.schemas.paths import is_remote
 from citeline.schemas.retrieval import ChunkRow, Citation, Hit
 
@@ -151,6 +150,10 @@ def cell_label(title: str, section: str, locators: Sequence[Locator], quote: str
     address replaces the range where it is certain; otherwise the range label (it names the
     sheet or table) is kept before the names. The fragment still opens every cell quoted.
     """
+    # Here, not at the top: query.table_cell reads tables with citeline.extractors' rules, and
+    # importing that package loads every extractor (PyMuPDF …): `citeline chunks` must not (issue 28).
+    from citeline.query.table_cell import SEPARATOR, answer_cell
+
     label = locator_label(title, section, locators)
     cell = answer_cell(quote, locators, query) if query else None
     if cell is None:
