@@ -22,7 +22,7 @@ from citeline.schemas.errors import Corrupt, Empty, Encrypted, NoText, TooLarge,
 from citeline.schemas.locator import Page
 from citeline.schemas.options import ExtractOptions
 
-from citeline.extractors import garble
+from citeline.extractors import garble, pdf_tables
 from citeline.extractors.assemble import Assembler
 from citeline.extractors.clean import Deadline, clean
 from citeline.extractors.headings import Fonts, line_style, mark_headings
@@ -39,7 +39,8 @@ NAME = "pdf"
 # 7: OCR reads again the lines Tesseract's layout analysis dropped (ocr 4).
 # 8: a text layer is judged garbled in its own script (extractors/garble.py): Arabic, Korean or
 #    Chinese layers are kept, not OCR'd as English; junk-shaped Latin tokens make a layer garbled.
-VERSION = "8"
+# 9: tables PyMuPDF finds (ruling lines) laid out as sheets are, in place of their lines (issue 27).
+VERSION = "9"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".pdf",)
@@ -87,12 +88,16 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
         if doc.is_repaired:
             run.notes.append("MuPDF repaired the file's cross-reference table")
         pages = [_read(doc, i, run) for i in range(doc.page_count)]
+        # Tables where PyMuPDF finds them, laid out as sheets are (extractors/pdf_tables.py).
+        tables = pdf_tables.find(doc, [p.number for p in pages if not p.ocr and p.text.blocks], run.deadline,
+                                 _FLAGS, run.notes)
         title = (doc.metadata or {}).get("title", "").strip() or PurePath(name).stem
     removed = remove_running_lines(pages)
     fonts = Fonts(line for page in pages if not page.ocr for block in page.text.blocks for line in block.lines)
     for page in pages:
         if not page.ocr:  # OCR output is in reading order already, and has no fonts
             page.text.blocks = mark_headings(order_blocks(page.text.blocks), fonts)
+            pdf_tables.replace(page.text, tables.get(page.number, ()), run.options)
     text, segments = _assemble(pages, run)
     if not text and run.unreadable == len(pages):
         raise Corrupt(f"no page of the {len(pages)} can be read; {run.notes[-1]}")
