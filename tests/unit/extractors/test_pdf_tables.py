@@ -87,3 +87,13 @@ def test_an_unruled_page_is_not_searched_and_keeps_its_lines():
     assert pdf_tables.find(doc, [1, 2], pdf.Deadline(None), 0, []) == {}
     text = pdf.extract(data, "plain.pdf").text
     assert " | " not in text and "Trading operating profit" in text and "7,351" in text
+
+
+def test_the_citation_label_names_the_pdf_tables_cell(canonical):
+    from citeline.query.cite import cell_label
+
+    chunks = chunk_document(canonical.text, canonical.title, "d", "E", 512)
+    (chunk,) = [c for c in chunks if "Trading operating profit" in c.content]
+    label = cell_label("report", chunk.section, locators_for(chunk.start, chunk.end, canonical.segments),
+                       chunk.content, "What was the trading operating profit in the first half of 2023?")
+    assert label.endswith(" — Trading operating profit · 30 06 2023") and "p" in label.split(" — ")[0]
