@@ -6,7 +6,11 @@ encode runs once before and once after the flow and its mean is the baseline, so
 change of load during the run weighs on both sides.
 
     .venv/bin/python bench/index_overhead.py [CORPUS_DOCS] [--strategy E] [--precision auto]
-        [--batch-size N]
+        [--batch-size N] [--smoke]
+
+``--smoke`` (what ``make check`` runs, tests/flows/test_bench_smoke.py): examples/docs on the
+tests' fake embedder, seconds, no figure meant; every line of the report is still computed
+from the flow's events, so a change that breaks how the bench reads them fails there.
 
 Where the time goes comes from what the pipeline measures anyway: the per-stage seconds
 each ``document.indexed`` event carries (read, extract, chunk, embed, write), the
@@ -42,6 +46,26 @@ from citeline.schemas.settings import IndexSettings  # noqa: E402
 from citeline.tasks.log import LOGGER  # noqa: E402
 
 DEFAULT_DOCS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "dev" / "docs"
+SMOKE_DOCS = Path(__file__).resolve().parents[1] / "examples" / "docs"
+
+
+def smoke_embedder():
+    """The tests' fake embedder (tests/fixtures/fakes.py) with what this bench asks of the real one,
+    registered under its name: ``--smoke`` measures the plumbing, not a model."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fixtures"))
+    from fakes import FAKE, HashEmbedder
+
+    from citeline.pipeline import embed
+
+    class SmokeEmbedder(HashEmbedder):
+        batch_size = IndexSettings.batch_size
+
+        def encode_bare(self, texts):
+            return self.embed_documents(texts)
+
+    return FAKE, embed.registered(FAKE, lambda precision, batch_size: SmokeEmbedder())
 
 
 class Events(logging.Handler):
@@ -69,17 +93,28 @@ def timed(fn, *args):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("docs", nargs="?", default=str(DEFAULT_DOCS))
+    parser.add_argument("docs", nargs="?", default=None)
     parser.add_argument("--strategy", default="E")
     parser.add_argument("--precision", default="auto")
     parser.add_argument("--batch-size", type=int, default=IndexSettings.batch_size)
+    parser.add_argument("--smoke", action="store_true", help="examples/docs on the fake embedder: seconds, no figure")
     args = parser.parse_args()
+    args.docs = args.docs or str(SMOKE_DOCS if args.smoke else DEFAULT_DOCS)
+    if args.smoke:
+        model, registered = smoke_embedder()
+        with registered:
+            run(args, model)
+    else:
+        run(args, IndexSettings.model)
+
+
+def run(args, model: str) -> None:
 
     load_start = os.getloadavg()
     events = Events()
     logging.getLogger(LOGGER).addHandler(events)
     with tempfile.TemporaryDirectory() as tmp:
-        settings = IndexSettings(db=f"{tmp}/index", strategy=args.strategy, precision=args.precision,
+        settings = IndexSettings(db=f"{tmp}/index", model=model, strategy=args.strategy, precision=args.precision,
                                  batch_size=args.batch_size)
         embedder = get_embedder(settings.model, settings.precision, settings.batch_size)
         embedder.embed_documents(["warm-up"])  # load the weights outside every timing
