@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from citeline.cli import cli
+from citeline.schemas.retrieval import CLOSEST_NOTE
 from citeline.index.store import Store
 from citeline.pipeline.embed import get_embedder
 from citeline.query.search import Searcher
@@ -80,17 +81,25 @@ def test_an_absurd_question_is_refused_with_exit_0(db):
     result = run(db, ABSURD, "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
+    closest, note = data.pop("closest"), data.pop("closest_note")
     assert data == {"query": ABSURD, "refused": True, "threshold": data["threshold"], "gate": "cosine",
                     "citations": [], "prompt": None}
+    # The closest passages, to check by hand: all over the cut (that is why it refused), none prompted.
+    assert note == CLOSEST_NOTE and 1 <= len(closest) <= 4
+    assert all(c["distance"] >= data["threshold"] for c in closest)
     text = run(db, ABSURD, "--retriever", "dense", "--cut", "0.3")
     assert text.exit_code == 0
-    assert text.output == f'NO ANSWER: nothing under cosine distance 0.3 for "{ABSURD}"\n'
+    refusal, shown = text.output.split("\n", 1)
+    assert refusal == f'NO ANSWER: nothing under cosine distance 0.3 for "{ABSURD}"'
+    assert shown.startswith(f"\nNOT AN ANSWER: {CLOSEST_NOTE}\n[1] ") and "PROMPT" not in shown
 
 
 def test_the_rerank_score_gate_refuses_too(db):
     result = run(db, IN_DOMAIN, "--retriever", "dense", "--rerank", "--min-rerank-score", "0.99")
     assert result.exit_code == 0
-    assert result.output == f'NO ANSWER: nothing over rerank score 0.99 for "{IN_DOMAIN}"\n'
+    assert result.output.startswith(f'NO ANSWER: nothing over rerank score 0.99 for "{IN_DOMAIN}"\n'
+                                    f"\nNOT AN ANSWER: {CLOSEST_NOTE}\n[1] ")
+    assert "PROMPT" not in result.output
 
 
 class _Chat(BaseHTTPRequestHandler):
