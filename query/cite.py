@@ -150,12 +150,14 @@ def cell_label(title: str, section: str, locators: Sequence[Locator], quote: str
     address replaces the range where it is certain; otherwise the range label (it names the
     sheet or table) is kept before the names. The fragment still opens every cell quoted.
     """
+    label = locator_label(title, section, locators)
+    if not query:  # search and `citeline chunks` name no cell
+        return label
     # Here, not at the top: query.table_cell reads tables with citeline.extractors' rules, and
     # importing that package loads every extractor (PyMuPDF …): `citeline chunks` must not (issue 28).
     from citeline.query.table_cell import SEPARATOR, answer_cell
 
-    label = locator_label(title, section, locators)
-    cell = answer_cell(quote, locators, query) if query else None
+    cell = answer_cell(quote, locators, query)
     if cell is None:
         return label
     if cell.address:
