@@ -1,4 +1,4 @@
-"""Dense search at 100k chunks: the HNSW index citeline builds vs exact search, in one run.
+"""Dense and hybrid search at 100k-1M chunks: the HNSW index citeline builds vs exact search, in one run.
 
 The dev corpus is indexed (strategy E, ~1k chunks), then grown to --rows synthetic
 chunks: each is a mix of two real chunk vectors plus a little noise (so the space
@@ -14,16 +14,31 @@ Reported, medians over all queries, with the exact numpy scan as the baseline:
   recall@10 against exact;
 - BM25 and hybrid end to end (``Searcher``, query embedding included).
 
+With ``--service`` the grown index is also served by ``citeline api`` in its own process:
+``GET /search`` latency (dense and hybrid, over HTTP, embedding included) and the
+service's resident memory (VmRSS after the queries, VmHWM its peak) are reported.
+``--keep DIR`` keeps the grown index (its size on disk is reported either way); run again
+with the same ``--db`` and ``--keep``, the kept index is measured again without being
+rewritten (its synthetic vectors are regenerated from the same seed for the exact baseline).
+``--smoke`` (tests/flows/test_bench_smoke.py): corpora/cargo-reference on the fake
+embedder grown to 3,000 rows, the vector index built from 1,000: plumbing, no figure.
+
     .venv/bin/python bench/ann_scaling.py [--rows 100000] [--db DEV_INDEX] [--threads 1]
+        [--service] [--keep DIR] [--smoke]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -41,6 +56,10 @@ from citeline.query.search import Searcher  # noqa: E402
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 from query_latency import DEFAULT_CORPUS, build_index, load_queries  # noqa: E402
+
+ROOT = BENCH.parent
+SMOKE_CORPUS = ROOT / "corpora" / "cargo-reference"
+FAKE_CLI = ROOT / "tests" / "fixtures" / "fake_cli.py"
 
 K = 10
 PER_DOC = 5_000  # rows per synthetic document (one commit each)
@@ -76,13 +95,72 @@ def median_ms(fn, inputs) -> tuple[float, list]:
     return statistics.median(times), outs
 
 
+def disk_bytes(folder: str) -> int:
+    return sum(f.stat().st_size for f in Path(folder).rglob("*") if f.is_file())
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def proc_memory(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM (peak) of a process, in bytes (Linux)."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "VmHWM"):
+            fields[name] = int(value.split()[0]) * 1024
+    return fields
+
+
+def service_figures(db: str, questions: list[str], smoke: bool) -> dict:
+    """``citeline api`` on the grown index in its own process: /search latency and memory."""
+    port = free_port()
+    command = [sys.executable, str(FAKE_CLI)] if smoke else [sys.executable, "-m", "citeline"]
+    server = subprocess.Popen([*command, "api", "--db", db, "--port", str(port), "--quiet"],
+                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 600
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/health", timeout=5).read()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"citeline api did not start: {server.stderr.read().decode()[-2000:]}")
+                time.sleep(0.5)
+        figures = {"after start": proc_memory(server.pid)}
+        for retriever in ("dense", "hybrid"):
+            def call(q, retriever=retriever):
+                query = urllib.parse.urlencode({"q": q, "k": K, "retriever": retriever})
+                return json.loads(urllib.request.urlopen(f"{base}/search?{query}", timeout=120).read())
+            figures[retriever], _ = median_ms(call, questions)
+        figures["after queries"] = proc_memory(server.pid)
+        return figures
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--db", help="an existing dev-corpus index (default: build one)")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (as bench/query_latency.py)")
+    parser.add_argument("--service", action="store_true", help="also serve the grown index with citeline api")
+    parser.add_argument("--keep", help="keep the grown index in this folder (default: a temporary one)")
+    parser.add_argument("--smoke", action="store_true", help="cargo-reference on the fake embedder, 3,000 rows")
     args = parser.parse_args()
+    ann_min_rows = None
+    if args.smoke:
+        sys.path.insert(0, str(FAKE_CLI.parent))
+        import fake_cli  # noqa: F401  registers the fake embedder under its name
+
+        args.corpus, args.rows, args.threads, ann_min_rows = SMOKE_CORPUS, 3_000, 0, 1_000
     if args.threads:
         import torch
 
@@ -91,7 +169,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         dev = args.db or f"{tmp}/dev"
         if not args.db:
-            build_index(args.corpus / "docs", dev)
+            if args.smoke:
+                from citeline.flows.ingest import index_folder
+                from citeline.schemas.settings import IndexSettings
+                from fakes import FAKE
+
+                index_folder(str(args.corpus / "docs"), IndexSettings(db=dev, model=FAKE))
+            else:
+                build_index(args.corpus / "docs", dev)
         stamp = Store(dev).stamp()
         source = Store(dev).chunk_rows()
         embedder = get_embedder(stamp.embed_model)
@@ -99,15 +184,20 @@ def main() -> None:
         questions = [q for q, _ in in_domain] + ood
         queries = [embedder.embed_query(q) for q in questions]
 
-        store = Store(f"{tmp}/big")
+        big = args.keep or f"{tmp}/big"
+        store = Store(big) if ann_min_rows is None else Store(big, ann_min_rows=ann_min_rows)
+        kept = args.keep and Path(args.keep).exists() and store.stamp() is not None \
+            and store.chunks(stamp).count_rows() == args.rows
         started = time.perf_counter()
         parts = []
         for doc, rows, vectors in synthetic_rows(source, args.rows):
-            store.replace_chunks(stamp, doc, chunk_table(rows, stamp))
+            if not kept:
+                store.replace_chunks(stamp, doc, chunk_table(rows, stamp))
             parts.append((doc, vectors))
         write_s = time.perf_counter() - started
         started = time.perf_counter()
-        store.finish_run(stamp)  # builds the full-text and, past ann_min_rows, the HNSW index
+        if not kept:
+            store.finish_run(stamp)  # builds the full-text and, past ann_min_rows, the HNSW index
         finish_s = time.perf_counter() - started
 
         matrix = np.concatenate([v for _, v in parts])
@@ -142,10 +232,13 @@ def main() -> None:
 
         hybrid_ms, _ = median_ms(hybrid, questions)
         embed_ms, _ = median_ms(embedder.embed_query, questions)
+        size = disk_bytes(big)
+        service = service_figures(big, questions, args.smoke) if args.service else None
 
-    print(f"\nANN  {args.rows} synthetic chunks x {matrix.shape[1]}-d, {len(queries)} dev queries, k={K}; "
-          f"vector index built automatically: {not reader.exact}; write {write_s:.0f} s, finish (FTS + HNSW) "
-          f"{finish_s:.0f} s; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    built = "kept from an earlier run" if kept else f"write {write_s:.0f} s, finish (FTS + HNSW) {finish_s:.0f} s"
+    print(f"\nANN  {args.rows:,} synthetic chunks x {matrix.shape[1]}-d, {len(queries)} queries of "
+          f"{args.corpus.name}, k={K}; vector index built automatically: {not reader.exact}; {built}; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"  {'exact numpy scan (baseline, recall reference)':<48} {base:8.2f} ms   x{1:6.2f}")
     print(f"  {'LanceDB flat search (index bypassed)':<48} {flat_ms:8.2f} ms   x{flat_ms / base:6.2f}")
     for refine, took, recall in results:
@@ -154,6 +247,12 @@ def main() -> None:
     print(f"  {'query embedding':<48} {embed_ms:8.2f} ms")
     print(f"  {'bm25 (Searcher.bm25)':<48} {bm25_ms:8.2f} ms")
     print(f"  {'hybrid (Searcher.hybrid, incl. embedding)':<48} {hybrid_ms:8.2f} ms")
+    print(f"  index on disk: {size / 2**20:,.0f} MiB ({size / args.rows:,.0f} bytes a chunk)")
+    if service:
+        mib = {k: {f: v / 2**20 for f, v in m.items()} for k, m in service.items() if isinstance(m, dict)}
+        print(f"  citeline api GET /search over HTTP: dense {service['dense']:.2f} ms, hybrid {service['hybrid']:.2f} ms "
+              f"(medians); RSS after start {mib['after start']['VmRSS']:,.0f} MiB, after the queries "
+              f"{mib['after queries']['VmRSS']:,.0f} MiB, peak {mib['after queries']['VmHWM']:,.0f} MiB")
 
 
 if __name__ == "__main__":
