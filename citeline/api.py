@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field, replace
 from citeline.common import model_for
 from citeline.index.check import Violation, check_index, source_warnings
 from citeline.index.filters import equals, one_of
+from citeline.index.lookup import ends_with, find, removal_target, shown_names
 from citeline.index.store import Store, index_exists, no_index_message
 from citeline.pipeline.embed import Embedder, get_embedder
 from citeline.query.ask import Answer, AskOptions
@@ -59,14 +60,16 @@ class DocumentInfo:
     attempts: int
     notes: str
     stamps: tuple[tuple[str, object], ...]
+    name: str = ""  # the shortest ending of source no other document shares (index/lookup.py)
 
     @classmethod
-    def from_row(cls, row: dict) -> "DocumentInfo":
+    def from_row(cls, row: dict, name: str = "") -> "DocumentInfo":
         return cls(
             document_id=row["doc_id"], path=row["path"], source=row["source"], root=row["root"], title=row.get("title") or "",
             status=row["status"], stage=row.get("stage"), reason=row.get("reason"),
             chunk_count=row["chunk_count"], truncated=row["truncated"], attempts=row["attempts"],
             notes=row.get("notes") or "", stamps=tuple((k, row.get(k)) for k in STAMP_COLUMNS),
+            name=name or row["path"],
         )
 
     @property
@@ -286,26 +289,35 @@ class Index:
             snap.sources.update(sources_of(snap.searcher.store, missing))
         return with_sources(citations, snap.sources)
 
-    def documents(self) -> tuple[DocumentInfo, ...]:
-        """Every document, failed ones first, then by path."""
+    def documents(self, ending: str | None = None) -> tuple[DocumentInfo, ...]:
+        """Every document (with ``ending``, those whose source path ends with it: the candidates
+        a name stands for), failed ones first, then by the name it is shown by."""
         store = Store.existing(self.uri)
-        docs = [DocumentInfo.from_row(r) for r in store.document_rows(list(DOCUMENT_COLUMNS))]
-        return tuple(sorted(docs, key=lambda d: (not d.failed, d.path, d.source)))
+        rows = store.document_rows(list(DOCUMENT_COLUMNS))
+        names = shown_names({r["doc_id"]: (r["source"], r["path"]) for r in rows})
+        docs = [DocumentInfo.from_row(r, names[r["doc_id"]]) for r in rows
+                if ending is None or ends_with(r["source"], ending) or r["doc_id"] == ending]
+        return tuple(sorted(docs, key=lambda d: (not d.failed, d.name, d.source)))
 
     def document(self, path: str) -> DocumentInfo:
-        """One document by its id, its absolute source path or its path under the synced folder.
+        """One document by its id, its absolute source path or any ending of that path that
+        names one document (``notes.md``, ``proj1/notes.md``).
 
         Raises:
-            KeyError: no such document, or a relative path that names several.
+            Ambiguous: (a KeyError) several documents end with ``path``; it lists them.
+            KeyError: no such document.
         """
         store = Store.existing(self.uri)
-        for column in ("doc_id", "source", "path"):
-            rows = store.document_rows(list(DOCUMENT_COLUMNS), equals(column, str(path)))
-            if len(rows) == 1:
-                return DocumentInfo.from_row(rows[0])
-            if len(rows) > 1:
-                raise KeyError(f"{len(rows)} documents have the path {path!r}; give the absolute path or the id")
-        raise KeyError(f"no document {path!r} in the index at {self.uri}")
+        everyone = store.document_rows(["doc_id", "source", "path"])
+        docs = {r["doc_id"]: (r["source"], r["path"]) for r in everyone}
+        try:
+            doc_id = find(str(path), docs)
+        except KeyError as exc:
+            if type(exc) is KeyError:  # not found (an Ambiguous one lists the candidates)
+                raise KeyError(f"no document {str(path)!r} in the index at {self.uri}") from None
+            raise
+        rows = store.document_rows(list(DOCUMENT_COLUMNS), equals("doc_id", doc_id))
+        return DocumentInfo.from_row(rows[0], shown_names(docs)[doc_id])
 
     def chunks(self, path: str) -> tuple[ChunkInfo, ...]:
         """The chunks of one document (see :meth:`document`), in reading order.
@@ -369,11 +381,26 @@ class Index:
         return summary
 
     def delete(self, path: str, wait_s: float = 0.0):
-        """Forget the documents under ``path`` (``citeline rm``); returns the ``Removal``."""
+        """Forget the documents under ``path`` (``citeline rm``); returns the ``Removal``.
+
+        A relative ``path`` under which nothing is indexed is taken as an ending of a stored
+        file or folder (``proj1/notes.md``) when it names one.
+
+        Raises:
+            Ambiguous: (a KeyError) the ending names several files or folders; it lists them.
+        """
         from citeline.flows.remove import remove_path
 
-        Store.existing(self.uri)
+        store = Store.existing(self.uri)
         removal = remove_path(str(path), self.uri, wait_s)
+        if not removal.paths and by_ending(str(path)):
+            try:
+                target = removal_target(str(path), [r["source"] for r in store.document_rows(["source"])])
+            except KeyError as exc:
+                if type(exc) is not KeyError:
+                    raise
+            else:
+                removal = remove_path(target, self.uri, wait_s)
         self.refresh()
         return removal
 
@@ -393,6 +420,11 @@ class Index:
             with self._lock:
                 self.model, self._embedder, self._snapshot = model, None, None
         return summary
+
+
+def by_ending(path: str) -> bool:
+    """Whether ``path`` may be read as an ending of a stored path: relative, and no URL."""
+    return "://" not in path and not os.path.isabs(os.path.expanduser(path))
 
 
 def sources_of(store: Store, doc_ids) -> dict[str, str]:

@@ -16,7 +16,7 @@ from citeline.common import (CONTEXT_SETTINGS, EXIT_DOCUMENTS_FAILED, CitelineGr
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 from citeline.eval_cmd import eval_command
 from citeline.schemas.errors import CitelineError
-from citeline.schemas.paths import is_remote
+from citeline.schemas.paths import absolute, escape, is_remote, os_path
 from citeline.schemas.retrieval import BM25, DEFAULT_RERANK, DEFAULT_RETRIEVER, RETRIEVERS
 from citeline.schemas.settings import DEFAULT_STRATEGY, STRATEGIES
 from citeline.schemas.stamp import STAMP_COLUMNS, Stamp, is_current
@@ -367,6 +367,9 @@ def gc(db, yes, wait_s, as_json):
 def rm(path, db, wait_s, as_json):
     """Forget the documents under PATH: a file or folder (or s3:// URL), typically one renamed or deleted.
 
+    A relative PATH under which nothing is indexed is read as the ending of one stored file or
+    folder (`proj1/notes.md`, `proj1`); when several end with it they are listed, none removed.
+
     A sync forgets files gone from the folder it syncs; this removes what no sync reaches
     (the old name of a renamed folder), chunks and records, under the writer lock.
     """
@@ -374,13 +377,15 @@ def rm(path, db, wait_s, as_json):
     from citeline.index.store import Store
 
     with cli_errors():
-        Store.existing(db)  # "no index at …", creating nothing
+        store = Store.existing(db)  # "no index at …", creating nothing
         removal = remove_path(path, db, wait_s)
+        if not removal.paths:
+            removal = _remove_by_ending(path, store, db, wait_s) or removal
     if not removal.paths:
         roots = ", ".join(visible(r) for r in removal.known_roots) or "none"
         raise CliError(f"no document is indexed under {visible(removal.target)} (synced roots: {roots})",
                        kind="not-indexed")
-    still_exists = _still_exists(path)
+    still_exists = _still_exists(path if removal.target == escape(absolute(path)) else os_path(removal.target))
     if as_json:
         click.echo(json.dumps({"target": removal.target, "removed": list(removal.paths),
                                "roots_forgotten": list(removal.roots), "still_exists": still_exists}, indent=2))
@@ -389,7 +394,25 @@ def rm(path, db, wait_s, as_json):
         click.echo(f"removed {visible(source)}")
     click.echo(f"removed {len(removal.paths)} documents under {visible(removal.target)}")
     if still_exists:
-        click.echo(f"note: {visible(path)} still exists: a sync of it, or of a folder above it, indexes it again")
+        click.echo(f"note: {visible(removal.target)} still exists: a sync of it, or of a folder above it, indexes it again")
+
+
+def _remove_by_ending(path: str, store, db: str, wait_s: float):
+    """``rm`` of a relative PATH under which nothing is indexed here: the one stored file or
+    folder that ends with it, removed; several are listed and nothing is removed."""
+    from citeline.api import by_ending
+    from citeline.flows.remove import remove_path
+    from citeline.index.lookup import Ambiguous, removal_target
+
+    if not by_ending(path):
+        return None
+    try:
+        target = removal_target(path, [r["source"] for r in store.document_rows(["source"])])
+    except Ambiguous as exc:
+        raise CliError(visible(str(exc)), kind="ambiguous") from None
+    except KeyError:
+        return None
+    return remove_path(target, db, wait_s)
 
 
 def _still_exists(path: str) -> bool:
@@ -439,9 +462,8 @@ def status(db, failed, as_json):
 
     with cli_errors():
         store = Store.existing(db)
-    where = f"status = '{DocStatus.FAILED}'" if failed else None
     columns = ["path", "status", "stage", "reason", "chunk_count", "truncated", "attempts", "notes", *STAMP_COLUMNS]
-    docs = sorted(store.document_rows(columns, where), key=lambda d: d["path"])
+    docs = _named(store.document_rows(["doc_id", "source", *columns]), failed)
     active = store.stamp()
     gate = _gate_status(store, active)
     versions = extractor_versions()
@@ -457,13 +479,23 @@ def status(db, failed, as_json):
         click.echo(gate.line() if gate else "gate: not calibrated: run `citeline calibrate` (or pass ask --cut)")
     for d in report["documents"]:
         rows = "-" if d["status"] == DocStatus.FAILED else "current" if d["current"] else "STALE"  # failed: no rows
-        line = f"{d['status']:<8} {rows:<7} {d['chunk_count']:>5} chunks  {visible(d['path'])}"
+        line = f"{d['status']:<8} {rows:<7} {d['chunk_count']:>5} chunks  {visible(d['name'])}"
         if d["status"] == DocStatus.FAILED:
             line += f"  [{d['stage']}] {visible(d['reason'] or '')} (attempts: {d['attempts']})"
         click.echo(line)
         for note in visible_lines(d["notes"] or ""):
             if note:
                 click.echo(f"{'':17}note: {note}")
+
+
+def _named(rows: list[dict], failed_only: bool) -> list[dict]:
+    """Document rows with the name each is shown by (``name``: a path that tells two synced
+    folders apart, index/lookup.py), sorted by it; only the failed ones with ``failed_only``."""
+    from citeline.index.lookup import shown_names
+
+    names = shown_names({r["doc_id"]: (r["source"], r["path"]) for r in rows})
+    named = [{**r, "name": names[r["doc_id"]]} for r in rows if not failed_only or r["status"] == DocStatus.FAILED]
+    return sorted(named, key=lambda d: (d["name"], d["source"]))
 
 
 def _gate_status(store, active):
@@ -481,7 +513,7 @@ def _gate_status(store, active):
 
 def _status_doc(d: dict, active, versions: dict[str, str]) -> dict:
     stamps = {k: d[k] for k in STAMP_COLUMNS}
-    keep = ("path", "status", "stage", "reason", "chunk_count", "truncated", "attempts", "notes")
+    keep = ("path", "name", "status", "stage", "reason", "chunk_count", "truncated", "attempts", "notes")
     # Current: rows of today's version of the extractor that made them, and of the active stamp.
     name = stamps["extractor"]
     current = name in versions and is_current(stamps, Stamp(active, name, versions[name]))
@@ -536,8 +568,8 @@ def search(query, db, model, k, retriever, as_json, filters):
 def chunks(path, db, as_json):
     """The chunks of one document, in reading order: offsets, locator label, token count.
 
-    PATH is the document's path under its synced folder, its absolute source path, its id,
-    or a file here that was indexed.
+    PATH is the document's id, its absolute source path, any ending of that path that names
+    one document (`notes.md`, `proj1/notes.md`; several are listed), or a file here that was indexed.
     """
     from citeline.api import Index
     from citeline.index.store import Store
@@ -546,27 +578,32 @@ def chunks(path, db, as_json):
         Store.existing(db)  # "no index at …", creating nothing
         doc, rows = _document_chunks(Index(db), path)
     if as_json:
-        click.echo(json.dumps({"document_id": doc.document_id, "path": doc.path, "source": doc.source,
+        click.echo(json.dumps({"document_id": doc.document_id, "path": doc.path, "name": doc.name, "source": doc.source,
                                "chunks": [c.to_dict() for c in rows]}, indent=2))
         return
-    click.echo(f"{visible(doc.path)}  {len(rows)} chunks  ({visible(doc.source)})")
+    click.echo(f"{visible(doc.name)}  {len(rows)} chunks  ({visible(doc.source)})")
     for c in rows:
         click.echo(f"#{c.ordinal:<4} {c.start:>7}-{c.end:<7} {c.tokens:>4} tokens  {visible(c.label)}  "
                    f"{visible(c.fragment)}")
 
 
 def _document_chunks(index, path: str):
-    """(document, its chunks): PATH as the index names it, else as a file here resolved."""
+    """(document, its chunks): PATH as the index names it (an id, a source, any ending of a
+    source that names one document), else as a file here resolved."""
+    from citeline.index.lookup import Ambiguous
+
     try:
         doc = index.document(path)
-    except KeyError:
+    except KeyError as exc:
         local = Path(path).expanduser()
-        if not local.exists():
-            raise CliError(f"no document {visible(path)} in the index", kind="not-indexed") from None
         try:
-            doc = index.document(str(local.resolve()))
+            doc = index.document(str(local.resolve())) if local.exists() else None
         except KeyError:
-            raise CliError(f"no document {visible(path)} in the index", kind="not-indexed") from None
+            doc = None
+        if doc is None:
+            ambiguous = isinstance(exc, Ambiguous)
+            raise CliError(visible(str(exc)) if ambiguous else f"no document {visible(path)} in the index",
+                           kind="ambiguous" if ambiguous else "not-indexed") from None
     return doc, index.chunks(doc.document_id)
 
 

@@ -11,7 +11,7 @@ from types import ModuleType
 
 from citeline.schemas.errors import UnsupportedType
 
-from citeline.extractors import calc, delimited, docx, html, media, ocr, pdf, pptx, sheet, text
+from citeline.extractors import calc, delimited, docx, html, media, ocr, odt, pdf, pptx, sheet, text
 from citeline.extractors.sniff import describe, has_no_real_suffix, looks_like_text
 
 _REGISTRY: dict[str, ModuleType] = {}
@@ -75,6 +75,7 @@ register(pdf)
 register(ocr)
 register(sheet)
 register(calc)
+register(odt)
 register(docx)
 register(pptx)
 register(media)

@@ -28,6 +28,16 @@ _KNOWN = (
     (b"wOFF", "a web font"),
     (b"wOF2", "a web font"),
 )
+# Zip-based formats name themselves in a first, stored entry called ``mimetype`` (OpenDocument,
+# EPUB): read from the zip's first local header, so a reason says "an EPUB e-book", not "a zip".
+_ZIP_MIMETYPES = {
+    b"application/epub+zip": "an EPUB e-book",
+    b"application/vnd.oasis.opendocument.text": "an OpenDocument text",
+    b"application/vnd.oasis.opendocument.spreadsheet": "an OpenDocument spreadsheet",
+    b"application/vnd.oasis.opendocument.presentation": "an OpenDocument presentation",
+    b"application/vnd.oasis.opendocument.graphics": "an OpenDocument drawing",
+    b"application/vnd.oasis.opendocument.formula": "an OpenDocument formula",
+}
 _BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 # Control characters other than tab, newline, carriage return and form feed.
 _BINARY_CONTROLS = bytes(c for c in range(32) if c not in (9, 10, 12, 13)) + b"\x7f"
@@ -65,6 +75,23 @@ def has_no_real_suffix(name: str) -> bool:
     return not suffix or suffix[1:].isdigit()
 
 
+def zip_mimetype(head: bytes) -> str:
+    """What a zip says it is in its first entry, ``mimetype`` (stored, uncompressed), or "".
+
+    >>> zip_mimetype(b"PK\x03\x04" + bytes(14) + (20).to_bytes(4, "little") * 2 + (8).to_bytes(2, "little")
+    ...              + bytes(2) + b"mimetypeapplication/epub+zip")
+    'an EPUB e-book'
+    """
+    if not head.startswith(b"PK\x03\x04") or len(head) < 30:
+        return ""
+    size = int.from_bytes(head[18:22], "little")
+    name_len, extra_len = int.from_bytes(head[26:28], "little"), int.from_bytes(head[28:30], "little")
+    if head[30:30 + name_len] != b"mimetype" or size > 200:
+        return ""
+    start = 30 + name_len + extra_len
+    return _ZIP_MIMETYPES.get(head[start:start + size].strip(), "")
+
+
 def describe(head: bytes, name: str) -> str:
     """One short line naming what the file looks like, for an unsupported file's reason.
 
@@ -75,6 +102,9 @@ def describe(head: bytes, name: str) -> str:
     """
     suffix = PurePath(name).suffix.lower()
     shown = f" ({suffix})" if suffix else ""
+    zipped = zip_mimetype(head)
+    if zipped:
+        return zipped + shown
     for magic, kind in _KNOWN:
         if head.startswith(magic):
             return kind + shown

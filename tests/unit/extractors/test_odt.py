@@ -1,0 +1,74 @@
+"""OpenDocument text (.odt) is indexed and an EPUB fails naming its format (issue 31, item 7):
+both failed before as "a zip archive". The files are written here as LibreOffice lays them out:
+a stored ``mimetype`` entry first, then ``content.xml``."""
+import io
+import zipfile
+
+import pytest
+
+from citeline import extractors
+from citeline.extractors import odt
+from citeline.schemas.errors import Corrupt, NoText, UnsupportedType
+from citeline.schemas.locator import Passage
+
+_NS = ('xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+       'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
+       'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
+       'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0"')
+BODY = """
+<text:h text:outline-level="1">Harbour report</text:h>
+<text:p>The harbour<text:s/>opened in <text:span>1887</text:span>.<text:note><text:note-citation>1</text:note-citation>
+<text:note-body><text:p>Dates follow the port ledger.</text:p></text:note-body></text:note></text:p>
+<text:list><text:list-item><text:p>cranes were added</text:p></text:list-item>
+<text:list-item><text:p>the quay was widened</text:p></text:list-item></text:list>
+<text:h text:outline-level="2">Tonnage</text:h>
+<table:table><table:table-row><table:table-cell table:number-columns-spanned="2"><text:p>Cargo by year</text:p>
+</table:table-cell><table:covered-table-cell/></table:table-row>
+<table:table-row><table:table-cell><text:p>Year</text:p></table:table-cell><table:table-cell><text:p>Tonnes</text:p>
+</table:table-cell></table:table-row>
+<table:table-row><table:table-cell><text:p>1900</text:p></table:table-cell><table:table-cell><text:p>4200</text:p>
+</table:table-cell></table:table-row></table:table>
+<text:p>See the map.<draw:frame><draw:text-box><text:p>Pier four holds the grain silo.</text:p></draw:text-box>
+</draw:frame></text:p>
+<office:annotation><text:p>a reviewer comment</text:p></office:annotation>
+"""
+
+
+def package(body: str, mimetype: str = "application/vnd.oasis.opendocument.text", content: str | None = None) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr(zipfile.ZipInfo("mimetype"), mimetype)  # stored, first, as ODF requires
+        z.writestr("content.xml", content if content is not None else
+                   f'<?xml version="1.0"?><office:document-content {_NS}><office:body><office:text>{body}'
+                   f"</office:text></office:body></office:document-content>", compress_type=zipfile.ZIP_DEFLATED)
+    return buf.getvalue()
+
+
+def test_an_odt_is_read_in_document_order_with_its_sections(h):
+    data = package(BODY)
+    assert extractors.for_bytes(data[:4096], "report.odt") is odt
+    assert extractors.for_bytes(data[:4096], "no-suffix") is odt  # by its mimetype, not its name
+    doc = odt.extract(data, "report.odt")
+    h.check_segments(doc)
+    words = ["Harbour report", "The harbour opened in 1887.", "Dates follow the port ledger.",
+             "- cranes were added\n- the quay was widened", "Tonnage", "Cargo by year", "1900 | 4200",
+             "See the map.", "Pier four holds the grain silo."]
+    starts = [h.find(doc, w)[0] for w in words]
+    assert starts == sorted(starts)
+    assert "## Harbour report" in doc.text and "## Tonnage" in doc.text
+    assert h.locators_of(doc, "4200") == [Passage("Harbour report > Tonnage")]
+    assert "reviewer comment" not in doc.text and "1887.1" not in doc.text  # no comment, no footnote mark
+    assert doc.title == "report"
+
+
+def test_broken_or_empty_odt_fail_with_their_reason():
+    with pytest.raises(Corrupt, match="XML"):
+        odt.extract(package("", content="<office:document-content"), "bad.odt")
+    with pytest.raises(NoText):
+        odt.extract(package("<text:p>   </text:p>"), "blank.odt")
+
+
+def test_an_epub_fails_naming_its_format():
+    data = package("", mimetype="application/epub+zip", content="<x/>")
+    with pytest.raises(UnsupportedType, match=r"an EPUB e-book \(\.epub\)"):
+        extractors.for_bytes(data[:4096], "book.epub")
