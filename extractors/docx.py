@@ -1,9 +1,18 @@
-"""Word documents (.docx) with python-docx: body paragraphs and tables in document order.
+"""Word documents (.docx) with python-docx: everything the body holds, in document order.
 
 Headings (Title, Heading 1-9) become ``## `` lines (the Title a leading ``# `` line), list
-items ``- `` lines, tables pipe rows laid out by extractors.tables (a short paragraph right
-above a table is its caption; caption and header rows repeated above every block of rows). Each run of blocks under one heading path is one segment whose ``Passage`` locator
-names that path ("Install > Linux"); citations give the chunk's own ``#char`` range.
+items lines with the label Word shows ("1.", "2.1", "a)"; bullets as ``- ``), tables pipe rows
+laid out by extractors.tables (a short paragraph right above a table is its caption; caption and
+header rows repeated above every block of rows). Each run of blocks under one heading path is
+one segment whose ``Passage`` locator names that path ("Install > Linux"); citations give the
+chunk's own ``#char`` range.
+
+Read from the XML, beyond python-docx's paragraphs (issue 31 item 4): content controls
+(``w:sdt``, block, row, cell and inline), text boxes (DrawingML and VML, the choice of an
+``mc:AlternateContent`` only, so a box is read once) right after the paragraph anchoring them,
+tables nested in cells (their text inside the cell, once), equations as their linear text
+(extractors.omml), charts as tables of their cached data, hidden (``w:vanish``) and deleted
+text left out. A Strict OOXML package is read through its transitional names (extractors.ooxml).
 """
 from __future__ import annotations
 
@@ -19,15 +28,19 @@ from citeline.schemas.errors import Corrupt, NoText
 from citeline.schemas.locator import Passage
 from citeline.schemas.options import ExtractOptions
 
+from citeline.extractors import omml
+from citeline.extractors.numbering import counter_text
 from citeline.extractors.blocks import Writer, one_line
 from citeline.extractors.clean import Deadline
-from citeline.extractors.ooxml import claims_part, open_package
+from citeline.extractors.ooxml import chart_rows, claims_part, is_strict, open_package, transitional
 from citeline.extractors.tables import MAX_TITLE_CHARS, grid, table_blocks
 
 NAME = "docx"
 # 2: tables laid out by extractors.tables (issue 27): the caption above, every header row
 #    (merged cells spread), group rows and row labels repeated per block, split when too wide.
-VERSION = "2"
+# 3: content controls, text boxes, nested tables, equations, charts, list and heading numbers,
+#    Strict OOXML (issue 31 item 4).
+VERSION = "3"
 # Parses untrusted zip and XML input: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".docx", ".docm", ".dotx")
@@ -51,7 +64,9 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
 
     options = options or ExtractOptions()
     deadline = Deadline(options.time_limit_s)
-    open_package(data, name, options, "word/document.xml")
+    archive = open_package(data, name, options, "word/document.xml")
+    if is_strict(archive):
+        data = transitional(archive)
     try:
         document = docx.Document(io.BytesIO(data))
         writer, title = _body(document, options, deadline)
@@ -65,76 +80,313 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
 
 
 def _body(document, options: ExtractOptions, deadline: Deadline) -> tuple[Writer, str]:
-    from docx.table import Table
-    from docx.text.paragraph import Paragraph
+    reader = _Reader(document, options, deadline)
+    body = document.element.body
+    _unwrap(body)
+    reader.blocks(body, 0)
+    reader.flush()
+    return reader.writer, reader.title
 
-    writer, title = Writer(), ""
-    path: list[tuple[int, str]] = []  # (level, heading) from the outermost in
-    in_list = False  # list items follow each other on single lines
-    # The last body paragraph, held back one block: right above a table, a short one is the
-    # table's caption ("Table 3: results in CHF m"), repeated above each block of its rows.
-    held: tuple[str, Passage, str] | None = None
-    for k, element in enumerate(document.element.body.iterchildren()):
-        if k % 500 == 0:
-            deadline.check(f"block {k + 1}")
-        tag = element.tag.rsplit("}", 1)[-1]
-        if tag == "tbl":
-            caption = held[0] if held and len(held[0]) <= MAX_TITLE_CHARS and not held[0].startswith("- ") else ""
-            if held and not caption:
-                writer.add(*held)
-            held = None
-            _table(writer, Table(element, document), _where(path), options, caption)
-        elif tag == "p":
-            paragraph = Paragraph(element, document)
-            text = one_line(paragraph.text)
-            level = _level(paragraph)
-            if not text:
-                continue
-            if held:
-                writer.add(*held)
-                held = None
-            if level == 0 and not writer.segments and not title:
-                title = text
-                writer.add(f"# {text}", _where(path))
-            elif level:
-                path = [(lv, h) for lv, h in path if lv < level] + [(level, text)]
-                writer.add(f"## {text}", _where(path))
+
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
+_C = "{http://schemas.openxmlformats.org/drawingml/2006/chart}"
+_R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
+_MATH = (f"{omml.M}oMath", f"{omml.M}oMathPara")
+# Inline elements whose text is not shown: properties, deleted and moved-away text, field codes.
+_SILENT = {f"{_W}{t}" for t in ("pPr", "rPr", "sdtPr", "sdtEndPr", "del", "moveFrom", "instrText", "delText",
+                                "customXmlPr", "footnoteReference", "endnoteReference", "commentReference")}
+_MAX_DEPTH = 8  # text boxes and tables nested deeper than this are not opened (a hostile file may nest forever)
+_MAX_INLINE_DEPTH = 200
+
+
+def _unwrap(body) -> None:
+    """Content controls and custom XML wrappers (around blocks, rows, cells or runs) replaced by
+    what they hold, so the body, its tables and python-docx's rows and cells see their content."""
+    for wrapper in list(body.iter(f"{_W}sdt", f"{_W}customXml")):
+        parent = wrapper.getparent()
+        if parent is None:
+            continue
+        content = wrapper.find(f"{_W}sdtContent") if wrapper.tag == f"{_W}sdt" else wrapper
+        kept = [c for c in (content if content is not None else ()) if c.tag != f"{_W}customXmlPr"]
+        at = parent.index(wrapper)
+        parent[at:at + 1] = kept
+
+
+class _Reader:
+    """The body's blocks in document order, appended to the writer (headings, lists, captions)."""
+
+    def __init__(self, document, options: ExtractOptions, deadline: Deadline) -> None:
+        self.document, self.options, self.deadline = document, options, deadline
+        self.numbering = _Numbering(document)
+        self.writer, self.title = Writer(), ""
+        self.path: list[tuple[int, str]] = []  # (level, heading) from the outermost in
+        self.in_list = False  # list items follow each other on single lines
+        # The last body paragraph, held back one block: right above a table, a short one is the
+        # table's caption ("Table 3: results in CHF m"), repeated above each block of its rows.
+        self.held: tuple[str, Passage, str] | None = None
+        self.seen = 0
+
+    def blocks(self, container, depth: int) -> None:
+        for element in container.iterchildren(f"{_W}p", f"{_W}tbl"):
+            self.seen += 1
+            if self.seen % 500 == 0:
+                self.deadline.check(f"block {self.seen}")
+            if element.tag == f"{_W}tbl":
+                self.table(element, depth)
             else:
-                item = _is_item(paragraph)
-                held = (f"- {text}" if item else text, _where(path), "\n" if item and in_list else "\n\n")
-                in_list = item
+                self.paragraph(element, depth)
+
+    def flush(self) -> None:
+        if self.held:
+            self.writer.add(*self.held)
+            self.held = None
+
+    def paragraph(self, p, depth: int) -> None:
+        from docx.text.paragraph import Paragraph
+
+        boxes: list = []
+        charts: list[str] = []
+        text = one_line(_inline(p, boxes, charts))
+        style = Paragraph(p, self.document).style
+        label = self.numbering.label(p, style) if text else None
+        level = _level(style)
+        if text:
+            if self.held:
+                self.flush()
+            if level == 0 and not self.writer.segments and not self.title:
+                self.title = text
+                self.writer.add(f"# {text}", _where(self.path))
+                self.in_list = False
+            elif level:
+                heading = f"{label[0]} {text}" if label and label[0] else text
+                self.path = [(lv, h) for lv, h in self.path if lv < level] + [(level, heading)]
+                self.writer.add(f"## {heading}", _where(self.path))
+                self.in_list = False
+            else:
+                item = label is not None or _is_list_style(style)
+                line = (f"{label[0]} {text}" if label and label[0] else f"- {text}" if item else text)
+                self.held = (line, _where(self.path), "\n" if item and self.in_list else "\n\n")
+                self.in_list = item
+        if depth < _MAX_DEPTH:
+            for box in boxes:
+                self.flush()
+                self.in_list = False
+                self.blocks(box, depth + 1)
+        for rid in charts:
+            self.chart(rid)
+
+    def table(self, tbl, depth: int) -> None:
+        """The table laid out by extractors.tables: python-docx repeats a merged cell at every
+        grid position it spans (same ``_tc``), which gives the merges; the caption is its title."""
+        from docx.table import Table
+
+        held = self.held
+        caption = held[0] if held and len(held[0]) <= MAX_TITLE_CHARS and not held[0].startswith("- ") else ""
+        if held and not caption:
+            self.flush()
+        self.held = None
+        self.in_list = False
+        table = Table(tbl, self.document)
+        matrix = [[(cell._tc, self.cell_text(cell._tc, depth + 1)) for cell in row.cells] for row in table.rows]
+        self.lay_out(matrix, caption)
+
+    def lay_out(self, matrix: list, caption: str) -> None:
+        if caption:
+            matrix.insert(0, [(None, caption)])
+        rows, merges = grid(matrix)
+        where = _where(self.path)
+        for block in table_blocks(rows, lambda *_: where, self.options.sheet_block_chars,
+                                  self.options.sheet_block_rows, merges):
+            self.writer.add_block(block)
+
+    def cell_text(self, tc, depth: int) -> str:
+        """A cell on one line: its paragraphs (list labels kept), then what its text boxes and
+        nested tables hold, each nested table once, row after row."""
+        parts: list[str] = []
+        for element in tc.iterchildren(f"{_W}p", f"{_W}tbl"):
+            if element.tag == f"{_W}tbl":
+                if depth < _MAX_DEPTH:
+                    parts += [self.cell_text(inner, depth + 1) for tr in element.iterchildren(f"{_W}tr")
+                              for inner in tr.iterchildren(f"{_W}tc")]
                 continue
-        in_list = False
-    if held:
-        writer.add(*held)
-    return writer, title
+            from docx.text.paragraph import Paragraph
+
+            boxes: list = []
+            text = one_line(_inline(element, boxes, []))
+            label = self.numbering.label(element, Paragraph(element, self.document).style) if text else None
+            parts.append(f"{label[0]} {text}" if label and label[0] else f"- {text}" if label else text)
+            if depth < _MAX_DEPTH:
+                parts += [self.cell_text(box, depth + 1) for box in boxes]
+        return one_line(" ".join(p for p in parts if p))
+
+    def chart(self, rid: str) -> None:
+        """A chart's cached data as a table, its title (else its kind) the caption."""
+        part = self.document.part.related_parts.get(rid) if rid else None
+        if part is None:
+            return
+        caption, rows = chart_rows(part.blob)
+        if rows:
+            self.flush()
+            self.lay_out([[(object(), value) for value in row] for row in rows], caption)
+
+
+def _inline(element, boxes: list, charts: list[str], depth: int = 0) -> str:
+    """A paragraph's shown text in order (runs, hyperlinks, fields, inserted text, equations as
+    their linear text); the text boxes and charts it anchors are collected, not inlined."""
+    out: list[str] = []
+    for child in element:
+        tag = child.tag
+        if not isinstance(tag, str) or tag in _SILENT:
+            continue
+        if tag == f"{_W}t":
+            out.append(child.text or "")
+        elif tag in (f"{_W}tab", f"{_W}ptab"):
+            out.append("\t")
+        elif tag in (f"{_W}br", f"{_W}cr"):
+            out.append("\n")
+        elif tag == f"{_W}noBreakHyphen":
+            out.append("-")
+        elif tag in _MATH:
+            out.append(f" {omml.linear(child)} ")
+        elif tag == f"{_W}txbxContent":
+            boxes.append(child)
+        elif tag == f"{_C}chart":
+            charts.append(child.get(f"{_R}id") or "")
+        elif tag == f"{_MC}AlternateContent":
+            # The same drawing twice (DrawingML choice, VML fallback): read the first only.
+            chosen = child.find(f"{_MC}Choice")
+            chosen = chosen if chosen is not None else child.find(f"{_MC}Fallback")
+            if chosen is not None and depth < _MAX_INLINE_DEPTH:
+                out.append(_inline(chosen, boxes, charts, depth + 1))
+        elif tag == f"{_W}r" and _vanished(child):
+            continue
+        elif depth < _MAX_INLINE_DEPTH:
+            out.append(_inline(child, boxes, charts, depth + 1))
+    return "".join(out)
+
+
+def _vanished(run) -> bool:
+    """A run formatted as hidden text (Word does not show or print it)."""
+    vanish = run.find(f"{_W}rPr/{_W}vanish")
+    return vanish is not None and vanish.get(f"{_W}val", "true") not in ("0", "false", "off")
 
 
 def _where(path: list[tuple[int, str]]) -> Passage:
     return Passage(" > ".join(h for _, h in path))
 
 
-def _level(paragraph) -> int | None:
+def _level(style) -> int | None:
     """0 for the Title style, 1-9 for Heading N (localised names too), None otherwise."""
-    style = (paragraph.style.name if paragraph.style is not None else "") or ""
-    if style.lower() == "title":
+    name = (style.name if style is not None else "") or ""
+    if name.lower() == "title":
         return 0
-    match = _HEADING.match(style.strip())
+    match = _HEADING.match(name.strip())
     return int(match.group(1)) if match else None
 
 
-def _is_item(paragraph) -> bool:
-    """A list item: a list style or numbering properties on the paragraph."""
-    style = (paragraph.style.name if paragraph.style is not None else "") or ""
-    return style.lower().startswith("list") or paragraph._p.pPr is not None and paragraph._p.pPr.numPr is not None
+def _is_list_style(style) -> bool:
+    return ((style.name if style is not None else "") or "").lower().startswith("list")
 
 
-def _table(writer: Writer, table, where: Passage, options: ExtractOptions, caption: str = "") -> None:
-    """The table laid out by extractors.tables: python-docx repeats a merged cell at every
-    grid position it spans (same ``_tc``), which gives the merges; the caption is its title."""
-    matrix = [[(cell._tc, one_line(cell.text)) for cell in row.cells] for row in table.rows]
-    if caption:
-        matrix.insert(0, [(None, caption)])
-    rows, merges = grid(matrix)
-    for block in table_blocks(rows, lambda *_: where, options.sheet_block_chars, options.sheet_block_rows, merges):
-        writer.add_block(block)
+class _Numbering:
+    """The labels Word draws before numbered paragraphs ("1.", "1.2", "a)", "iv."), counted in
+    document order from numbering.xml: a paragraph's own ``w:numPr`` or its style's (through
+    ``basedOn``), the level's format, text and start, ``w:startOverride``, deeper levels
+    restarting when a level above advances."""
+
+    def __init__(self, document) -> None:
+        self.abstract: dict[str, dict[int, dict]] = {}  # abstractNumId -> ilvl -> level
+        self.nums: dict[str, tuple[str, dict[int, int]]] = {}  # numId -> (abstractNumId, start overrides)
+        self.counters: dict[str, list[int | None]] = {}
+        self.overridden: set[str] = set()
+        self.styles: dict[str, tuple[str | None, str | None, str | None]] = {}  # id -> (numId, ilvl, basedOn)
+        try:
+            root = document.part.numbering_part.element
+        except (KeyError, NotImplementedError):
+            return
+        for abstract in root.iterchildren(f"{_W}abstractNum"):
+            levels = {}
+            for lvl in abstract.iterchildren(f"{_W}lvl"):
+                levels[_int(lvl.get(f"{_W}ilvl"), 0)] = _lvl(lvl)
+            self.abstract[abstract.get(f"{_W}abstractNumId") or ""] = levels
+        for num in root.iterchildren(f"{_W}num"):
+            overrides = {}
+            for override in num.iterchildren(f"{_W}lvlOverride"):
+                start = override.find(f"{_W}startOverride")
+                if start is not None:
+                    overrides[_int(override.get(f"{_W}ilvl"), 0)] = _int(start.get(f"{_W}val"), 1)
+            self.nums[num.get(f"{_W}numId") or ""] = (_attr(num, "abstractNumId") or "", overrides)
+        for style in document.styles.element.iterchildren(f"{_W}style"):
+            num_pr = style.find(f"{_W}pPr/{_W}numPr")
+            self.styles[style.get(f"{_W}styleId") or ""] = (
+                _attr(num_pr, "numId") if num_pr is not None else None,
+                _attr(num_pr, "ilvl") if num_pr is not None else None, _attr(style, "basedOn"))
+
+    def label(self, p, style) -> tuple[str, bool] | None:
+        """``(label, bullet)`` for a numbered paragraph (the label "" for a bullet), else None."""
+        num_id, ilvl = None, None
+        num_pr = p.find(f"{_W}pPr/{_W}numPr")
+        if num_pr is not None:
+            num_id, ilvl = _attr(num_pr, "numId"), _attr(num_pr, "ilvl")
+        style_id = style.style_id if style is not None else None
+        seen = set()
+        while num_id is None and style_id and style_id not in seen:
+            seen.add(style_id)
+            s_num, s_lvl, style_id_next = self.styles.get(style_id, (None, None, None))
+            num_id, ilvl = s_num, ilvl if ilvl is not None else s_lvl
+            style_id = style_id_next
+        if not num_id or num_id == "0" or num_id not in self.nums:
+            return None
+        abstract_id, overrides = self.nums[num_id]
+        levels = self.abstract.get(abstract_id, {})
+        level = _int(ilvl, 0)
+        if ilvl is None and style is not None:  # a heading style linked to a level by its w:pStyle
+            level = next((k for k, lv in levels.items() if lv["style"] == style.style_id), 0)
+        if level not in levels:
+            return None
+        counters = self.counters.setdefault(abstract_id, [None] * 10)
+        if num_id not in self.overridden and overrides:
+            self.overridden.add(num_id)
+            for k, start in overrides.items():
+                if 0 <= k < 10:
+                    counters[k] = start - 1
+            for k in range(max(overrides) + 1, 10):
+                counters[k] = None
+        if levels[level]["format"] == "bullet":
+            return "", True
+        counters[level] = levels[level]["start"] if counters[level] is None else counters[level] + 1
+        for k in range(level + 1, 10):
+            counters[k] = None
+        text = levels[level]["text"]
+
+        def value(match: re.Match) -> str:
+            k = int(match.group(1)) - 1
+            lv = levels.get(k)
+            if lv is None:
+                return ""
+            if counters[k] is None:  # a level skipped over counts as used: 1 → 1.1.1 → 1.2
+                counters[k] = lv["start"]
+            n = counters[k]
+            return counter_text(n, "decimal" if levels[level]["legal"] else lv["format"])
+
+        return one_line(re.sub(r"%([1-9])", value, text)), False
+
+
+def _attr(element, child: str) -> str | None:
+    found = element.find(f"{_W}{child}")
+    return found.get(f"{_W}val") if found is not None else None
+
+
+def _int(value: str | None, default: int) -> int:
+    try:
+        return int(value) if value is not None else default
+    except ValueError:
+        return default
+
+
+def _lvl(lvl) -> dict:
+    legal = lvl.find(f"{_W}isLgl")
+    return {"start": _int(_attr(lvl, "start"), 0), "format": _attr(lvl, "numFmt") or "decimal",
+            "text": _attr(lvl, "lvlText") or "", "style": _attr(lvl, "pStyle"),
+            "legal": legal is not None and legal.get(f"{_W}val", "1") not in ("0", "false", "off")}

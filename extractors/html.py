@@ -1,10 +1,19 @@
-"""HTML pages with lxml: the main content without navigation boilerplate.
+"""HTML pages with lxml: the main content without navigation boilerplate, read as a browser
+shows it.
 
-``<main>`` (or ``role=main``, else the only ``<article>``, else ``<body>``) is read; nav,
-header, footer, aside, forms, scripts and styles are dropped wherever they are. Headings
-become ``## `` lines, list items ``- `` lines, ``<pre>`` keeps its lines, tables become pipe
-rows with the header row repeated above every block. Each run of blocks under one heading
-path and nearest element id is one segment whose ``Passage`` locator names both.
+The encoding is the one a browser uses: a byte-order mark, else the XML declaration, else the
+``<meta>`` charset (ISO-8859-1 and ASCII read as windows-1252, as WHATWG's Encoding standard
+says), else valid UTF-8, else what charset-normalizer detects; an XHTML page keeps its XML
+declaration. ``<main>`` (or ``role=main``, else the only ``<article>``, else ``<body>``) is
+read; navigation is removed by structure: ``<nav>`` and ``role=navigation``/``search`` anywhere,
+the page's own ``<header>``, ``<footer>`` and ``<aside>`` (those inside an article, a section or
+the main content are content), forms, scripts and styles; a ``role`` on content (a list marked
+``role=menu``) removes nothing. Headings become ``## `` lines, list items ``- `` lines (ordered
+lists with the number the browser draws), ``<br>`` a line break, ``<pre>`` keeps its lines, an
+image its alt text, tables pipe rows with the header row repeated above every block; a cell's
+blocks, lists and nested tables are read once, inside the cell, words kept apart. Each run of
+blocks under one heading path and nearest element id is one segment whose ``Passage`` locator
+names both.
 """
 from __future__ import annotations
 
@@ -22,13 +31,16 @@ from citeline.schemas.options import ExtractOptions
 
 from citeline.extractors.blocks import Writer, one_line
 from citeline.extractors.clean import Deadline, clean
+from citeline.extractors.numbering import counter_text
 from citeline.extractors.tables import grid, table_blocks
 from citeline.extractors.text import decode, normalise
 
 NAME = "html"
 # 2: tables laid out by extractors.tables (issue 27): caption, every header row (colspan
 #    spread), group rows and row labels repeated per block, split by columns when too wide.
-VERSION = "2"
+# 3: encodings as a browser reads them, XHTML, <br> and block boundaries, ordered-list numbers,
+#    image alt text, nested tables once, navigation by structure only (issue 31 item 5).
+VERSION = "3"
 SUFFIXES = (".html", ".htm", ".xhtml")
 MAGIC: tuple[bytes, ...] = ()
 
@@ -38,13 +50,25 @@ MAGIC: tuple[bytes, ...] = ()
 _SPACE = re.compile(rb"\s*")
 _OPENING_TAG = re.compile(rb"<(?:!doctype\s+html|html)\b", re.IGNORECASE)
 _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
-_DROP = {"script", "style", "noscript", "template", "svg", "math", "nav", "header", "footer", "aside",
-         "form", "iframe", "object", "button", "select", "input", "textarea", "dialog", "head"}
-_DROP_ROLES = {"navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar"}
+_XML_DECLARATION = re.compile(rb"""^\s*<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9_.:-]+)["']""")
+_TAGS = re.compile(rb"<[^>]{0,2000}>")
+_XML_DECLARATION_TEXT = re.compile(r"^\s*<\?xml[^>]*\?>")
+# WHATWG Encoding: these labels mean windows-1252 in a browser (its C1 range holds € “ ” …).
+_WINDOWS_1252 = {"latin1", "latin_1", "iso8859_1", "iso-8859-1", "iso_8859_1", "ascii", "us-ascii", "l1",
+                 "cp819", "ibm819", "windows-1252", "cp1252", "x-cp1252"}
+_DROP = {"script", "style", "noscript", "template", "svg", "math", "nav", "form", "iframe", "object",
+         "button", "select", "input", "textarea", "dialog", "head"}
+# The page's own banner, footer and sidebar: dropped when no article, section or main holds them.
+_PAGE_PARTS = {"header", "footer", "aside"}
+_PAGE_ROLES = {"banner", "contentinfo", "complementary"}
+_CONTENT = {"article", "section", "main"}
+_DROP_ROLES = {"navigation", "search"}  # landmarks, which hold no content by definition
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _BLOCKS = {"p", "div", "section", "article", "main", "ul", "ol", "li", "pre", "table", "blockquote",
-           "dl", "dt", "dd", "figure", "figcaption", "details", "summary", "address", "hr", "br",
-           *_HEADINGS}
+           "dl", "dt", "dd", "figure", "figcaption", "details", "summary", "address", "hr", "header",
+           "footer", "aside", "caption", "center", "fieldset", "legend", *_HEADINGS}
+# Inside a cell or an item, these end a word: "<li>a</li><li>b</li>" reads "a b", not "ab".
+_WORD_BREAKS = _BLOCKS | {"td", "th", "tr", "br", "img"}
 _MAX_DEPTH = 200  # deeper than this, an element's text is taken whole (no recursion limit hit)
 # huge_tree: libxml2 keeps elements nested up to 2048 deep instead of 256; what lies deeper
 # is dropped by the parser (a limit of libxml2, not of this module).
@@ -78,8 +102,11 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     options = options or ExtractOptions()
     if not data:
         raise Empty("empty file (0 bytes)")
+    # lxml refuses a str that keeps its XML declaration ("Unicode strings with encoding
+    # declaration are not supported"): the bytes are decoded here, so the declaration has done its job.
+    page = _XML_DECLARATION_TEXT.sub("", _decode(data), count=1)
     try:
-        root = lxml.html.document_fromstring(_decode(data), parser=_PARSER)
+        root = lxml.html.document_fromstring(page, parser=_PARSER)
     except (lxml.etree.ParserError, ValueError) as exc:
         raise Corrupt(f"lxml cannot parse the page: {exc}") from None
     page_title = one_line(root.findtext(".//title") or "")
@@ -95,20 +122,57 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
 
 
 def _decode(data: bytes) -> str:
-    """BOM or UTF-8 first; otherwise the charset the page declares, bad bytes replaced."""
+    """The page's text in the encoding a browser would choose (see the module docstring).
+
+    >>> _decode(b"<?xml version='1.0' encoding='iso-8859-1'?><p>caf\\xe9 \\x93q\\x94</p>")[-15:]
+    '<p>café “q”</p>'
+    """
+    for bom in (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE):
+        if data.startswith(bom):
+            return normalise(decode(data))
+    head = data[:4096]
+    declared = _XML_DECLARATION.search(head) or _CHARSET.search(head)
+    if declared is not None:
+        codec = _codec(declared.group(1))
+        # A page that says UTF-8 but is not: browsers replace the bad bytes; so does this.
+        return normalise(data.decode(codec, errors="replace"))
+    if b"\x00" in data[:8192]:
+        raise Undecodable("binary data (NUL bytes) in a web page")
     try:
-        return normalise(decode(data))
-    except Undecodable:
-        declared = _CHARSET.search(data[:4096])
-        if declared is None:
-            raise
-        try:
-            codec = codecs.lookup(declared.group(1).decode("ascii"))
-        except LookupError:
-            raise Undecodable(f"the page declares an unknown charset {declared.group(1)[:40]!r}") from None
-        if not getattr(codec, "_is_text_encoding", True):  # base64, zlib, rot13: bytes.decode refuses them
-            raise Undecodable(f"the page declares {declared.group(1)[:40]!r}, which is not a text encoding")
-        return normalise(data.decode(codec.name, errors="replace"))
+        return normalise(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        pass
+    from charset_normalizer import from_bytes
+
+    # Detection reads the text, not the markup (tags are ASCII in every candidate and only dilute
+    # the statistics); windows-1252, a browser's default for an undeclared page, wins unless
+    # another encoding fits the bytes clearly better (a short French page otherwise reads as cp1257).
+    matches = list(from_bytes(_TAGS.sub(b" ", data[:200_000])))
+    if not matches:
+        raise Undecodable("not valid UTF-8, no charset declared, and no text encoding fits the bytes")
+    best = matches[0]
+    default = next((m for m in matches if m.encoding in ("cp1252", "latin_1", "iso8859_1", "ascii")), None)
+    if default is not None and default.chaos <= best.chaos + 0.1 and default.coherence >= best.coherence - 0.05:
+        return normalise(data.decode("cp1252", errors="replace"))
+    return normalise(data.decode(best.encoding, errors="replace"))
+
+
+def _codec(label: bytes) -> str:
+    """The Python codec for a declared charset label.
+
+    Raises:
+        Undecodable: an unknown label, or a codec that is no text encoding (base64, rot13).
+    """
+    name = label.decode("ascii", errors="replace")
+    try:
+        codec = codecs.lookup(name)
+    except LookupError:
+        raise Undecodable(f"the page declares an unknown charset {label[:40]!r}") from None
+    if not getattr(codec, "_is_text_encoding", True):  # base64, zlib, rot13: bytes.decode refuses them
+        raise Undecodable(f"the page declares {label[:40]!r}, which is not a text encoding")
+    if name.lower() in _WINDOWS_1252 or codec.name in ("latin-1", "iso8859-1", "ascii"):
+        return "cp1252"
+    return codec.name
 
 
 def _main(root):
@@ -127,10 +191,82 @@ def _main(root):
 def _dropped(element) -> bool:
     if not isinstance(element.tag, str):  # comments and processing instructions
         return True
-    tag = element.tag
+    tag = element.tag.lower()
     role = (element.get("role") or "").lower()
-    return tag.lower() in _DROP or role in _DROP_ROLES or element.get("hidden") is not None \
-        or "display:none" in (element.get("style") or "").replace(" ", "").lower()
+    if tag in _DROP or role in _DROP_ROLES or element.get("hidden") is not None \
+            or "display:none" in (element.get("style") or "").replace(" ", "").lower():
+        return True
+    if tag in _PAGE_PARTS or role in _PAGE_ROLES:
+        return not any(isinstance(a.tag, str) and (a.tag.lower() in _CONTENT or (a.get("role") or "").lower() == "main")
+                       for a in element.iterancestors())
+    return False
+
+
+def _is_block(element) -> bool:
+    return isinstance(element.tag, str) and element.tag.lower() in _BLOCKS
+
+
+def _labels(element) -> dict:
+    """The number a browser draws before each item of an ordered list (``start``, ``value``,
+    ``reversed``, ``type``), by item."""
+    out = {}
+    for ol in ([element] if element.tag == "ol" else []) + list(element.iter("ol")):
+        items = [li for li in ol if isinstance(li.tag, str) and li.tag.lower() == "li"]
+        reverse = ol.get("reversed") is not None
+        n = _number(ol.get("start"), len(items) if reverse else 1)
+        kind = ol.get("type") or "1"
+        for li in items:
+            n = _number(li.get("value"), n)
+            out[li] = f"{_ordinal(n, li.get('type') or kind)}."
+            n += -1 if reverse else 1
+    return out
+
+
+def _number(value, default: int) -> int:
+    try:
+        return int(value) if value is not None else default
+    except ValueError:
+        return default
+
+
+def _ordinal(n: int, kind: str) -> str:
+    return counter_text(n, {"a": "lowerLetter", "A": "upperLetter", "i": "lowerRoman", "I": "upperRoman"}.get(kind, "decimal"))
+
+
+def _inline(element, labels: dict, out: list[str], depth: int = 0) -> None:
+    """The text an element shows, in order: ``<br>`` a newline, a block, cell or item boundary a
+    space (so words never run together), an ordered item its number, an image its alt text."""
+    if depth > _MAX_DEPTH:
+        out.append(element.text_content())
+        return
+    tag = element.tag.lower() if isinstance(element.tag, str) else ""
+    if tag == "br":
+        out.append("\n")
+    elif tag == "img":
+        out.append(f" {element.get('alt') or ''} ")
+    else:
+        if tag in _WORD_BREAKS:
+            out.append(" ")
+        if tag == "li":
+            out.append(f"{labels[element]} " if element in labels else "- ")
+        out.append(element.text or "")
+        for child in element:
+            if isinstance(child.tag, str):
+                _inline(child, labels, out, depth + 1)
+            out.append(child.tail or "")
+        if tag in _WORD_BREAKS:
+            out.append(" ")
+
+
+def _shown(element, labels: dict | None = None) -> str:
+    out: list[str] = []
+    _inline(element, _labels(element) if labels is None else labels, out)
+    return "".join(out)
+
+
+def _lines(text: str) -> str:
+    """Text with its ``<br>`` line breaks kept, each line's runs of spaces as one."""
+    return "\n".join(line for line in (one_line(part) for part in text.split("\n")) if line)
 
 
 class _Walk:
@@ -146,6 +282,7 @@ class _Walk:
         self.first_heading = ""
         self.seen = 0
         self.in_list = False  # list items follow each other on single lines
+        self.labels: dict = {}  # ordered-list item -> its number
 
     def where(self, element) -> Passage:
         own = element.get("id") or ""
@@ -159,6 +296,8 @@ class _Walk:
         if not isinstance(element.tag, str) or _dropped(element):
             return
         tag = element.tag.lower()
+        if tag == "ol":
+            self.labels.update(_labels(element))
         if tag in _HEADINGS:
             self.heading(element, _HEADINGS[tag])
         elif tag == "pre":
@@ -166,12 +305,14 @@ class _Walk:
         elif tag == "table":
             self.table(element)
         elif tag in ("li", "dt", "dd") and not self.has_blocks(element):
-            text = one_line(element.text_content())
-            self.add(f"- {text}" if tag == "li" else text, element, sep="\n" if self.in_list else "\n\n")
+            text = _lines(_shown(element, self.labels))
+            if tag == "li" and element not in self.labels:
+                text = f"- {text}"
+            self.add(text, element, sep="\n" if self.in_list else "\n\n")
             self.in_list = True
             return
         elif depth >= _MAX_DEPTH or not self.has_blocks(element):
-            self.add(one_line(element.text_content()), element)
+            self.add(_lines(_shown(element, self.labels)), element)
         else:
             self.container(element, depth)
         self.in_list = False
@@ -180,24 +321,26 @@ class _Walk:
         """Block children in turn; the inline text between them (text, inline elements,
         tails) as one paragraph each."""
         self.ids.append(element.get("id") or "")
-        run = [element.text or ""]
+        tag = element.tag.lower()
+        run = [f"{self.labels[element]} " if tag == "li" and element in self.labels else "- " if tag == "li" else "",
+               element.text or ""]
         for child in element:
-            tag = child.tag.lower() if isinstance(child.tag, str) else ""
-            if tag in _BLOCKS or (tag and self.has_blocks(child)):
-                self.add(one_line(" ".join(run)), element)
+            child_tag = child.tag.lower() if isinstance(child.tag, str) else ""
+            if child_tag in _BLOCKS or (child_tag and self.has_blocks(child)):
+                self.add(_lines("".join(run)), element)
                 self.element(child, depth + 1)
                 run = []
-            elif tag and not _dropped(child):
-                run.append(child.text_content())
+            elif child_tag and not _dropped(child):
+                _inline(child, self.labels, run)
             run.append(child.tail or "")
-        self.add(one_line(" ".join(run)), element)
+        self.add(_lines("".join(run)), element)
         self.ids.pop()
 
     def has_blocks(self, element) -> bool:
-        return any(isinstance(e.tag, str) and e.tag.lower() in _BLOCKS for e in element.iterdescendants())
+        return any(_is_block(e) for e in element.iterdescendants())
 
     def heading(self, element, level: int) -> None:
-        text = one_line(element.text_content())
+        text = one_line(_shown(element, self.labels))
         if not text:
             return
         self.first_heading = self.first_heading or text
@@ -215,7 +358,7 @@ class _Walk:
             self.writer.add_block(block)
 
     def add(self, text: str, element, sep: str = "\n\n") -> None:
-        if text.strip():
+        if text.strip() and text.strip() != "-":
             self.writer.add(text.strip(), self.where(element), sep=sep)
 
 
@@ -236,15 +379,15 @@ def _matrix(table) -> list[list[tuple[object, str]]]:
     repeated at each position it covers; the caption a first row of its own."""
     matrix: list[list[tuple[object, str]]] = []
     caption = next((c for c in table if isinstance(c.tag, str) and c.tag.lower() == "caption"), None)
-    if caption is not None and one_line(caption.text_content()):
-        matrix.append([(caption, one_line(caption.text_content()))])
+    if caption is not None and one_line(_shown(caption)):
+        matrix.append([(caption, one_line(_shown(caption)))])
     pending: dict[tuple[int, int], tuple[object, str]] = {}  # (row, col) taken by a rowspan above
-    for r, tr in enumerate(table.iter("tr"), start=len(matrix)):
+    for r, tr in enumerate(_rows(table), start=len(matrix)):
         line: list[tuple[object, str]] = []
         for cell in (c for c in tr if isinstance(c.tag, str) and c.tag.lower() in ("td", "th")):
             while (r, len(line)) in pending:
                 line.append(pending.pop((r, len(line))))
-            entry = (cell, one_line(cell.text_content()))
+            entry = (cell, one_line(_shown(cell)))
             down = _span(cell, "rowspan")
             for _ in range(_span(cell, "colspan")):
                 if len(line) >= _MAX_POSITIONS:
@@ -256,3 +399,14 @@ def _matrix(table) -> list[list[tuple[object, str]]]:
             line.append(pending.pop((r, len(line))))
         matrix.append(line)
     return matrix
+
+
+def _rows(table):
+    """The table's own rows (directly, or in its thead, tbody and tfoot): a table nested in a
+    cell is that cell's text, not more rows of this table."""
+    for child in table:
+        tag = child.tag.lower() if isinstance(child.tag, str) else ""
+        if tag == "tr":
+            yield child
+        elif tag in ("thead", "tbody", "tfoot"):
+            yield from (tr for tr in child if isinstance(tr.tag, str) and tr.tag.lower() == "tr")

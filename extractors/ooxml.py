@@ -1,10 +1,13 @@
 """The checks every Office Open XML package (docx, pptx) passes before its parser sees it:
 empty, an OLE2 container (encrypted package or a legacy binary file), not a zip, a damaged
 zip, a zip bomb, more XML than its parser can hold in memory, or a zip without the part that
-makes it this kind of file."""
+makes it this kind of file. Also what both read beyond their parsers: a Strict OOXML package
+rewritten to the transitional namespaces python-docx and python-pptx know, and a chart part's
+data as table rows."""
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 from collections.abc import Callable
 from pathlib import PurePath
@@ -97,3 +100,121 @@ def ole2_reason(data: bytes, name: str, part: str) -> Exception:
         if has(stream):
             return UnsupportedType(reason + named)
     return UnsupportedType(f"an OLE2 compound file (legacy Office format){named}, not {_KINDS[part]}")
+
+
+# ---- Strict OOXML ----------------------------------------------------------------------
+# ISO/IEC 29500 Strict names the same elements under purl.oclc.org namespaces; python-docx and
+# python-pptx look parts up by the transitional relationship types and fail with a KeyError on
+# a valid Strict file. The mapping is one of names only (ECMA-376 Part 1 and its Strict schemas).
+_STRICT = re.compile(rb"http://purl\.oclc\.org/ooxml/(wordprocessingml|presentationml|spreadsheetml|"
+                     rb"schemaLibrary|drawingml|officeDocument)/(\w+)")
+_STRICT_RENAMED = {b"extendedProperties": b"extended-properties", b"customProperties": b"custom-properties"}
+_STRICT_REL_RENAMED = re.compile(rb"(/officeDocument/2006/relationships/)(extendedProperties|customProperties)")
+
+
+def _transitional_uri(match: re.Match) -> bytes:
+    family, name = match.group(1), match.group(2)
+    if family == b"drawingml" or family == b"officeDocument":
+        return b"http://schemas.openxmlformats.org/%s/2006/%s" % (family, _STRICT_RENAMED.get(name, name))
+    return b"http://schemas.openxmlformats.org/%s/2006/%s" % (family, name)
+
+
+def is_strict(archive: zipfile.ZipFile) -> bool:
+    """The package's relationships name Strict OOXML types."""
+    try:
+        return b"purl.oclc.org/ooxml/" in archive.read("_rels/.rels")
+    except KeyError:
+        return False
+
+
+def transitional(archive: zipfile.ZipFile) -> bytes:
+    """The package with every XML part's Strict namespaces and relationship types renamed to
+    their transitional names (the zip directory was checked by ``open_package``).
+
+    >>> buf = io.BytesIO(); z = zipfile.ZipFile(buf, "w")
+    >>> z.writestr("_rels/.rels", b'<r Type="http://purl.oclc.org/ooxml/officeDocument/relationships/officeDocument"/>')
+    >>> z.close(); out = zipfile.ZipFile(io.BytesIO(transitional(zipfile.ZipFile(buf))))
+    >>> out.read("_rels/.rels")
+    b'<r Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument"/>'
+    """
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in archive.infolist():
+            body = archive.read(info.filename)
+            if info.filename.endswith((".xml", ".rels")):
+                body = _STRICT.sub(_transitional_uri, body)
+                body = _STRICT_REL_RENAMED.sub(lambda m: m.group(1) + _STRICT_RENAMED[m.group(2)], body)
+            dst.writestr(info.filename, body)
+    return out.getvalue()
+
+
+# ---- charts ----------------------------------------------------------------------------
+_C = "{http://schemas.openxmlformats.org/drawingml/2006/chart}"
+_A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
+
+
+def _points(ref) -> dict[int, str]:
+    """A series' cached values by point index (strCache, numCache, multiLvlStrCache's first level)."""
+    out: dict[int, str] = {}
+    if ref is None:
+        return out
+    for pt in ref.iter(f"{_C}pt"):
+        try:
+            idx = int(pt.get("idx", ""))
+        except ValueError:
+            continue
+        value = pt.findtext(f"{_C}v") or ""
+        out.setdefault(idx, _number(value))
+    return out
+
+
+def _number(value: str) -> str:
+    """A cached number as the chart shows it: 4.4000000000000004 is 4.4 (15 significant digits)."""
+    try:
+        number = float(value)
+    except ValueError:
+        return value.strip()
+    return f"{number:.15g}" if number == number and abs(number) != float("inf") else value.strip()
+
+
+def chart_rows(xml: bytes) -> tuple[str, list[list[str]]]:
+    """A chart part's cached data: its title (else its kind, "Line chart") and the rows of a
+    table, one per category, a column per series, series names as the header row.
+
+    The values are the ones the chart draws (the caches the part keeps of its workbook), so a
+    chart's numbers can be found and quoted like a table's.
+    """
+    from lxml import etree
+
+    root = etree.fromstring(xml, parser=etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False))
+    chart = root.find(f"{_C}chart")
+    if chart is None:
+        return "", []
+    title_el = chart.find(f"{_C}title")
+    title = " ".join("".join(t.text or "" for t in title_el.iter(f"{_A}t")).split()) if title_el is not None else ""
+    plot_area = chart.find(f"{_C}plotArea")
+    kind, series = "", []
+    for plot in (plot_area if plot_area is not None else ()):
+        tag = etree.QName(plot).localname if isinstance(plot.tag, str) else ""
+        if not tag.endswith("Chart"):
+            continue
+        kind = kind or re.sub(r"3D$", "", tag[:-len("Chart")])
+        for ser in plot.iter(f"{_C}ser"):
+            tx = ser.find(f"{_C}tx")
+            name = ""
+            if tx is not None:
+                name = (tx.findtext(f".//{_C}v") or "").strip()
+            cats = _points(ser.find(f"{_C}cat") if ser.find(f"{_C}cat") is not None else ser.find(f"{_C}xVal"))
+            vals = _points(ser.find(f"{_C}val") if ser.find(f"{_C}val") is not None else ser.find(f"{_C}yVal"))
+            series.append((name or f"Series {len(series) + 1}", cats, vals))
+    if not series:
+        return title, []
+    title = title or (f"{kind[:1].upper()}{kind[1:]} chart" if kind else "Chart")
+    categories: dict[int, str] = {}
+    for _, cats, _ in series:
+        for idx, cat in cats.items():
+            categories.setdefault(idx, cat)
+    indices = sorted(set(categories) | {i for _, _, vals in series for i in vals})
+    rows = [["", *(name for name, _, _ in series)]]
+    rows += [[categories.get(i, str(i + 1)), *(vals.get(i, "") for _, _, vals in series)] for i in indices]
+    return title, rows

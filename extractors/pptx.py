@@ -1,8 +1,11 @@
 """PowerPoint presentations (.pptx) with python-pptx: one segment per slide (``#slide=N``).
 
 A slide is a ``## `` heading (its title, else "Slide N"), the text of its other shapes in
-reading order (top to bottom, left to right; groups opened; tables as pipe rows), then its
-speaker notes. Hidden slides are kept: they are part of the file a reader opens.
+reading order (top to bottom, left to right; groups opened; tables as pipe rows; charts as
+tables of their data; SmartArt's text), then its speaker notes. Hidden slides are kept: they
+are part of the file a reader opens. A paragraph's line breaks are spaces, its automatic
+number the label PowerPoint draws ("1.", "a)"). A shape python-pptx cannot read is skipped
+with a note naming it, not the whole deck failed (issue 31).
 """
 from __future__ import annotations
 
@@ -19,13 +22,16 @@ from citeline.schemas.options import ExtractOptions
 
 from citeline.extractors.blocks import Writer, one_line
 from citeline.extractors.clean import Deadline
-from citeline.extractors.ooxml import claims_part, open_package
+from citeline.extractors.numbering import counter_text
+from citeline.extractors.ooxml import chart_rows, claims_part, is_strict, open_package, transitional
 from citeline.extractors.tables import grid, table_blocks
 
 NAME = "pptx"
 # 2: tables laid out by extractors.tables (issue 27): header rows (merged cells spread) and
 #    row labels repeated per block of rows.
-VERSION = "2"
+# 3: line breaks as spaces, automatic numbers, charts' data, SmartArt text, an unreadable shape
+#    skipped with a note (issue 31 item 4).
+VERSION = "3"
 # Parses untrusted zip and XML input: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".pptx", ".pptm", ".ppsx", ".potx")
@@ -50,48 +56,90 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
 
     options = options or ExtractOptions()
     deadline = Deadline(options.time_limit_s)
-    open_package(data, name, options, "ppt/presentation.xml")
+    archive = open_package(data, name, options, "ppt/presentation.xml")
+    if is_strict(archive):
+        data = transitional(archive)
     writer = Writer()
+    notes: list[str] = []
     try:
         deck = pptx.Presentation(io.BytesIO(data))
         for number, slide in enumerate(deck.slides, start=1):
             deadline.check(f"slide {number}")
-            writer.add(_slide_text(slide, number), Slide(number))
+            writer.add(_slide_text(slide, number, notes), Slide(number))
         core = (deck.core_properties.title or "").strip()
     except (KeyError, ValueError, TypeError, AttributeError, XMLSyntaxError, zipfile.BadZipFile) as exc:
         raise Corrupt(f"python-pptx cannot read the presentation: {type(exc).__name__}: {exc}") from None
     if not writer.segments:
         raise NoText("no slide holds text (notes included)")
     return Canonical(text=writer.text, title=core or PurePath(name).stem, extractor=NAME,
-                     extractor_version=VERSION, segments=writer.segments)
+                     extractor_version=VERSION, segments=writer.segments, notes=tuple(notes))
 
 
-def _slide_text(slide, number: int) -> str:
+def _slide_text(slide, number: int, notes: list[str]) -> str:
     title_shape = slide.shapes.title
-    title = one_line(title_shape.text_frame.text) if title_shape is not None and title_shape.has_text_frame else ""
+    title = one_line(_frame(title_shape.text_frame)) if title_shape is not None and title_shape.has_text_frame else ""
     parts = [f"## {title or f'Slide {number}'}"]
     skip = title_shape.shape_id if title_shape is not None else None
-    parts += [text for text in _shapes(slide.shapes, skip, 0) if text]
+    parts += [text for text in _shapes(slide, slide.shapes, skip, 0, number, notes) if text]
     if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
-        notes = _frame(slide.notes_slide.notes_text_frame)
-        if notes:
-            parts.append(f"Notes: {notes}")
+        spoken = _frame(slide.notes_slide.notes_text_frame)
+        if spoken:
+            parts.append(f"Notes: {spoken}")
     return "\n\n".join(parts) if len(parts) > 1 or title else ""
 
 
-def _shapes(shapes, skip, depth: int) -> list[str]:
+def _shapes(slide, shapes, skip, depth: int, number: int, notes: list[str]) -> list[str]:
     """Text of each shape, top to bottom then left to right."""
+    from pptx.shapes.group import GroupShape
+
     out: list[str] = []
     for shape in sorted(shapes, key=lambda s: ((s.top or 0), (s.left or 0))):
-        if shape.shape_id == skip and depth == 0:
-            continue
-        if shape.shape_type == 6 and depth < _MAX_DEPTH:  # MSO_SHAPE_TYPE.GROUP
-            out += _shapes(shape.shapes, skip, depth + 1)
-        elif getattr(shape, "has_table", False) and shape.has_table:
-            out.append(_table(shape.table))
-        elif shape.has_text_frame:
-            out.append(_frame(shape.text_frame))
+        try:
+            if shape.shape_id == skip and depth == 0:
+                continue
+            if isinstance(shape, GroupShape):
+                if depth < _MAX_DEPTH:
+                    out += _shapes(slide, shape.shapes, skip, depth + 1, number, notes)
+            elif getattr(shape, "has_table", False) and shape.has_table:
+                out.append(_table(shape.table))
+            elif getattr(shape, "has_chart", False) and shape.has_chart:
+                out.append(_chart(shape.chart_part.blob))
+            elif shape.has_text_frame:
+                out.append(_frame(shape.text_frame))
+            else:
+                out.append(_diagram(slide, shape))
+        except NotImplementedError as exc:  # python-pptx on a shape kind it does not model
+            notes.append(f"slide {number}: shape {one_line(str(getattr(shape, 'name', '')))[:80]!r} skipped: "
+                         f"python-pptx cannot read it ({one_line(str(exc))[:120]})")
     return out
+
+
+def _chart(xml: bytes) -> str:
+    """A chart's cached data as a table, its title (else its kind) the title row."""
+    caption, rows = chart_rows(xml)
+    if not rows:
+        return caption
+    matrix = [[(None, caption)]] + [[(object(), value) for value in row] for row in rows]
+    return _blocks(matrix)
+
+
+_DGM = "http://schemas.openxmlformats.org/drawingml/2006/diagram"
+_R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
+_A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
+
+
+def _diagram(slide, shape) -> str:
+    """A SmartArt graphic's text: the paragraphs of its data part, in the order it lists them."""
+    from lxml import etree
+
+    data = shape.element.find(f".//{{{_DGM}}}relIds")
+    rid = data.get(f"{_R}dm") if data is not None else None
+    if not rid:
+        return ""
+    part = slide.part.related_part(rid)
+    root = etree.fromstring(part.blob, parser=etree.XMLParser(resolve_entities=False, no_network=True))
+    lines = [one_line("".join(t.text or "" for t in p.iter(f"{_A}t"))) for p in root.iter(f"{_A}p")]
+    return "\n".join(line for line in lines if line)
 
 
 def _table(table) -> str:
@@ -106,8 +154,12 @@ def _table(table) -> str:
                 for dr in range(cell.span_height):
                     for dc in range(cell.span_width):
                         covered[(r + dr, c + dc)] = (r, c)
-            line.append((covered.get((r, c), (r, c)), "" if cell.is_spanned else one_line(cell.text)))
+            line.append((covered.get((r, c), (r, c)), "" if cell.is_spanned else one_line(_frame(cell.text_frame))))
         matrix.append(line)
+    return _blocks(matrix)
+
+
+def _blocks(matrix) -> str:
     rows, merges = grid(matrix)
     # A slide's table is one block: the slide is the locator, and the chunker keeps it whole
     # when it fits; blocks only matter for a table longer than a chunk.
@@ -115,10 +167,49 @@ def _table(table) -> str:
 
 
 def _frame(frame) -> str:
-    """A text frame's paragraphs, one line each (bullets as "- " when indented)."""
+    """A text frame's paragraphs, one line each: its line breaks as spaces, an automatic number
+    as the label drawn before it, other indented paragraphs as "- " items."""
     lines = []
+    counters: dict[int, tuple[str, int]] = {}  # level -> (numbering scheme, last number)
     for paragraph in frame.paragraphs:
-        text = one_line("".join(run.text for run in paragraph.runs) or paragraph.text)
-        if text:
-            lines.append(f"- {text}" if paragraph.level else text)
+        text = one_line(paragraph.text.replace("\v", " "))  # python-pptx gives <a:br/> as a vertical tab
+        level = paragraph.level
+        auto = paragraph._p.find(f"{_A}pPr/{_A}buAutoNum")
+        for deeper in [k for k in counters if k > level or (k == level and auto is None)]:
+            del counters[deeper]
+        if not text:
+            continue
+        if auto is not None:
+            scheme = auto.get("type") or "arabicPeriod"
+            last = counters.get(level)
+            n = last[1] + 1 if last and last[0] == scheme else _start(auto)
+            counters[level] = (scheme, n)
+            lines.append(f"{_auto_label(scheme, n)} {text}")
+        else:
+            lines.append(f"- {text}" if level else text)
     return "\n".join(lines)
+
+
+def _start(auto) -> int:
+    try:
+        return max(1, int(auto.get("startAt") or 1))
+    except ValueError:
+        return 1
+
+
+def _auto_label(scheme: str, n: int) -> str:
+    """The label of number ``n`` in a DrawingML auto-number scheme (ECMA-376 ST_TextAutonumberScheme).
+
+    >>> [_auto_label(s, n) for s, n in (("arabicPeriod", 3), ("alphaLcParenR", 2), ("romanUcPeriod", 4), ("arabicParenBoth", 1))]
+    ['3.', 'b)', 'IV.', '(1)']
+    """
+    kind = ("lowerLetter" if scheme.startswith("alphaLc") else "upperLetter" if scheme.startswith("alphaUc") else
+            "lowerRoman" if scheme.startswith("romanLc") else "upperRoman" if scheme.startswith("romanUc") else "decimal")
+    value = counter_text(n, kind)
+    if scheme.endswith("ParenBoth"):
+        return f"({value})"
+    if scheme.endswith("ParenR"):
+        return f"{value})"
+    if scheme.endswith("Period"):
+        return f"{value}."
+    return value

@@ -1,7 +1,14 @@
-"""Plain text and Markdown: the bytes decoded, line ends and control characters normalised."""
+"""Plain text and Markdown: the bytes decoded, line ends and control characters normalised.
+
+In Markdown, HTML written inline (``<td>``, ``<br>``, ``<signature>``, ``<!-- notes -->``) and
+character references (``&amp;``) are what a renderer turns them into: tags give way to the text
+they hold (a block tag to a space, so words stay apart), comments are dropped, references become
+their characters; code (fenced, indented, backtick spans) is left exactly as written.
+"""
 from __future__ import annotations
 
 import codecs
+import html
 import re
 import unicodedata
 from pathlib import PurePath
@@ -14,7 +21,8 @@ from citeline.extractors.sniff import has_no_real_suffix
 
 NAME = "text"
 # Not bumped for the whole-name title of Apache-2.0: such files failed before, none is stored.
-VERSION = "1"
+# 2: Markdown's inline HTML read as its text (issue 31 item 5).
+VERSION = "2"
 SUFFIXES = (".txt", ".md", ".markdown", ".text", ".rst")
 MAGIC: tuple[bytes, ...] = ()
 
@@ -58,6 +66,80 @@ def normalise(text: str) -> str:
     return _CONTROL.sub("", unicodedata.normalize("NFC", text))
 
 
+_MARKDOWN = (".md", ".markdown")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_TAG = re.compile(r"</?([A-Za-z][A-Za-z0-9-]*)(?:\s[^<>]*)?/?>")
+_SPACES_ONLY = re.compile(r"^[ \t]+$", re.M)
+_BLANKS = re.compile(r"\n{3,}")
+_CODE_SPAN = re.compile(r"(`+).*?(?<!`)\1(?!`)", re.S)
+# Phrasing tags: removed without a trace ("H<sub>2</sub>O" stays one word). Any other tag (td,
+# br, div, a custom <signature>) ends a word, as the box a browser draws for it does.
+_PHRASING = {"a", "abbr", "b", "bdi", "bdo", "cite", "code", "data", "dfn", "em", "font", "i", "ins", "del", "kbd",
+             "mark", "q", "s", "samp", "small", "span", "strike", "strong", "sub", "sup", "time", "tt", "u", "var"}
+
+
+def markdown_text(text: str) -> str:
+    r"""Markdown with its inline HTML turned into the text it shows (see the module docstring).
+
+    >>> markdown_text("| a<br>b | H<sub>2</sub>O &amp; co |\n<!-- note -->\n`<b>&amp;</b>`\n")
+    '| a b | H2O & co |\n\n`<b>&amp;</b>`\n'
+    """
+    out: list[str] = []
+    prose: list[str] = []
+    fence = ""
+    previous_blank = True
+    in_indented = False
+    for line in text.splitlines(keepends=True):
+        opened = _FENCE.match(line)
+        indented = (line.startswith("    ") or line.startswith("\t")) and line.strip()
+        if fence:
+            out.append(line)
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence) \
+                    and not line.strip().strip(fence[0]):
+                fence = ""
+        elif opened:
+            out.append(_prose("".join(prose)))
+            prose = []
+            fence = opened.group(1)
+            out.append(line)
+        elif indented and (previous_blank or in_indented) and not prose_open(prose):
+            out.append(_prose("".join(prose)))
+            prose = []
+            in_indented = True
+            out.append(line)
+        else:
+            in_indented = in_indented and not line.strip()
+            prose.append(line)
+        previous_blank = not line.strip()
+    out.append(_prose("".join(prose)))
+    return "".join(out)
+
+
+def prose_open(prose: list[str]) -> bool:
+    """An indented line continues the paragraph above it (a lazy continuation), not code."""
+    return bool(prose) and bool(prose[-1].strip())
+
+
+def _prose(text: str) -> str:
+    if "<" not in text and "&" not in text:
+        return text
+    text = _COMMENT.sub("", text)
+    pieces, at = [], 0
+    for span in _CODE_SPAN.finditer(text):
+        pieces.append(_untagged(text[at:span.start()]))
+        pieces.append(span.group(0))
+        at = span.end()
+    pieces.append(_untagged(text[at:]))
+    # A line that held only tags or a comment is blank now: blank lines are one in Markdown.
+    return _BLANKS.sub("\n\n", _SPACES_ONLY.sub("", "".join(pieces)))
+
+
+def _untagged(text: str) -> str:
+    text = _TAG.sub(lambda m: "" if m.group(1).lower() in _PHRASING else " ", text)
+    return html.unescape(text)
+
+
 def title_of(text: str, name: str) -> str:
     """The first ``# Title`` line (closing hashes dropped), else the file name without its suffix.
 
@@ -82,6 +164,8 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     if not data:
         raise Empty("empty file (0 bytes)")
     text = normalise(decode(data))
+    if PurePath(name).suffix.lower() in _MARKDOWN:
+        text = markdown_text(text)
     if not text.strip():
         raise NoText("the file holds no text")
     return Canonical(text=text, title=title_of(text, name), extractor=NAME, extractor_version=VERSION)

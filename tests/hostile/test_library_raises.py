@@ -3,8 +3,8 @@
 parser; an exception of citeline's own code still stops the run with its traceback.
 
 Each file of ``library_raises.CASES`` is a real document edited so that its library raises
-something its extractor does not map (python-pptx's ``NotImplementedError`` on an unrecognised
-shape, Pillow's ``SyntaxError``, PyAV's ``UnicodeDecodeError``, …): before pipeline/blame.py each
+something its extractor does not map (python-pptx's ``InvalidXmlError`` on a slide list entry
+without its id, Pillow's ``SyntaxError``, PyAV's ``UnicodeDecodeError``, …): before pipeline/blame.py each
 stopped ``citeline index`` with exit 1 and a traceback, indexing none of the folder.
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ from fakes import FAKE
 
 OPTIONS = ExtractOptions(time_limit_s=60)
 # the installed distribution each file's reason names
-LIBRARY = {"odd-shape.pptx": "python-pptx", "style-without-value.docx": "python-docx",
+LIBRARY = {"slide-without-id.pptx": "python-pptx", "style-without-value.docx": "python-docx",
            "huge-border-id.xlsx": "openpyxl", "deflate64-manifest.ods": "Python's zipfile",
            "bad-page-label.pdf": "pymupdf", "navigation-root.html": "lxml",
            "bad-frame-sequence.png": "pillow", "latin1-title.wav": "av"}
@@ -139,12 +139,12 @@ def test_the_library_is_found_below_the_last_citeline_frame():
     """Frames are judged by the module they run in, compiled code's by its source path."""
     from citeline.extractors import pptx
 
-    data, _, _ = library_raises.odd_shape_pptx()
+    data, raised, _ = library_raises.slide_without_id_pptx()
     try:
         pptx.extract(data, "odd.pptx", OPTIONS)
-    except NotImplementedError as exc:
+    except raised as exc:
         library, where = blame.blamed(exc, pptx)
-    assert library == "pptx" and where.startswith("pptx.shapes.autoshape:")
+    assert library == "pptx" and where.startswith("pptx.oxml.xmlchemy:")
     try:
         {}["x"]
     except KeyError as exc:
