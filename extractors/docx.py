@@ -149,7 +149,7 @@ class _Reader:
         charts: list[str] = []
         text = one_line(_inline(p, boxes, charts))
         style = Paragraph(p, self.document).style
-        label = self.numbering.label(p, style) if text else None
+        label = self.numbering.label(p, style)  # an empty numbered paragraph still takes its number
         level = _level(style)
         if text:
             if self.held:
@@ -214,8 +214,9 @@ class _Reader:
 
             boxes: list = []
             text = one_line(_inline(element, boxes, []))
-            label = self.numbering.label(element, Paragraph(element, self.document).style) if text else None
-            parts.append(f"{label[0]} {text}" if label and label[0] else f"- {text}" if label else text)
+            label = self.numbering.label(element, Paragraph(element, self.document).style)
+            if text:
+                parts.append(f"{label[0]} {text}" if label and label[0] else f"- {text}" if label else text)
             if depth < _MAX_DEPTH:
                 parts += [self.cell_text(box, depth + 1) for box in boxes]
         return one_line(" ".join(p for p in parts if p))

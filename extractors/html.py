@@ -7,7 +7,8 @@ says), else valid UTF-8, else what charset-normalizer detects; an XHTML page kee
 declaration. ``<main>`` (or ``role=main``, else the only ``<article>``, else ``<body>``) is
 read; navigation is removed by structure: ``<nav>`` and ``role=navigation``/``search`` anywhere,
 the page's own ``<header>``, ``<footer>`` and ``<aside>`` (those inside an article, a section or
-the main content are content), forms, scripts and styles; a ``role`` on content (a list marked
+the main content are content), form controls (not the ``<form>``, which may hold the whole page),
+scripts and styles; a ``role`` on content (a list marked
 ``role=menu``) removes nothing. Headings become ``## `` lines, list items ``- `` lines (ordered
 lists with the number the browser draws), ``<br>`` a line break, ``<pre>`` keeps its lines, an
 image its alt text, tables pipe rows with the header row repeated above every block; a cell's
@@ -56,7 +57,8 @@ _XML_DECLARATION_TEXT = re.compile(r"^\s*<\?xml[^>]*\?>")
 # WHATWG Encoding: these labels mean windows-1252 in a browser (its C1 range holds € “ ” …).
 _WINDOWS_1252 = {"latin1", "latin_1", "iso8859_1", "iso-8859-1", "iso_8859_1", "ascii", "us-ascii", "l1",
                  "cp819", "ibm819", "windows-1252", "cp1252", "x-cp1252"}
-_DROP = {"script", "style", "noscript", "template", "svg", "math", "nav", "form", "iframe", "object",
+# Not <form>: ASP.NET and many CMSs wrap a whole page in one; its controls are what is dropped.
+_DROP = {"script", "style", "noscript", "template", "svg", "math", "nav", "iframe", "object",
          "button", "select", "input", "textarea", "dialog", "head"}
 # The page's own banner, footer and sidebar: dropped when no article, section or main holds them.
 _PAGE_PARTS = {"header", "footer", "aside"}
@@ -305,9 +307,7 @@ class _Walk:
         elif tag == "table":
             self.table(element)
         elif tag in ("li", "dt", "dd") and not self.has_blocks(element):
-            text = _lines(_shown(element, self.labels))
-            if tag == "li" and element not in self.labels:
-                text = f"- {text}"
+            text = _lines(_shown(element, self.labels))  # an item's own label ("- ", "3.") included
             self.add(text, element, sep="\n" if self.in_list else "\n\n")
             self.in_list = True
             return

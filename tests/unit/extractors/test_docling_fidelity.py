@@ -268,6 +268,14 @@ def test_navigation_is_removed_by_structure_not_by_a_role_on_content():
         assert dropped not in t
 
 
+def test_a_page_wrapped_in_a_form_keeps_its_content():
+    """ASP.NET wraps the whole page in one <form>: dropping forms dropped the page."""
+    page = (b"<html><body><form id='aspnetForm' action='/'><h1>Ferry times</h1><p>The ferry leaves at seven.</p>"
+            b"<input type='hidden' value='VIEWSTATE'><button>Search</button></form></body></html>")
+    t = html.extract(page, "p.html").text
+    assert t == "## Ferry times\n\nThe ferry leaves at seven."
+
+
 @pytest.mark.parametrize("page", [
     "<div><span>w1 <div>w2</div> w3</span> w4<p>w5 <b>w6</b></p></div><p>w7</p>",
     "<ul><li>w1<ul><li>w2</li></ul> w3</li><li><p>w4</p>w5</li></ul>",
