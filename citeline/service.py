@@ -19,6 +19,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import PurePosixPath
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Literal
@@ -36,7 +37,7 @@ from citeline.query.answer_check import check_answer
 from citeline.query.thresholds import Uncalibrated
 from citeline.schemas.errors import CitelineError, IndexMismatch, LLMError, NoIndex
 from citeline.schemas.retrieval import DEFAULT_RETRIEVER, RETRIEVERS, Filters
-from citeline import views
+from citeline import pages, views
 
 MAX_BODY = 16 * 1024  # bytes of a request body: a question and a few options
 MAX_QUESTION = 2000  # characters
@@ -250,7 +251,17 @@ def _errors(app: FastAPI) -> None:
     for kind in (CitelineError, KeyError, ValueError):
         @app.exception_handler(kind)
         async def known(request: Request, exc: Exception):
-            return _error(status_for(exc), type(exc).__name__, _message(exc))
+            return _error(status_for(exc), error_type(exc), _message(exc))
+
+
+def error_type(exc: BaseException) -> str:
+    """The ``type`` of a JSON error: "NotFound" for a plain KeyError (the bare Python name told a
+    client nothing, issue 29 item 4), else the exception's own class name.
+
+    >>> error_type(KeyError("no chunk")), error_type(ValueError("bad")), error_type(NoIndex("none"))
+    ('NotFound', 'ValueError', 'NoIndex')
+    """
+    return "NotFound" if type(exc) is KeyError else type(exc).__name__
 
 
 def _checked_id(value: str, what: str = "document") -> str:
@@ -307,26 +318,35 @@ def _json_routes(app: FastAPI, index: Index) -> None:
         return {"query": q, "results": [c.to_dict() for c in index.search(q, k, retriever, filters)]}
 
     @app.get("/documents", tags=["documents"])
-    def documents(path: str | None = Query(None, max_length=4096)) -> dict:
-        """Every document: status, reason, chunk count, stamps; failed ones first. With ``path``,
-        the documents whose source path ends with it (whole components): what a name stands for."""
-        return {"documents": [d.to_dict() for d in index.documents(path)]}
+    def documents() -> dict:
+        """Every document: status, reason, chunk count, stamps; failed ones first."""
+        return {"documents": [d.to_dict() for d in index.documents()]}
 
-    # A document is named by its id or by any ending of its path that names one document
-    # (index/lookup.py); an ending that names several is a 404 listing them. /sources/ takes
-    # ids only: nothing the request names is opened as a file.
     @app.get("/documents/{document_id}", tags=["documents"])
-    def document(document_id: str) -> dict:
-        return index.document(document_id).to_dict()
+    def document(document_id: str, request: Request, page: int = Query(1, ge=1, le=100_000)):
+        """The document's record as JSON; a browser (``Accept: text/html``) gets its page: status,
+        reason, notes and its chunks, each opening at its place."""
+        if wants_html(request):
+            return _document_page(index, document_id, page)
+        return index.document(_checked_id(document_id)).to_dict()
 
     @app.get("/documents/{document_id}/chunks", tags=["documents"])
     def chunks(document_id: str) -> dict:
-        return {"chunks": [c.to_dict() for c in index.chunks(document_id)]}
+        return {"chunks": [c.to_dict() for c in index.chunks(_checked_id(document_id))]}
 
     @app.get("/sources/{document_id}", tags=["documents"])
     def source(document_id: str, request: Request) -> Response:
         """The original file's bytes, with its content type and HTTP range support."""
         return views.source_response(index.document(_checked_id(document_id)), request.headers.get("range"))
+
+    @app.get("/sources/{document_id}/{name}", include_in_schema=False)
+    def named_source(document_id: str, name: str, request: Request) -> Response:
+        """The same bytes under the file's own name (what a PDF viewer shows as its title);
+        ``name`` must be the document's file name and is never used as a path."""
+        doc = index.document(_checked_id(document_id))
+        if name != PurePosixPath(doc.path).name:
+            raise KeyError(f"document {document_id} is not named {name!r}")
+        return views.source_response(doc, request.headers.get("range"))
 
 
 def _answer_json(answer) -> dict:
@@ -362,17 +382,23 @@ def _generation(answer, client) -> Iterator[str]:
 def _page_routes(app: FastAPI, index: Index) -> None:
     @app.get("/", include_in_schema=False)
     def ask_page() -> HTMLResponse:
-        return _page(views.ask_page())
+        return _page(pages.ask_page(can_generate()))
 
     @app.get("/library", include_in_schema=False)
-    def library() -> HTMLResponse:
-        return _page(views.documents_page(index.documents()))
+    def library(request: Request) -> HTMLResponse:
+        query = pages.LibraryQuery.parse(request.query_params)
+        return _page(pages.library_page(index.documents(), query, _index_stamp(index), extractor_versions()))
 
     @app.get("/view/{chunk_id}", include_in_schema=False)
-    def view(chunk_id: str) -> HTMLResponse:
-        chunk = index.chunk(_checked_id(chunk_id, "chunk"))
-        doc = index.document(chunk.document_id)
-        return _page(views.viewer_page(index, doc, chunk))
+    def view(chunk_id: str, doc: str = "") -> HTMLResponse:
+        """The source at the chunk; a chunk the index no longer holds (the link outlived a
+        re-index) is a 404 page that says so and links to its document as it is now."""
+        try:
+            chunk = index.chunk(_checked_id(chunk_id, "chunk"))
+        except (KeyError, ValueError):
+            return _page(pages.gone_page(chunk_id, _former_document(index, chunk_id, doc)), 404)
+        document = index.document(chunk.document_id)
+        return _page(views.viewer_page(index, document, chunk))
 
     @app.get("/favicon.ico", include_in_schema=False)
     def favicon() -> Response:
@@ -386,8 +412,80 @@ def _page_routes(app: FastAPI, index: Index) -> None:
         return Response(body, media_type=STATIC[name], headers={"Cache-Control": "no-cache"})
 
 
-def _page(html: str) -> HTMLResponse:
-    return HTMLResponse(html, headers={"Content-Security-Policy": PAGE_CSP, "X-Content-Type-Options": "nosniff",
+def wants_html(request: Request) -> bool:
+    """A browser navigating (its Accept names text/html), not an API client (``*/*``, JSON)."""
+    return "text/html" in request.headers.get("accept", "")
+
+
+def can_generate() -> bool:
+    """Whether a chat endpoint is configured, so the ask page offers to write an answer."""
+    try:
+        chat_client()
+    except LLMError:
+        return False
+    return True
+
+
+def extractor_versions() -> dict[str, str]:
+    from citeline.extractor_versions import extractor_versions as versions
+
+    return versions()
+
+
+def _index_stamp(index: Index) -> dict:
+    try:
+        return index.stamp.columns()
+    except NoIndex:
+        return {}
+
+
+def _document_page(index: Index, document_id: str, page: int) -> HTMLResponse:
+    try:
+        doc = index.document(document_id)
+    except (KeyError, ValueError):
+        return _page(pages.not_found_page("No document with this id is in the index: it was removed, "
+                                          "or the link is mistyped."), 404)
+    chunks = index.chunks(doc.document_id) if doc.chunk_count else ()
+    return _page(pages.document_page(doc, chunks, page, _index_stamp(index), extractor_versions()))
+
+
+HISTORY_VERSIONS = 20  # versions of the chunks table a stale link is looked for in
+
+
+def _former_document(index: Index, chunk_id: str, doc_id: str):
+    """The document a chunk no longer in the index belonged to: the link's own ``doc`` when the
+    index still has that document, else the chunk found in one of the last ``HISTORY_VERSIONS``
+    versions of the chunks table (LanceDB keeps them until ``citeline gc``); None when neither."""
+    for candidate in (doc_id, _historic_doc_id(index, chunk_id)):
+        if candidate and ID.match(candidate):
+            try:
+                return index.document(candidate)
+            except KeyError:
+                continue
+    return None
+
+
+def _historic_doc_id(index: Index, chunk_id: str) -> str | None:
+    from citeline.index.store import Store
+
+    if not ID.match(chunk_id):
+        return None
+    try:
+        store = Store.existing(index.uri)
+        table = store.db.open_table(store.active_table())  # its own handle: checkout moves it
+        versions = sorted((v["version"] for v in table.list_versions()), reverse=True)[1:HISTORY_VERSIONS + 1]
+        for version in versions:
+            table.checkout(version)
+            rows = table.search().where(f"chunk_id = '{chunk_id}'").select(["doc_id"]).limit(1).to_list()
+            if rows:
+                return rows[0]["doc_id"]
+    except Exception:  # noqa: BLE001 - history is a courtesy: a page that cannot look still answers 404
+        return None
+    return None
+
+
+def _page(html: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(html, status, headers={"Content-Security-Policy": PAGE_CSP, "X-Content-Type-Options": "nosniff",
                                        "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"})
 
 

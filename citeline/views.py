@@ -1,4 +1,5 @@
-"""What ``citeline api`` shows a person: the ask page, the documents page, the source viewers.
+"""What ``citeline api`` serves of a document: its source bytes and the views that open it at a
+citation (the other pages are citeline/pages.py).
 
 Every string that came from a document (paths, titles, reasons, quotes, cell values)
 goes through :func:`esc` on its way into a page; the pages also forbid inline script
@@ -7,7 +8,6 @@ goes through :func:`esc` on its way into a page; the pages also forbid inline sc
 from __future__ import annotations
 
 import hashlib
-import html
 import io
 import mimetypes
 import os
@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import PurePosixPath
 from typing import BinaryIO
+from urllib.parse import quote
 
 from fastapi.responses import Response, StreamingResponse
 from starlette.background import BackgroundTask
@@ -24,9 +25,10 @@ from citeline.api import ChunkInfo, DocumentInfo, Index
 from citeline.index.filters import equals
 from citeline.index.store import Store
 from citeline.pipeline.prepare import changed, open_source, read_source
-from citeline.schemas.document import Segment, segments_from_json
+from citeline.pages import esc, layout
+from citeline.schemas.document import CELL_SEPARATOR, Segment, segments_from_json
 from citeline.schemas.errors import DocumentError
-from citeline.schemas.locator import Page, SheetRange, TimeSpan, locator_from_dict
+from citeline.schemas.locator import Page, SheetRange, Slide, TimeSpan, bounding_range, locator_from_dict
 from citeline.schemas.paths import is_remote, os_path
 from citeline.schemas.settings import IndexSettings
 
@@ -39,10 +41,6 @@ _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
 class SourceUnavailable(KeyError):
     """The document's source file is gone, replaced by a link, or unreadable now."""
-
-
-def esc(text) -> str:
-    return html.escape("" if text is None else str(text), quote=True)
 
 
 # ---- /sources ----------------------------------------------------------------------------
@@ -155,88 +153,73 @@ def byte_range(header: str, size: int) -> tuple[int, int] | None:
     return (start, end) if start <= end else None
 
 
-# ---- pages ------------------------------------------------------------------------------------
+# ---- the source views ---------------------------------------------------------------------------
 
 
-def _layout(title: str, body: str) -> str:
-    return (
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-        f"<title>{esc(title)}</title><link rel=\"stylesheet\" href=\"/static/style.css\"></head>"
-        "<body><nav><a href=\"/\">Ask</a> <a href=\"/library\">Documents</a> <a href=\"/docs\">API</a></nav>"
-        f"{body}<script src=\"/static/ask.js\"></script></body></html>\n"
-    )
-
-
-def ask_page() -> str:
-    """The question box; ask.js fills in the answer, the sources or the refusal."""
-    return _layout("citeline — ask", """
-<main>
-<h1>Ask the index</h1>
-<form id="ask"><input id="question" name="question" type="search" maxlength="2000" required
-  placeholder="Ask a question about the indexed documents" autofocus>
-  <label><input id="generate" type="checkbox"> generate an answer</label>
-  <button type="submit">Ask</button></form>
-<p id="status" role="status"></p>
-<section id="answer" hidden><h2>Answer</h2><div id="answer-text"></div><p id="checks"></p></section>
-<section id="refusal" hidden><h2>No answer</h2><p id="refusal-message"></p></section>
-<section id="closest" hidden><h2>Closest passages — not an answer</h2><p id="closest-note"></p>
-  <ol id="closest-list"></ol></section>
-<section id="results" hidden><h2>Sources</h2><ol id="sources"></ol></section>
-</main>""")
-
-
-def documents_page(docs: Sequence[DocumentInfo]) -> str:
-    """Every document with status, reason, chunk count and stamps, failed ones first."""
-    rows = "".join(
-        f"<tr class=\"{esc(d.status)}\"><td>{esc(d.status)}</td><td>{esc(d.path)}</td>"
-        f"<td>{esc(d.stage or '')}</td><td>{esc(d.reason or '')}</td><td>{d.chunk_count}</td>"
-        f"<td>{esc(_stamps(d))}</td><td>{esc(d.notes)}</td></tr>"
-        for d in docs
-    )
-    failed = sum(d.failed for d in docs)
-    return _layout("citeline — documents", f"""
-<main><h1>Documents</h1><p>{len(docs)} documents, {failed} failed.</p>
-<table id="documents"><thead><tr><th>status</th><th>path</th><th>stage</th><th>reason</th><th>chunks</th>
-<th>stamps</th><th>notes</th></tr></thead><tbody>{rows}</tbody></table></main>""")
-
-
-def _stamps(doc: DocumentInfo) -> str:
-    stamps = dict(doc.stamps)
-    keys = ("extractor", "extractor_version", "embed_model", "strategy", "pipeline_version")
-    return ", ".join(f"{k}={stamps[k]}" for k in keys if stamps.get(k) is not None)
+def source_href(doc: DocumentInfo) -> str:
+    """The source's URL, ending in the file's own name: a browser's PDF viewer titles itself
+    with the URL's last part, which was the document's hash (issue 29, item 2)."""
+    return f"/sources/{doc.document_id}/{quote(PurePosixPath(doc.path).name or 'source')}"
 
 
 def viewer_page(index: Index, doc: DocumentInfo, chunk: ChunkInfo) -> str:
-    """The source opened at the chunk: PDF page, media span, sheet range, or highlighted text.
+    """The source opened at the chunk: PDF page beside its quote, media span, one table of the
+    sheet's header and cited rows, the slide laid out as a slide, or highlighted text.
 
     Nothing of the source is parsed here (a replaced workbook of millions of shared strings
-    pinned the service): text, sheet ranges and rows come from what the index stored; PDFs
-    and media are the browser's to render. The page says when the source changed since it
+    pinned the service): text, sheet ranges, slides and rows come from what the index stored;
+    PDFs and media are the browser's to render. The page says when the source changed since it
     was indexed, or is gone.
     """
     stored = _stored(index, doc.document_id)
     first = locator_from_dict(chunk.locators[0]) if chunk.locators else None
-    source = f"/sources/{doc.document_id}"
+    source = source_href(doc)
+    name = doc.title or PurePosixPath(doc.path).name
+    where = _where(first, chunk)
     if isinstance(first, Page):
-        body = (f"<iframe id=\"pdf\" src=\"{esc(source + chunk.fragment)}\" title=\"{esc(doc.path)}\"></iframe>"
-                + _quote(chunk))
+        body = (f"<div class=\"pdf-view\"><aside class=\"cited panel\" aria-labelledby=\"quote-heading\">"
+                f"<h2 id=\"quote-heading\">Cited on {esc(where.lower())}</h2>{_quote(chunk)}</aside>"
+                f"<iframe id=\"pdf\" src=\"{esc(source + chunk.fragment)}\" title=\"{esc(name)}, {esc(where.lower())}\">"
+                "</iframe></div>")
     elif isinstance(first, TimeSpan):
         spans = [locator_from_dict(d) for d in chunk.locators if d.get("kind") == "time"]
         start, end = min(s.start for s in spans), max(s.end for s in spans)
         tag = "video" if content_type(doc.path).startswith("video/") else "audio"
         body = (f"<{tag} id=\"player\" controls preload=\"auto\" data-start=\"{start:.2f}\" data-end=\"{end:.2f}\" "
-                f"src=\"{esc(source + chunk.fragment)}\"></{tag}>" + _quote(chunk))
+                f"src=\"{esc(source + chunk.fragment)}\" aria-label=\"{esc(name)}, {esc(where)}\"></{tag}>"
+                + _quote(chunk))
     elif isinstance(first, SheetRange):
-        # A block's locators are its header row and its rows: a table of each cited range.
-        ranges = dict.fromkeys(loc for loc in map(locator_from_dict, chunk.locators) if isinstance(loc, SheetRange))
-        body = "".join(sheet_table(stored, where, chunk) for where in ranges)
+        body = "".join(sheet_table(stored, sheet, chunk) for sheet in
+                       dict.fromkeys(loc.sheet for loc in map(locator_from_dict, chunk.locators)
+                                     if isinstance(loc, SheetRange)))
+    elif isinstance(first, Slide):
+        body = slide_view(stored, chunk)
     else:
         body = highlighted(stored["canonical"] or "", chunk.start, chunk.end)
-    heading = f"<h1>{esc(doc.path)}</h1><p class=\"label\">{esc(chunk.label)} <code>{esc(chunk.fragment)}</code></p>"
+    heading = (f"<div class=\"viewer-head\"><p><a href=\"/documents/{esc(doc.document_id)}\">{esc(doc.path)}</a></p>"
+               f"<h1>{esc(name)}</h1><p class=\"where\" id=\"where\" data-fragment=\"{esc(chunk.fragment)}\">{esc(where)}</p></div>")
     notice = source_notice(doc, stored)
     notice = f"<p id=\"source-changed\" class=\"notice\">{esc(notice)}</p>" if notice else ""
-    return _layout(f"{doc.path} — citeline", f"<main class=\"viewer\">{heading}{notice}{body}</main>")
+    return layout(f"{name} — citeline", f"{heading}{notice}{body}", main_class="viewer")
+
+
+def _where(first, chunk: ChunkInfo) -> str:
+    """Where the chunk is, in words: "Page 3", "Slide 2", "0:12–0:31", the heading path."""
+    locators = [locator_from_dict(d) for d in chunk.locators]
+    if isinstance(first, Page):
+        pages = sorted({loc.page for loc in locators if isinstance(loc, Page)})
+        return f"Page {pages[0]}" if len(pages) == 1 else f"Pages {pages[0]}–{pages[-1]}"
+    if isinstance(first, Slide):
+        slides = sorted({loc.slide for loc in locators if isinstance(loc, Slide)})
+        return f"Slide {slides[0]}" if len(slides) == 1 else f"Slides {slides[0]}–{slides[-1]}"
+    if isinstance(first, TimeSpan):
+        spans = [loc for loc in locators if isinstance(loc, TimeSpan)]
+        return TimeSpan(min(s.start for s in spans), max(s.end for s in spans)).label()
+    if isinstance(first, SheetRange):
+        ranges = [loc for loc in locators if isinstance(loc, SheetRange) and loc.sheet == first.sheet]
+        cells = bounding_range([r for r in ranges if not r.header] or ranges).cells
+        return f"Sheet {first.sheet.strip() or first.sheet}, cells {cells}"
+    return chunk.section or "Text"
 
 
 _STORED = ("canonical", "segments", "sha256", "size", "mtime_ns", "inode", "device")
@@ -283,24 +266,78 @@ def _current_sha256(doc: DocumentInfo, stored: dict) -> str | None:
 
 
 def _quote(chunk: ChunkInfo) -> str:
-    return f"<blockquote id=\"quote\">{esc(chunk.content)}</blockquote>"
+    """The chunk's text as paragraphs: a PDF's or a transcript's line breaks are where its
+    column or its caption ended, not where a reader wants them in a narrower box."""
+    paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", chunk.content) if p.strip()]
+    return "<blockquote id=\"quote\">" + "".join(f"<p>{esc(p)}</p>" for p in paragraphs) + "</blockquote>"
 
 
 def highlighted(canonical: str, start: int, end: int) -> str:
     """The canonical text with ``[start:end]`` marked; the link's ``#cited`` scrolls to it."""
-    return (f"<pre id=\"text\">{esc(canonical[:start])}<mark id=\"cited\">{esc(canonical[start:end])}</mark>"
+    return (f"<pre id=\"text\" tabindex=\"0\">{esc(canonical[:start])}<mark id=\"cited\">{esc(canonical[start:end])}</mark>"
             f"{esc(canonical[end:])}</pre>")
 
 
-def sheet_table(stored: dict, where: SheetRange, chunk: ChunkInfo) -> str:
-    """The cited range as the indexer read it: one row per stored segment of that range
-    within the chunk (its cells as they were rendered into the canonical text)."""
+def sheet_table(stored: dict, sheet: str, chunk: ChunkInfo) -> str:
+    """One table of the cited cells of ``sheet``: title lines as its caption, the header rows
+    as its head, the cited data rows under them, cells in the same columns (issue 29, item 2).
+
+    Rows are the stored segments' lines as the indexer rendered them (cells joined by
+    ``CELL_SEPARATOR``), cut to the chunk: exactly the cited cells, nothing of the file re-read.
+    A row's sheet row number is shown where the segment's lines map one to one onto its rows.
+    """
     text = stored["canonical"] or ""
-    rows = "".join(f"<tr><th>{esc(seg.locator.fragment())}</th><td>{esc(text[seg.start:seg.end])}</td></tr>"
-                   for seg in sheet_segments(stored["segments"], chunk)
-                   if _within(seg.locator, where))
-    return (f"<table class=\"range\" data-range=\"{esc(where.fragment())}\"><caption>{esc(where.fragment())}</caption>"
-            f"<tbody>{rows}</tbody></table>")
+    titles: list[str] = []
+    heads: list[tuple[str, list[str]]] = []
+    rows: list[tuple[str, list[str]]] = []
+    ranges: list[SheetRange] = []
+    for seg in sheet_segments(stored["segments"], chunk):
+        if seg.locator.sheet != sheet:
+            continue
+        start, end = max(seg.start, chunk.start), min(seg.end, chunk.end)
+        lines = text[start:end].split("\n")
+        numbers = _row_numbers(seg.locator.cells, len(lines)) if (start, end) == (seg.start, seg.end) else None
+        for i, line in enumerate(lines):
+            cells = line.split(CELL_SEPARATOR)
+            number = str(numbers[i]) if numbers else ""
+            if seg.locator.header and len(cells) == 1 and not heads:
+                titles.append(line)
+            elif seg.locator.header:
+                heads.append((number, cells))
+            elif line:
+                rows.append((number, cells))
+        if not seg.locator.header:
+            ranges.append(seg.locator)
+    width = max((len(c) for _, c in heads + rows), default=1)
+
+    def row(number: str, cells: list[str], tag: str, klass: str = "") -> str:
+        padded = cells + [""] * (width - len(cells))
+        attrs = " scope=\"col\"" if tag == "th" else ""
+        tds = "".join(f"<{tag}{attrs}>{esc(c)}</{tag}>" for c in padded)
+        return f"<tr{klass}><th class=\"rownum\" scope=\"row\">{esc(number)}</th>{tds}</tr>"
+
+    where = bounding_range(ranges).cells if ranges else ""
+    caption = f"Sheet {esc(sheet.strip() or sheet)}" + (f", cells {esc(where)}" if where else "")
+    if titles:
+        caption += "".join(f"<br><span class=\"muted\">{esc(t)}</span>" for t in titles)
+    head = "".join(row(n, c, "th") for n, c in heads)
+    body = "".join(row(n, c, "td", " class=\"cited-row\"") for n, c in rows)
+    return (f"<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Sheet {esc(sheet)}\">"
+            f"<table class=\"range\" id=\"cited\" data-sheet=\"{esc(sheet)}\" data-range=\"{esc(where)}\">"
+            f"<caption>{caption}</caption><thead>{head}</thead><tbody>{body}</tbody></table></div>")
+
+
+def _row_numbers(cells: str, lines: int) -> list[int] | None:
+    """The sheet rows of a range's lines, when there is one line per row.
+
+    >>> _row_numbers("A3:D5", 3), _row_numbers("B7", 1), _row_numbers("A3:D5", 2)
+    ([3, 4, 5], [7], None)
+    """
+    found = re.findall(r"[A-Z]+([0-9]+)", cells)
+    if not found:
+        return None
+    first, last = int(found[0]), int(found[-1])
+    return list(range(first, last + 1)) if last - first + 1 == lines else None
 
 
 def sheet_segments(segments_json: str, chunk: ChunkInfo) -> list[Segment]:
@@ -309,19 +346,54 @@ def sheet_segments(segments_json: str, chunk: ChunkInfo) -> list[Segment]:
             if isinstance(seg.locator, SheetRange) and seg.start < chunk.end and seg.end > chunk.start]
 
 
-def _within(inner: SheetRange, outer: SheetRange) -> bool:
-    """Whether the range ``inner`` lies inside ``outer`` (same sheet).
+def slide_view(stored: dict, chunk: ChunkInfo) -> str:
+    """The cited slide laid out as a slide: its title, its text (bullets indented, tables as
+    tables), its speaker notes under it; the lines the chunk quotes are marked."""
+    text = stored["canonical"] or ""
+    out = []
+    for seg in segments_from_json(stored["segments"]):
+        if not (isinstance(seg.locator, Slide) and seg.start < chunk.end and seg.end > chunk.start):
+            continue
+        title, body, notes = "", [], []
+        first_mark = not out
+        for block_start, block in _blocks(text, seg.start, seg.end):
+            cited = block_start < chunk.end and block_start + len(block) > chunk.start
+            if block.startswith("## ") and not title:
+                title = block[3:]
+            elif block.startswith("Notes: "):
+                notes.append(_marked(block[len("Notes: "):], cited))
+            elif all(CELL_SEPARATOR in line for line in block.splitlines()):
+                cells = [line.split(CELL_SEPARATOR) for line in block.splitlines()]
+                head = "".join(f"<th scope=\"col\">{esc(c)}</th>" for c in cells[0])
+                rows = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in cells[1:])
+                table = f"<div class=\"scroll\"><table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>"
+                body.append(f"<mark class=\"block\">{table}</mark>" if cited else table)
+            else:
+                items = "".join(f"<li class=\"sub\">{_marked(line[2:], cited)}</li>" if line.startswith("- ")
+                                else f"<li>{_marked(line, cited)}</li>" for line in block.splitlines())
+                body.append(f"<ul>{items}</ul>")
+        anchor = " id=\"cited\"" if first_mark else ""
+        notes_html = (f"<aside class=\"slide-notes panel\"><h3>Speaker notes</h3><p>{'<br>'.join(notes)}</p></aside>"
+                      if notes else "")
+        out.append(f"<section class=\"slide\"{anchor} aria-label=\"Slide {seg.locator.slide}\" data-slide=\"{seg.locator.slide}\">"
+                   f"<h2>{esc(title or f'Slide {seg.locator.slide}')}</h2><div class=\"body\">{''.join(body)}</div></section>"
+                   f"{notes_html}")
+    return "".join(out) or highlighted(text, chunk.start, chunk.end)
 
-    >>> _within(SheetRange("S", "A2:C2"), SheetRange("S", "A1:C9")), _within(SheetRange("S", "A2"), SheetRange("T", "A1:C9"))
-    (True, False)
+
+def _blocks(text: str, start: int, end: int) -> list[tuple[int, str]]:
+    """The paragraphs (blank-line separated) of ``text[start:end]`` with their offsets.
+
+    >>> _blocks("## T\\n\\nA\\nB\\n\\nNotes: n", 0, 19)
+    [(0, '## T'), (6, 'A\\nB'), (11, 'Notes: n')]
     """
-    from openpyxl.utils.cell import range_boundaries
+    out, at = [], start
+    for block in text[start:end].split("\n\n"):
+        if block.strip():
+            out.append((at, block))
+        at += len(block) + 2
+    return out
 
-    if inner.sheet != outer.sheet:
-        return False
-    a, b = range_boundaries(_as_range(inner.cells)), range_boundaries(_as_range(outer.cells))
-    return b[0] <= a[0] and b[1] <= a[1] and a[2] <= b[2] and a[3] <= b[3]
 
-
-def _as_range(cells: str) -> str:
-    return cells if ":" in cells else f"{cells}:{cells}"
+def _marked(line: str, cited: bool) -> str:
+    return f"<mark>{esc(line)}</mark>" if cited else esc(line)

@@ -1,8 +1,14 @@
-// The ask page and the viewers of citeline api. Every value from the server is put in
-// the page as text (textContent), never as HTML: quotes and names come from documents.
+// The ask page and the viewers of citeline api. Every value from the server is put in the
+// page as text (textContent, text nodes), never as HTML: quotes and names come from documents.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
+const RECENT_KEY = "citeline.recent";  // recent questions: this browser's local storage, never the server
+const RECENT_MAX = 8;
+// Words too common to emphasise in a quote.
+const COMMON = new Set(("a an and are as at be by can did do does for from had has have how i if in is it its " +
+  "many much my no not of on or our than that the their them then there these they this to was we were what " +
+  "when where which who whom why will with would you your").split(" "));
 
 function element(tag, text, attributes) {
   const node = document.createElement(tag);
@@ -15,61 +21,125 @@ function kindOf(fragment) {
   if (fragment.startsWith("#page=")) return "page";
   if (fragment.startsWith("#t=")) return "time";
   if (fragment.startsWith("#char=")) return "char";
+  if (fragment.startsWith("#slide=")) return "slide";
+  if (fragment.startsWith("#row=")) return "rows";
+  if (fragment.startsWith("#")) return "passage";
   return "sheet";
 }
 
-function setStatus(text) {
+// Where a source sits, in words, from its label (title + place) and fragment.
+function whereOf(c) {
+  const label = c.label || "", kind = kindOf(c.fragment);
+  const after = (re) => { const m = re.exec(label); return m ? m[1] : null; };
+  if (kind === "page") {
+    const pages = after(/, (pp?\. .+)$/);
+    return pages ? pages.replace(/^pp\. /, "Pages ").replace(/^p\. /, "Page ") : "Page " + c.fragment.slice(6);
+  }
+  if (kind === "slide") return "Slide " + c.fragment.slice(7);
+  if (kind === "rows") return after(/, (rows? .+)$/) || "Rows " + c.fragment.slice(5);
+  if (kind === "time") return after(/, (\d+:\d\d.*)$/) || c.fragment.slice(3);
+  if (kind === "sheet") {
+    const sheet = c.fragment.split("!")[0] + "!";
+    const at = label.indexOf(", " + sheet);
+    return "Sheet " + (at >= 0 ? label.slice(at + 2) : c.fragment);
+  }
+  const at = label.indexOf(" > ");
+  if (at >= 0) return label.slice(at + 3);
+  const span = /^#char=(\d+),(\d+)$/.exec(c.fragment);
+  return span ? "Characters " + span[1] + "–" + span[2] : "Text";
+}
+
+// The status line says what is going on; once a result is on the page it is read out to
+// screen readers only (done), so the page does not say the same thing twice.
+function setStatus(text, done) {
   $("status").textContent = text;
+  $("status").classList.toggle("done", Boolean(done));
 }
 
 function reset() {
   for (const id of ["answer", "refusal", "results", "closest"]) $(id).hidden = true;
-  $("sources").replaceChildren();
-  $("closest-list").replaceChildren();
-  $("answer-text").replaceChildren();
-  $("checks").textContent = "";
-  $("refusal-message").textContent = "";
+  for (const id of ["sources", "closest-list", "answer-text"]) $(id).replaceChildren();
+  for (const id of ["checks", "refusal-message", "refusal-detail", "closest-note"]) $(id).textContent = "";
 }
 
 function number(value) {
   return value === null || value === undefined ? "–" : Number(value).toFixed(3);
 }
 
-// One source (or closest passage) as a list item: where it is, how close, and its quote.
-function sourceItem(c, idPrefix) {
-  const item = element("li", null, {id: idPrefix + c.index, class: "source", "data-kind": kindOf(c.fragment),
-                                    "data-path": c.path || c.document});
-  const link = element("a", "[" + c.index + "] " + c.label, {class: "citation", href: "/view/" + c.chunk_id + "#cited",
-                                                            target: "_blank", rel: "noopener"});
-  item.append(link, " ", element("span", c.path || c.document, {class: "document"}), " ",
-              element("code", c.fragment, {class: "fragment"}), " ",
-              element("span", "distance " + number(c.distance), {class: "distance"}));
-  if (c.rerank_score !== null && c.rerank_score !== undefined) {
-    item.append(" ", element("span", "rerank " + number(c.rerank_score), {class: "rerank"}));
+function questionWords(question) {
+  const words = (question.toLowerCase().match(/[\p{L}\p{N}]+/gu) || []).filter((w) => w.length > 2 && !COMMON.has(w));
+  return [...new Set(words)].sort((a, b) => b.length - a.length);
+}
+
+// The quote as text nodes, the question's words (and their plural or -ed forms) in <mark>.
+function emphasised(quote, words) {
+  const box = element("blockquote", null, {class: "quote"});
+  if (!words.length) { box.textContent = quote; return box; }
+  const escaped = words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  const pattern = new RegExp("(?<![\\p{L}\\p{N}])(" + escaped.join("|") + ")(?:s|es|ed|d|ing)?(?![\\p{L}\\p{N}])", "giu");
+  let last = 0;
+  for (const m of quote.matchAll(pattern)) {
+    box.append(document.createTextNode(quote.slice(last, m.index)), element("mark", m[0]));
+    last = m.index + m[0].length;
   }
-  item.append(element("blockquote", c.quote, {class: "quote"}));
+  box.append(document.createTextNode(quote.slice(last)));
+  return box;
+}
+
+// One source (or closest passage) as a card: the document, where in it, the quote, the link.
+function sourceCard(c, idPrefix, words) {
+  const kind = kindOf(c.fragment);
+  const item = element("li", null, {id: idPrefix + c.index, class: "card source", "data-kind": kind,
+                                    "data-path": c.path || c.document, "aria-labelledby": idPrefix + c.index + "-name"});
+  const head = element("div", null, {class: "card-head"});
+  head.append(element("span", c.index, {class: "num", "aria-label": "source " + c.index}),
+              element("h3", c.path || c.document, {class: "doc", id: idPrefix + c.index + "-name"}));
+  const where = element("p", whereOf(c), {class: "where"});
+  // A PDF's line breaks are where its column ended: shown as spaces (the quote itself is unchanged).
+  const quote = emphasised(kind === "page" ? c.quote.replace(/([^\n])\n(?!\n)/g, "$1 ") : c.quote, words);
+  const foot = element("p", null, {class: "card-foot"});
+  const href = "/view/" + encodeURIComponent(c.chunk_id) + "?doc=" + encodeURIComponent(c.document_id) + "#cited";
+  const open = element("a", "Open at this place", {class: "open citation", href: href, target: "_blank", rel: "noopener"});
+  open.append(element("span", " (" + (c.path || c.document) + ", " + whereOf(c) + "; opens in a new tab)", {class: "visually-hidden"}));
+  foot.append(open, element("code", c.fragment, {class: "fragment visually-hidden"}));
+  if (c.quote.length > 420) {
+    quote.classList.add("clamped");
+    const more = element("button", "Show the whole passage", {type: "button", class: "link", "aria-expanded": "false"});
+    more.addEventListener("click", () => {
+      const open = quote.classList.toggle("clamped");
+      more.textContent = open ? "Show the whole passage" : "Show less";
+      more.setAttribute("aria-expanded", String(!open));
+    });
+    foot.append(more);
+  }
+  const score = "distance " + number(c.distance) +
+    (c.rerank_score !== null && c.rerank_score !== undefined ? " · rerank " + number(c.rerank_score) : "");
+  foot.append(element("span", score, {class: "score distance"}));
+  item.append(head, where, quote, foot);
   return item;
 }
 
-function showSources(data) {
+function showSources(data, question) {
+  const words = questionWords(question);
   if (data.refused) {
-    // One sentence: the refusal's own message already names the cut.
-    $("refusal-message").textContent = "No passage is close enough to answer from, so no answer is given.";
+    $("refusal-message").textContent = "Nothing in your documents is close enough to this question to answer it, so no answer is given.";
+    $("refusal-detail").textContent = data.refusal && data.refusal.message ? data.refusal.message : "";
     $("refusal").hidden = false;
     const closest = data.closest || [];
     if (closest.length) {
-      $("closest-note").textContent = data.closest_note || "";
-      for (const c of closest) $("closest-list").append(sourceItem(c, "closest-"));
+      // The heading already says "closest passages": the note says the rest of the server's words.
+      const note = (data.closest_note || "").replace(/^closest passages,\s*/i, "");
+      $("closest-note").textContent = note ? note.charAt(0).toUpperCase() + note.slice(1) + "." : "";
+      for (const c of closest) $("closest-list").append(sourceCard(c, "closest-", words));
       $("closest").hidden = false;
     }
-    setStatus("Refused: " + (data.refusal && data.refusal.message ? data.refusal.message : "NO ANSWER") + ".");
+    setStatus("No answer." + (closest.length ? " " + closest.length + " closest passages are shown below, not as an answer." : ""), true);
     return;
   }
   const list = $("sources");
-  for (const c of data.citations) list.append(sourceItem(c, "source-"));
+  for (const c of data.citations) list.append(sourceCard(c, "source-", words));
   $("results").hidden = false;
-  const gate = data.gate === "answerability" ? " over answerability score " : " under cosine distance ";
-  setStatus(data.citations.length + " sources" + gate + number(data.threshold) + ".");
+  setStatus(data.citations.length === 1 ? "1 source." : data.citations.length + " sources.", true);
 }
 
 function renderAnswer(text, checks) {
@@ -77,7 +147,8 @@ function renderAnswer(text, checks) {
   target.replaceChildren();
   for (const part of text.split(/(\[\d+\])/)) {
     const n = /^\[(\d+)\]$/.exec(part);
-    if (n && $("source-" + n[1])) target.append(element("a", part, {href: "#source-" + n[1], class: "ref"}));
+    if (n && $("source-" + n[1])) target.append(element("a", part, {href: "#source-" + n[1], class: "ref",
+                                                                   "aria-label": "source " + n[1]}));
     else target.append(document.createTextNode(part));
   }
   if (checks) {
@@ -89,7 +160,7 @@ function renderAnswer(text, checks) {
   $("answer").hidden = false;
 }
 
-async function readStream(response) {
+async function readStream(response, question) {
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
   let buffer = "", answer = "";
@@ -103,39 +174,99 @@ async function readStream(response) {
       buffer = buffer.slice(cut + 2);
       const name = (/^event: (.*)$/m.exec(block) || [])[1];
       const data = JSON.parse((/^data: (.*)$/m.exec(block) || [, "null"])[1]);
-      if (name === "sources") showSources(data);
+      if (name === "sources") { showSources(data, question); if (!data.refused) { renderAnswer("", null); setStatus("Writing the answer…"); } }
       else if (name === "delta") { answer += data.text; renderAnswer(answer, null); }
-      else if (name === "done") { renderAnswer(data.answer, data.answer_checks); setStatus("Answered."); }
-      else if (name === "error") setStatus("Generation failed: " + data.message);
+      else if (name === "done") { renderAnswer(data.answer, data.answer_checks); setStatus("Answered from " + $("sources").children.length + " sources.", true); }
+      else if (name === "error") setStatus("Writing the answer failed: " + data.message);
     }
   }
 }
 
-async function onAsk(event) {
-  event.preventDefault();
-  const question = $("question").value.trim();
-  if (!question) return;
+// ---- recent questions (local storage only) ----
+
+function recent() {
+  try { return JSON.parse(localStorage.getItem(RECENT_KEY) || "[]").filter((q) => typeof q === "string"); }
+  catch (error) { return []; }
+}
+
+function remember(question) {
+  const kept = [question, ...recent().filter((q) => q !== question)].slice(0, RECENT_MAX);
+  try { localStorage.setItem(RECENT_KEY, JSON.stringify(kept)); } catch (error) { /* storage off: nothing kept */ }
+  showRecent();
+}
+
+function showRecent() {
+  const list = $("recent-list"), questions = recent();
+  list.replaceChildren();
+  for (const q of questions) {
+    const button = element("button", q, {type: "button"});
+    button.addEventListener("click", () => { $("question").value = q; askNow(q); });
+    const item = element("li");
+    item.append(button);
+    list.append(item);
+  }
+  $("recent").hidden = questions.length === 0;
+}
+
+// ---- asking ----
+
+let asking = 0;  // the latest question's number: an earlier, slower answer is dropped
+
+async function askNow(question) {
+  const mine = ++asking;
   reset();
   setStatus("Searching…");
-  let response;
+  $("ask-button").disabled = true;
+  const params = new URLSearchParams(location.search);
+  if (params.get("q") !== question) {
+    params.set("q", question);
+    history.pushState(null, "", "?" + params.toString());
+  }
   try {
-    const body = {query: question, generate: $("generate").checked};
+    const body = {query: question, generate: Boolean($("generate") && $("generate").checked)};
     // "?cut=0.6" in the page's address overrides the index's calibrated cut, as `ask --cut` does
-    const cut = new URLSearchParams(location.search).get("cut");
+    const cut = params.get("cut");
     if (cut !== null && cut !== "") body.cut = Number(cut);
-    response = await fetch("/ask", {method: "POST", headers: {"Content-Type": "application/json"},
-                                    body: JSON.stringify(body)});
+    performance.mark("ask-start");
+    const response = await fetch("/ask", {method: "POST", headers: {"Content-Type": "application/json"},
+                                          body: JSON.stringify(body)});
+    if (mine !== asking) return;
+    if (!response.ok) {
+      const error = await response.json().catch(() => null);
+      setStatus("Error " + response.status + ": " + (error && error.error ? error.error.message : response.statusText));
+      return;
+    }
+    remember(question);
+    if ((response.headers.get("content-type") || "").startsWith("text/event-stream")) await readStream(response, question);
+    else showSources(await response.json(), question);
+    performance.measure("ask", "ask-start");  // tests/e2e/test_browser.py reads the round trip from here
   } catch (error) {
-    setStatus("The service did not answer: " + error);
-    return;
+    if (mine === asking) setStatus("The service did not answer: " + error);
+  } finally {
+    if (mine === asking) $("ask-button").disabled = false;
   }
-  if (!response.ok) {
-    const body = await response.json().catch(() => null);
-    setStatus("Error " + response.status + ": " + (body && body.error ? body.error.message : response.statusText));
-    return;
-  }
-  if ((response.headers.get("content-type") || "").startsWith("text/event-stream")) await readStream(response);
-  else showSources(await response.json());
+}
+
+function onAsk(event) {
+  event.preventDefault();
+  const question = $("question").value.trim();
+  if (question) askNow(question);
+}
+
+function startAskPage() {
+  $("ask").addEventListener("submit", onAsk);
+  $("recent-clear").addEventListener("click", () => {
+    try { localStorage.removeItem(RECENT_KEY); } catch (error) { /* nothing kept */ }
+    showRecent();
+    $("question").focus();
+  });
+  showRecent();
+  const fromAddress = () => {
+    const q = new URLSearchParams(location.search).get("q");
+    if (q) { $("question").value = q; askNow(q); }
+  };
+  window.addEventListener("popstate", fromAddress);
+  fromAddress();
 }
 
 // A media citation plays from its start and stops at its end, whatever the browser does with #t=.
@@ -147,6 +278,6 @@ function stopAtEnd(player) {
   player.addEventListener("timeupdate", () => { if (player.currentTime >= end) player.pause(); });
 }
 
-if ($("ask")) $("ask").addEventListener("submit", onAsk);
+if ($("ask")) startAskPage();
 if ($("player")) stopAtEnd($("player"));
 if ($("cited")) $("cited").scrollIntoView({block: "center"});
