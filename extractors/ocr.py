@@ -38,7 +38,9 @@ NAME = "image-ocr"
 # 2: capitals hyphenated at a line end are rejoined (ELE-\nMENT).
 # 3: a compound broken at one of its own hyphens keeps it ("text-to-\nimage").
 # 4: lines Tesseract's layout analysis dropped are read again (reread_dropped_lines).
-VERSION = "4"
+# 5: columns found under a short line crossing their gutter, blocks level with a spanning one read
+#    in its row (reading_order, shared with the PDF extractor; issue 31 item 6).
+VERSION = "5"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff")
@@ -110,7 +112,7 @@ def _order(idx: list[int], boxes: list[Box], min_gap: float) -> list[list[int]]:
     left = min(boxes[i][0] for i in idx)
     width = max(boxes[i][2] for i in idx) - left
     narrow = [i for i in idx if boxes[i][2] - boxes[i][0] <= 0.6 * width]
-    gutters = _gutters([boxes[i] for i in narrow], min_gap)
+    gutters = _gutters([boxes[i] for i in narrow], min_gap) or _crossed_gutters([boxes[i] for i in narrow], min_gap)
     if not gutters:
         # Bands with different column counts overlap each other's gutters; the wide
         # boxes between them (captions, full-width paragraphs) separate them.
@@ -142,21 +144,67 @@ def _gutters(boxes: list[Box], min_gap: float) -> list[tuple[float, float]]:
     return gutters
 
 
+def _crossed_gutters(boxes: list[Box], min_gap: float, share: float = 0.15) -> list[tuple[float, float]]:
+    """Gutters that a few short boxes cross: a centred running header, an author line or a
+    caption over two columns leaves no strip of the page untouched, and without a gutter the
+    columns were read line by line across (issue 31, item 6). A strip at least ``min_gap`` wide
+    is a gutter when the boxes crossing it are less than ``share`` of the height of the boxes
+    on either side of it; the crossing boxes then cut the page into bands, as wide ones do.
+
+    >>> cols = [(0, y, 40, y + 30) for y in (20, 60)] + [(60, y, 100, y + 30) for y in (20, 60)]
+    >>> _crossed_gutters(cols + [(30, 0, 70, 8)], min_gap=5)
+    [(40, 60)]
+    """
+    edges = sorted({x for b in boxes for x in (b[0], b[2])})
+    strips: list[tuple[float, float]] = []
+    for x0, x1 in zip(edges, edges[1:]):
+        covered = sum(b[3] - b[1] for b in boxes if b[0] < x1 and b[2] > x0)
+        low = covered <= share * sum(b[3] - b[1] for b in boxes) / 2
+        if low and strips and strips[-1][1] == x0:
+            strips[-1] = (strips[-1][0], x1)
+        elif low:
+            strips.append((x0, x1))
+    gutters = []
+    for g0, g1 in strips:
+        if g1 - g0 < min_gap:
+            continue
+        left = sum(b[3] - b[1] for b in boxes if b[2] <= g0)
+        right = sum(b[3] - b[1] for b in boxes if b[0] >= g1)
+        crossing = sum(b[3] - b[1] for b in boxes if b[0] < g1 and b[2] > g0)
+        if left and right and crossing < share * min(left, right):
+            gutters.append((g0, g1))
+    return gutters
+
+
 def _bands(idx: list[int], spanning: list[int], boxes: list[Box], min_gap: float) -> list[list[int]]:
     spanning = sorted(spanning, key=lambda i: boxes[i][1])
     centers = [(boxes[i][1] + boxes[i][3]) / 2 for i in spanning]
     bands: list[list[int]] = [[] for _ in range(len(spanning) + 1)]
+    # A box level with a spanning one (an author block beside the one over the gutter) is read
+    # in its row, left to right, not in the band under it.
+    rows: list[list[int]] = [[i] for i in spanning]
     chosen = set(spanning)
     for i in idx:
-        if i not in chosen:
+        if i in chosen:
+            continue
+        level = next((k for k, j in enumerate(spanning) if _level(boxes[i], boxes[j])), None)
+        if level is not None:
+            rows[level].append(i)
+        else:
             bands[bisect.bisect(centers, (boxes[i][1] + boxes[i][3]) / 2)].append(i)
     out: list[list[int]] = []
     for k, band in enumerate(bands):
         if band:
             out.extend(_order(band, boxes, min_gap))
         if k < len(spanning):
-            out.append([spanning[k]])
+            out.extend([i] for i in sorted(rows[k], key=lambda i: boxes[i][0]))
     return out
+
+
+def _level(a: Box, b: Box) -> bool:
+    """Whether two boxes share most of the shorter one's height (they sit side by side)."""
+    overlap = min(a[3], b[3]) - max(a[1], b[1])
+    return overlap > 0.5 * min(a[3] - a[1], b[3] - b[1])
 
 
 def blocks_text(blocks: list[Block]) -> str:

@@ -40,7 +40,10 @@ NAME = "pdf"
 # 8: a text layer is judged garbled in its own script (extractors/garble.py): Arabic, Korean or
 #    Chinese layers are kept, not OCR'd as English; junk-shaped Latin tokens make a layer garbled.
 # 9: tables PyMuPDF finds (ruling lines) laid out as sheets are, in place of their lines (issue 27).
-VERSION = "9"
+# 10: columns found under a short line crossing their gutter (a centred running header, an author
+#     line), blocks level with a spanning one read in its row; rotated margin text (vertical stamps)
+#     removed with a note (issue 31 item 6).
+VERSION = "10"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".pdf",)
@@ -73,6 +76,7 @@ class _Run:
     notes: list[str] = field(default_factory=list)
     ocr_no_better: int = 0
     unreadable: int = 0
+    turned: list[tuple[int, int]] = field(default_factory=list)  # (page, rotated margin lines left out)
 
 
 def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Canonical:
@@ -106,6 +110,10 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     _ocr_notes(pages, run)
     if removed:
         run.notes.append(f"{removed} running header/footer lines removed")
+    if run.turned:
+        lines = sum(n for _, n in run.turned)
+        run.notes.append(f"{lines} rotated margin line{'s' * (lines > 1)} removed as boilerplate "
+                         f"(page{'s' * (len(run.turned) > 1)} {_numbers([p for p, _ in run.turned])})")
     return Canonical(
         text=text,
         title=title,
@@ -170,12 +178,14 @@ def _read(doc: pymupdf.Document, index: int, run: _Run) -> _Page:
     try:
         page = doc.load_page(index)
         label = page_label(page.get_label()) if doc.is_pdf else ""
-        layer = _text_layer(page)
+        layer, turned = _text_layer(page)
     except (pymupdf.mupdf.FzErrorBase, RuntimeError) as exc:
         run.notes.append(f"page {number} could not be read: {exc}")
         run.unreadable += 1
         return _Page(number, "", 0.0, PageText([]))
     result = _Page(number, label, page.rect.height, layer)
+    if turned:
+        run.turned.append((number, turned))
     raw = "\n".join(line.text for block in layer.blocks for line in block.lines)
     damage = page_damage(pymupdf.TOOLS.mupdf_warnings(reset=True))
     if not raw.strip() and not _has_ink(page):
@@ -231,20 +241,45 @@ def page_label(raw: str) -> str:
 _HEX_UTF16 = re.compile(r"<FEFF((?:[0-9A-Fa-f]{4})*)>")
 
 
-def _text_layer(page: pymupdf.Page) -> PageText:
-    """Blocks of the page's text layer, in MuPDF's order (see ``order_blocks``)."""
-    blocks = []
+def _text_layer(page: pymupdf.Page) -> tuple[PageText, int]:
+    """Blocks of the page's text layer, in MuPDF's order (see ``order_blocks``), less rotated
+    margin text; and how many such lines were left out."""
+    blocks, turned = [], []
     for raw in page.get_text("dict", flags=_FLAGS)["blocks"]:
         if raw.get("type") != 0:
             continue
-        lines = [
-            Line("".join(span["text"] for span in line["spans"]), tuple(line["bbox"]), *line_style(line["spans"]))
-            for line in raw["lines"]
-        ]
-        lines = [line for line in lines if line.text.strip()]
+        lines = []
+        for line in raw["lines"]:
+            made = Line("".join(span["text"] for span in line["spans"]), tuple(line["bbox"]), *line_style(line["spans"]))
+            if made.text.strip():
+                (lines if _horizontal(line.get("dir", (1.0, 0.0))) else turned).append(made)
         if lines:
             blocks.append(Block(lines))
-    return PageText(blocks)
+    kept = [line for line in turned if not in_margin(line.box, [ln.box for b in blocks for ln in b.lines],
+                                                      page.rect.width)]
+    for line in kept:  # rotated text inside the body (a table's turned header) stays, as its own block
+        blocks.append(Block([line]))
+    return PageText(blocks), len(turned) - len(kept)
+
+
+def _horizontal(direction) -> bool:
+    return abs(direction[1]) < 0.1 and direction[0] > 0
+
+
+def in_margin(box, body: list, width: float) -> bool:
+    """Whether a rotated line lies beside the page's horizontal text, not among it: a vertical
+    stamp ("jbell on DSKJLSW7X2PROD with PROPOSALS", arXiv's identifier) in the left or right
+    margin. With no horizontal text the page is turned as a whole, and nothing is margin.
+
+    >>> body = [(72, 100, 540, 110), (72, 120, 300, 130)]
+    >>> in_margin((20, 200, 30, 600), body, 612), in_margin((300, 140, 310, 200), body, 612)
+    (True, False)
+    """
+    if not body:
+        return False
+    left, right = min(b[0] for b in body), max(b[2] for b in body)
+    return box[2] <= left + 2 or box[0] >= right - 2 or (box[0] + box[2]) / 2 < 0.06 * width \
+        or (box[0] + box[2]) / 2 > 0.94 * width
 
 
 def order_blocks(blocks: list[Block]) -> list[Block]:

@@ -24,7 +24,7 @@ from citeline.pipeline.blame import library_errors
 from citeline.pipeline.chunk import CHUNKER_VERSION, Progress, chunk_document
 from citeline.pipeline.embed import Embedder
 from citeline.pipeline.isolate import extract_isolated
-from citeline.pipeline.locate import locators_for, locators_json
+from citeline.pipeline.locate import cited_locators, locators_json
 from citeline.pipeline.packaged import whisper_folder
 from citeline.pipeline.reuse import Kept, Reuse, Reused, encode_reusing, keeps_title, kept_vectors
 from citeline.pipeline.walk import FileStat, SourceFile
@@ -398,7 +398,7 @@ def chunk_rows(prepared: Prepared, chunks: list[Chunk], ids: list[str], vectors:
             "end": c.end,
             "content": c.content,
             "text": c.text,
-            "locators": locators_json(locators_for(c.start, c.end, prepared.canonical.segments)),
+            "locators": locators_json(cited_locators(c.start, c.end, prepared.canonical.segments)),
             "tokens": n,
             "truncated": n > max_tokens,
             "vector": vector,
