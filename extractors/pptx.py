@@ -103,7 +103,12 @@ def _shapes(slide, shapes, skip, depth: int, number: int, notes: list[str]) -> l
             elif getattr(shape, "has_table", False) and shape.has_table:
                 out.append(_table(shape.table))
             elif getattr(shape, "has_chart", False) and shape.has_chart:
-                out.append(_chart(shape.chart_part.blob))
+                try:
+                    blob = shape.chart_part.blob
+                except KeyError:  # the relationship names no part: the chart is lost, not the deck
+                    notes.append(f"slide {number}: chart {one_line(str(shape.name))[:80]!r} skipped: its part is missing")
+                    continue
+                out.append(_chart(blob, number, notes))
             elif shape.has_text_frame:
                 out.append(_frame(shape.text_frame))
             else:
@@ -114,9 +119,13 @@ def _shapes(slide, shapes, skip, depth: int, number: int, notes: list[str]) -> l
     return out
 
 
-def _chart(xml: bytes) -> str:
+def _chart(xml: bytes, number: int, notes: list[str]) -> str:
     """A chart's cached data as a table, its title (else its kind) the title row."""
-    caption, rows = chart_rows(xml)
+    try:
+        caption, rows = chart_rows(xml)
+    except XMLSyntaxError as exc:
+        notes.append(f"slide {number}: a chart skipped: its part is not XML ({one_line(str(exc))[:120]})")
+        return ""
     if not rows:
         return caption
     matrix = [[(None, caption)]] + [[(object(), value) for value in row] for row in rows]
@@ -136,8 +145,11 @@ def _diagram(slide, shape) -> str:
     rid = data.get(f"{_R}dm") if data is not None else None
     if not rid:
         return ""
-    part = slide.part.related_part(rid)
-    root = etree.fromstring(part.blob, parser=etree.XMLParser(resolve_entities=False, no_network=True))
+    try:  # a SmartArt whose data part is missing or broken is a graphic without text, not a broken deck
+        root = etree.fromstring(slide.part.related_part(rid).blob,
+                                parser=etree.XMLParser(resolve_entities=False, no_network=True))
+    except (KeyError, XMLSyntaxError):
+        return ""
     lines = [one_line("".join(t.text or "" for t in p.iter(f"{_A}t"))) for p in root.iter(f"{_A}p")]
     return "\n".join(line for line in lines if line)
 

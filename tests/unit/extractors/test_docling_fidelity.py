@@ -309,3 +309,30 @@ def test_a_custom_tag_in_markdown_leaves_its_text():
     t = _extract("signature_stamp_01.md").text
     assert "<signature>" not in t and "My Signature" in t and "My Stamp" in t
     assert "HTML" not in _extract("mixed_without_h1.md").text  # the comment <!-- This is HTML -->
+
+
+def test_a_chart_whose_part_is_missing_is_skipped_with_a_note_not_the_deck():
+    import re
+
+    import pptx as python_pptx
+    from pptx.chart.data import CategoryChartData
+    from pptx.enum.chart import XL_CHART_TYPE
+    from pptx.util import Inches
+
+    import make
+
+    deck = python_pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[5])  # title only
+    slide.shapes.title.text = "Ferry counts"
+    data = CategoryChartData()
+    data.categories = ["North"]
+    data.add_series("2024", (17,))
+    slide.shapes.add_chart(XL_CHART_TYPE.PIE, Inches(1), Inches(1), Inches(4), Inches(3), data)
+    buf = io.BytesIO()
+    deck.save(buf)
+    broken = make._patch_zip(buf.getvalue(), {"ppt/slides/_rels/slide1.xml.rels": lambda xml: re.sub(
+        rb'<Relationship Id="(rId\d+)" Type="[^"]*/chart" Target="[^"]*"/>',
+        rb'<Relationship Id="\1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/chart" '
+        rb'Target="../charts/gone.xml"/>', xml)})
+    canonical = pptx.extract(broken, "broken.pptx")
+    assert canonical.text == "## Ferry counts" and "chart" in canonical.notes[0] and "missing" in canonical.notes[0]
