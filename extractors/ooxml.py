@@ -153,11 +153,17 @@ _C = "{http://schemas.openxmlformats.org/drawingml/2006/chart}"
 _A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
 
 
-def _points(ref) -> dict[int, str]:
-    """A series' cached values by point index (strCache, numCache, multiLvlStrCache's first level)."""
+def _points(ref, resolve: Callable[[str], list[str]] | None = None, refs: list[str] | None = None) -> dict[int, str]:
+    """A series' cached values by point index (strCache, numCache, multiLvlStrCache's first level);
+    without a cache, the cells its formula names, through ``resolve`` (a workbook's charts)."""
     out: dict[int, str] = {}
     if ref is None:
         return out
+    formula = (ref.findtext(f".//{_C}f") or "").strip()
+    if formula and refs is not None:
+        refs.append(formula)
+    if resolve is not None and formula and ref.find(f".//{_C}pt") is None:
+        return {k: _number(v) for k, v in enumerate(resolve(formula))}
     for pt in ref.iter(f"{_C}pt"):
         try:
             idx = int(pt.get("idx", ""))
@@ -177,12 +183,15 @@ def _number(value: str) -> str:
     return f"{number:.15g}" if number == number and abs(number) != float("inf") else value.strip()
 
 
-def chart_rows(xml: bytes) -> tuple[str, list[list[str]]]:
+def chart_rows(xml: bytes, resolve: Callable[[str], list[str]] | None = None,
+               refs: list[str] | None = None) -> tuple[str, list[list[str]]]:
     """A chart part's cached data: its title (else its kind, "Line chart") and the rows of a
     table, one per category, a column per series, series names as the header row.
 
     The values are the ones the chart draws (the caches the part keeps of its workbook), so a
-    chart's numbers can be found and quoted like a table's.
+    chart's numbers can be found and quoted like a table's. A workbook's chart may keep no
+    cache: ``resolve`` reads the cells a formula (``'Sheet 1'!$B$2:$B$7``) names; the formulas
+    met are appended to ``refs``.
     """
     from lxml import etree
 
@@ -204,12 +213,18 @@ def chart_rows(xml: bytes) -> tuple[str, list[list[str]]]:
             name = ""
             if tx is not None:
                 name = (tx.findtext(f".//{_C}v") or "").strip()
-            cats = _points(ser.find(f"{_C}cat") if ser.find(f"{_C}cat") is not None else ser.find(f"{_C}xVal"))
-            vals = _points(ser.find(f"{_C}val") if ser.find(f"{_C}val") is not None else ser.find(f"{_C}yVal"))
+                if not name and resolve is not None and tx.findtext(f".//{_C}f"):
+                    name = " ".join(resolve(tx.findtext(f".//{_C}f") or "")[:1])
+            cats = _points(ser.find(f"{_C}cat") if ser.find(f"{_C}cat") is not None else ser.find(f"{_C}xVal"),
+                           resolve, refs)
+            vals = _points(ser.find(f"{_C}val") if ser.find(f"{_C}val") is not None else ser.find(f"{_C}yVal"),
+                           resolve, refs)
             series.append((name or f"Series {len(series) + 1}", cats, vals))
     if not series:
         return title, []
-    title = title or (f"{kind[:1].upper()}{kind[1:]} chart" if kind else "Chart")
+    # The kind is said either way: the rows are a chart's data, not cells of a table.
+    named = f"{kind[:1].upper()}{kind[1:]} chart" if kind else "Chart"
+    title = f"{title} ({named.lower()})" if title else named
     categories: dict[int, str] = {}
     for _, cats, _ in series:
         for idx, cat in cats.items():

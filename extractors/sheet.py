@@ -37,7 +37,7 @@ from citeline.schemas.options import ExtractOptions
 
 from citeline.extractors.blocks import Writer, text_limit
 from citeline.extractors.clean import Deadline, clean
-from citeline.extractors.ooxml import check_xml_memory
+from citeline.extractors.ooxml import chart_rows, check_xml_memory
 from citeline.extractors.tables import DATA, table_blocks
 
 NAME = "xlsx"
@@ -45,7 +45,8 @@ NAME = "xlsx"
 # 3: tables that can be read alone (issue 27): title block, every header row, group rows and
 #    row labels repeated per block, split by columns when too wide; empty columns not rendered
 #    and the text bounded (issue 32, item 4).
-VERSION = "3"
+# 4: charts' data as tables, under the sheet that shows them (issue 31 item 4).
+VERSION = "4"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".xlsx", ".xlsm", ".xltx", ".xltm")
@@ -123,6 +124,10 @@ def _workbook(wb, archive: zipfile.ZipFile, name: str, options: ExtractOptions, 
         raise NoText("the workbook has no worksheets")
     writer = Writer(limit)
     notes: list[str] = []
+    # A workbook with charts is read whole first: a chart may draw cells of any sheet (issue 31 item 4).
+    with_charts = any(n.startswith("xl/charts/") for n in archive.namelist())
+    read: list[tuple[object, SheetFacts, list[Row]]] = []
+    held = 0
     for ws in sheets:
         deadline.check(f"sheet {ws.title!r}")
         facts = _facts(archive, getattr(ws, "_worksheet_path", ""))
@@ -131,8 +136,20 @@ def _workbook(wb, archive: zipfile.ZipFile, name: str, options: ExtractOptions, 
             shown = ", ".join(facts.uncached[:10]) + (f" (+{len(facts.uncached) - 10} more)" if len(facts.uncached) > 10 else "")
             notes.append(f"formulas without a cached value, left blank (recalculate and save the "
                          f"workbook in Excel or LibreOffice): {SheetRange(ws.title, '').fragment()}{shown}")
-        if rows:
+        if with_charts:
+            read.append((ws, facts, rows))
+            held += sum(len(text) + 3 for row in rows for text in row.cells.values())
+            if held > limit:  # what add_sheet's writer would refuse, refused before it is all held
+                raise TooLarge(f"the canonical text passed {limit:,} characters (max_text_chars, "
+                               f"max_text_ratio): refused as an amplification")
+        elif rows:
             add_sheet(writer, ws.title, rows, facts, options)
+    if read:
+        cells = {ws.title: {(r.number, c): t for r in rows for c, t in r.cells.items()} for ws, _, rows in read}
+        for ws, facts, rows in read:
+            charts = _charts(archive, getattr(ws, "_worksheet_path", ""), cells, ws.title)
+            if rows or charts:
+                add_sheet(writer, ws.title, rows, facts, options, charts)
     if not writer.segments:
         raise NoText(f"all {len(sheets)} worksheets are empty")
     title = (wb.properties.title or "").strip() if wb.properties else ""
@@ -272,15 +289,101 @@ def _number(value: float, fmt: str) -> str:
 # ------------------------------------------------------------------------ layout
 
 
-def add_sheet(writer: Writer, title: str, rows: list[Row], facts: SheetFacts, options: ExtractOptions) -> None:
+def add_sheet(writer: Writer, title: str, rows: list[Row], facts: SheetFacts, options: ExtractOptions,
+              charts: list[tuple[str, list[list[str]], SheetRange]] = ()) -> None:
     """Append one sheet: the ``## title`` heading (a section for the chunker, no locator),
-    then its tables block by block (extractors.tables), each cell run located as a range."""
+    then its tables block by block (extractors.tables), each cell run located as a range,
+    then the data of the charts it shows, each located at the cells it draws."""
     def locate(kind: str, rows_: tuple[int, int], cols: tuple[int, int]) -> SheetRange:
         return SheetRange(title, _a1(cols[0], rows_[0], cols[1], rows_[1]), header=kind != DATA)
 
     writer.add(f"## {title.strip()}", None)
     for block in table_blocks(rows, locate, options.sheet_block_chars, options.sheet_block_rows, facts.merges):
         writer.add_block(block)
+    for caption, table, where in charts:
+        matrix = [Row(1, {1: caption})] + [Row(k, {c: v for c, v in enumerate(line, start=1) if v})
+                                           for k, line in enumerate(table, start=2)]
+        for block in table_blocks([r for r in matrix if r.cells], lambda *_: where, options.sheet_block_chars,
+                                  options.sheet_block_rows):
+            writer.add_block(block)
+
+
+_REF = re.compile(r"^(?:'((?:[^']|'')+)'|([^'!]+))!(\$?[A-Z]{1,3}\$?\d+(?::\$?[A-Z]{1,3}\$?\d+)?)$")
+
+
+def _charts(archive: zipfile.ZipFile, sheet_path: str, cells: dict, title: str
+            ) -> list[tuple[str, list[list[str]], SheetRange]]:
+    """The charts a worksheet's drawings hold: caption, rows and the range they draw (the
+    first series' cells, else the sheet's A1), their values the charts' caches or the cells."""
+    from lxml.etree import XMLSyntaxError
+
+    def resolve(formula: str) -> list[str]:
+        ref = _parse_ref(formula)
+        if ref is None:
+            return []
+        sheet, (c0, r0, c1, r1) = ref
+        known = cells.get(sheet, {})
+        if (c1 - c0 + 1) * (r1 - r0 + 1) > 100_000:  # a hostile chart may name a whole sheet
+            return []
+        return [known.get((r, c), "") for r in range(r0, r1 + 1) for c in range(c0, c1 + 1)]
+
+    out = []
+    for drawing in _related(archive, sheet_path.lstrip("/"), "/drawing"):
+        for part in _related(archive, drawing, "/chart"):
+            refs: list[str] = []
+            try:
+                caption, table = chart_rows(archive.read(part), resolve, refs)
+            except (KeyError, XMLSyntaxError):
+                continue
+            where = _drawn(refs) or SheetRange(title, "A1")
+            if table:
+                out.append((caption, table, where))
+    return out
+
+
+def _drawn(refs: list[str]) -> SheetRange | None:
+    """The range a chart draws: the box around its formulas' cells on the sheet of the first."""
+    parsed = [r for r in map(_parse_ref, refs) if r is not None]
+    if not parsed:
+        return None
+    sheet = parsed[0][0]
+    boxes = [box for s, box in parsed if s == sheet]
+    return SheetRange(sheet, _a1(min(b[0] for b in boxes), min(b[1] for b in boxes),
+                                 max(b[2] for b in boxes), max(b[3] for b in boxes)))
+
+
+def _parse_ref(formula: str) -> tuple[str, tuple[int, int, int, int]] | None:
+    """``'Duck data'!$B$2:$B$7`` as (sheet, (min_col, min_row, max_col, max_row))."""
+    match = _REF.match(formula.strip())
+    if not match:
+        return None
+    sheet = match.group(1).replace("''", "'") if match.group(1) is not None else match.group(2)
+    c0, r0, c1, r1 = range_boundaries(match.group(3).replace("$", ""))
+    return sheet, (c0, r0, c1, r1)
+
+
+def _related(archive: zipfile.ZipFile, part: str, kind: str) -> list[str]:
+    """The parts ``part``'s relationships name with a type ending in ``kind``, inside the package."""
+    import posixpath
+
+    from lxml import etree
+
+    folder, base = posixpath.split(part)
+    rels = posixpath.join(folder, "_rels", base + ".rels")
+    try:
+        root = etree.fromstring(archive.read(rels), parser=etree.XMLParser(resolve_entities=False, no_network=True))
+    except (KeyError, etree.XMLSyntaxError):
+        return []
+    names = set(archive.namelist())
+    out = []
+    for rel in root:
+        target = rel.get("Target") or ""
+        if not (rel.get("Type") or "").endswith(kind) or rel.get("TargetMode") == "External":
+            continue
+        path = target.lstrip("/") if target.startswith("/") else posixpath.normpath(posixpath.join(folder, target))
+        if path in names:
+            out.append(path)
+    return out
 
 
 def _a1(c0: int, r0: int, c1: int, r1: int) -> str:

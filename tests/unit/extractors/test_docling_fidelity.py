@@ -39,6 +39,7 @@ CASES = {
     "table_05.html": (0.941, 0.95),
     "example_01.html": (0.889, 0.95),
     "html_rich_table_cells.html": (0.919, 0.95),
+    "xlsx_03_chartsheet.xlsx": (0.508, 0.95),
 }
 
 
@@ -200,6 +201,23 @@ def test_a_shape_python_pptx_cannot_type_no_longer_fails_the_deck():
     data, _, _ = library_raises.odd_shape_pptx()
     canonical = pptx.extract(data, "odd.pptx")
     assert "odd" in canonical.text.split() and not canonical.notes
+
+
+# ------------------------------------------------------------------------------ xlsx
+
+
+def test_a_workbook_chart_is_a_table_of_the_cells_it_draws():
+    """The chart sheet "Duck Chart" held only a chart and was left out; the chart keeps no cache of
+    its values, so they are read from the cells its formulas name, and the table cites those cells."""
+    from citeline.schemas.locator import SheetRange
+
+    canonical = _extract("xlsx_03_chartsheet.xlsx")
+    table = ("## Duck Chart\n\nWild Duck Observations by Year (bar chart)\n| Freshwater Ducks | Saltwater Ducks\n"
+             "2019 | 120 | 80\n")
+    assert table in canonical.text
+    start = canonical.text.index("Wild Duck Observations by Year")
+    assert [s.locator for s in canonical.segments if s.start <= start < s.end] == \
+        [SheetRange("Duck Observations", "A2:C7")]
 
 
 # ------------------------------------------------------------------------------ html
