@@ -11,8 +11,10 @@ def counter_text(n: int, fmt: str) -> str:
 
     >>> [counter_text(n, f) for n, f in ((3, "lowerLetter"), (28, "upperLetter"), (14, "lowerRoman"), (7, "decimalZero"))]
     ['c', 'BB', 'xiv', '07']
+    >>> counter_text(10**9, "lowerLetter")  # not a billion-letter label: a hostile start stays a number
+    '1000000000'
     """
-    if fmt in ("lowerLetter", "upperLetter") and n > 0:
+    if fmt in ("lowerLetter", "upperLetter") and 0 < n <= 26 * 40:  # "aa", "bbb": a hostile start is a number
         letter = chr(ord("a") + (n - 1) % 26) * ((n - 1) // 26 + 1)
         return letter.upper() if fmt == "upperLetter" else letter
     if fmt in ("lowerRoman", "upperRoman") and 0 < n < 4000:
