@@ -52,3 +52,12 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) .citeline
+
+# The browser test (tests/e2e/test_browser.py) injects axe-core into each page it checks: npm
+# installs the version package-lock.json pins into ./node_modules (nothing global).
+setup: node_modules/axe-core/axe.min.js
+
+node_modules/axe-core/axe.min.js: package.json package-lock.json
+	command -v npm >/dev/null || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq npm; }
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@

@@ -15,6 +15,7 @@ import base64
 import hashlib
 import hmac
 import json
+import os
 import re
 import threading
 import time
@@ -83,7 +84,7 @@ class AskRequest(BaseModel):
         return Filters.parse(self.path, self.type, self.since)
 
 
-def create_app(index: Index, token: str | None = None, poll_s: float = 1.0) -> FastAPI:
+def create_app(index: Index, token: str | None = None, poll_s: float = 1.0, warm: bool | None = None) -> FastAPI:
     """The service over ``index``.
 
     Args:
@@ -91,14 +92,21 @@ def create_app(index: Index, token: str | None = None, poll_s: float = 1.0) -> F
         token: when set, every request but ``/health`` needs ``Authorization: Bearer <token>``
             (or the cookie the page sets after ``/?token=<token>``).
         poll_s: how often to look for a writer's commit; 0 never looks.
+        warm: encode the word-pieces of chunks the index stores no vectors for, in the
+            background, so a warm ask reranks from memory (default: on unless
+            ``CITELINE_WARM_RERANK=0``; :func:`warm_reranker`).
     """
     stop = threading.Event()
+    if warm is None:
+        warm = os.environ.get(WARM_ENV, "1") != "0"
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         watcher = threading.Thread(target=_watch, args=(index, poll_s, stop), daemon=True, name="citeline-refresh")
         if poll_s > 0:
             watcher.start()
+        if warm:
+            threading.Thread(target=warm_reranker, args=(index, stop), daemon=True, name="citeline-warm").start()
         yield
         stop.set()
 
@@ -118,6 +126,39 @@ def create_app(index: Index, token: str | None = None, poll_s: float = 1.0) -> F
     return app
 
 
+WARM_ENV = "CITELINE_WARM_RERANK"
+
+
+def warm_reranker(index: Index, stop: threading.Event) -> int:
+    """Encode the word-pieces of every chunk the index stores none for into the snapshot's
+    MaxSim cache (query/rerank.py), a few at a time, while the service answers.
+
+    Without stored vectors (``citeline index --token-vectors``, ~80 KiB a chunk on disk) each
+    ask encoded its up to 100 candidates: 3.9-4.3 s a page ask on 2,100 chunks (issue 29,
+    item 6). Returns how many chunks were encoded; a failure only leaves asks slower.
+    """
+    from citeline.query.rerank import MaxSimReranker
+    from citeline.tasks.log import get_logger
+
+    try:
+        snap = index.snapshot()
+    except IndexMismatch:  # no index yet, or another model's: nothing to warm
+        return 0
+    try:
+        reranker = snap.searcher.default_reranker()
+        if not isinstance(reranker, MaxSimReranker) or snap.searcher.reader.tokens is None:
+            return 0
+        started = time.perf_counter()
+        texts = [text for _, text in snap.searcher.reader.tokens.missing()]
+        done = reranker.warm(texts, stop=stop)
+        get_logger(service="api").info("api.reranker_warm", chunks=done, missing=len(texts),
+                                       seconds=round(time.perf_counter() - started, 1))
+        return done
+    except Exception as exc:  # noqa: BLE001 - warming is an optimisation: asks encode on the fly
+        get_logger(service="api").warning("api.reranker_warm_failed", reason=str(exc))
+        return 0
+
+
 def _watch(index: Index, poll_s: float, stop: threading.Event) -> None:
     from citeline.tasks.log import get_logger
 
@@ -125,6 +166,8 @@ def _watch(index: Index, poll_s: float, stop: threading.Event) -> None:
         try:
             if index.refresh():
                 get_logger(service="api").info("api.reopened", uri=index.uri)
+                if os.environ.get(WARM_ENV, "1") != "0":
+                    threading.Thread(target=warm_reranker, args=(index, stop), daemon=True).start()
         except Exception as exc:  # noqa: BLE001 - a failed re-open keeps serving the old snapshot
             get_logger(service="api").warning("api.reopen_failed", reason=str(exc))
 

@@ -29,11 +29,15 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from citeline.index.tokens import READ_CACHE_BYTES
+from citeline.index.tokens import _Recent  # the stored vectors' read cache: the same LRU by bytes
 from citeline.query.maxsim import maxsim, mix
 from citeline.schemas.errors import CitelineError
 from citeline.schemas.retrieval import DEFAULT_RERANK, ENV_RERANKER, RERANK, Hit
 
 MAXSIM = "maxsim"
+# Word-piece vectors MaxSim encoded on the fly, kept as float16: ~3,200 MiniLM chunks.
+ENCODED_CACHE_BYTES = READ_CACHE_BYTES
 CROSS_ENCODER = "cross-encoder"
 
 
@@ -120,26 +124,63 @@ class MaxSimReranker:
             MaxSim alone.
     """
 
-    def __init__(self, embedder, cosine_weight: float = DEFAULT_RERANK.cosine_weight):
+    def __init__(self, embedder, cosine_weight: float = DEFAULT_RERANK.cosine_weight,
+                 cache_bytes: int = ENCODED_CACHE_BYTES):
         if not 0.0 <= cosine_weight <= 1.0:
             raise ValueError(f"cosine_weight must be in [0, 1], got {cosine_weight}")
         self.embedder = embedder
         self.cosine_weight = cosine_weight
         self.name = MAXSIM if cosine_weight == 0 else f"{MAXSIM}+cosine{cosine_weight:g}"
         self._lock = threading.Lock()
+        # What was encoded on the fly, by text: an index without stored vectors encoded up to
+        # 100 candidates per question, 3.9-4.3 s a page ask on 2,100 chunks (issue 29, item 6).
+        self._encoded = _Recent(cache_bytes) if cache_bytes > 0 else None
 
     def score(self, query: str, passages: Sequence[Passage]) -> list[float]:
         """Mean over query word-pieces of the best cosine to any of the passage's word-pieces."""
         if not passages:
             return []
         docs = [p.token_vectors for p in passages]
+        if self._encoded is not None:
+            known = self._encoded.get([p.text for p, d in zip(passages, docs) if d is None])
+            docs = [d if d is not None else known.get(p.text) for p, d in zip(passages, docs)]
         todo = [i for i, vectors in enumerate(docs) if vectors is None]
         with self._lock:
             q = self.embedder.token_vectors([query])[0]
             fresh = self.embedder.token_vectors([passages[i].text for i in todo]) if todo else []
-        for i, vectors in zip(todo, fresh):
-            docs[i] = vectors
+        fresh = self._keep({passages[i].text: vectors for i, vectors in zip(todo, fresh)}) if todo else {}
+        for i in todo:
+            docs[i] = fresh[passages[i].text]
         return maxsim(q, docs).tolist()
+
+    def warm(self, texts: Sequence[str], batch: int = 8, stop: threading.Event | None = None) -> int:
+        """Encode the texts not cached yet, ``batch`` at a time (a question waits one batch at
+        most), until the cache is full or ``stop`` is set; returns how many were encoded.
+
+        The service runs this over an index's chunks that have no stored vectors, so a warm
+        ask reads every candidate's vectors from memory (docs/benchmarks.md, section 13).
+        """
+        if self._encoded is None:
+            return 0
+        todo = [t for t in dict.fromkeys(texts) if not self._encoded.get([t])]
+        done = 0
+        for start in range(0, len(todo), batch):
+            if (stop is not None and stop.is_set()) or self._encoded.used >= self._encoded.budget:
+                break
+            part = todo[start:start + batch]
+            with self._lock:
+                vectors = self.embedder.token_vectors(part)
+            self._keep(dict(zip(part, vectors)))
+            done += len(part)
+        return done
+
+    def _keep(self, encoded: dict) -> dict:
+        """The vectors as float16, as stored vectors are (a score is the same whether its vectors
+        were stored, cached or just encoded), kept in the cache."""
+        half = {t: np.asarray(v, dtype=np.float16) for t, v in encoded.items()}
+        if self._encoded is not None:
+            self._encoded.put(half)
+        return half
 
 
 class CrossEncoderReranker:

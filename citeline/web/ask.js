@@ -211,9 +211,11 @@ function showRecent() {
 // ---- asking ----
 
 let asking = 0;  // the latest question's number: an earlier, slower answer is dropped
+let lastAsked = null;
 
 async function askNow(question) {
   const mine = ++asking;
+  lastAsked = question;
   reset();
   setStatus("Searching…");
   $("ask-button").disabled = true;
@@ -261,9 +263,11 @@ function startAskPage() {
     $("question").focus();
   });
   showRecent();
+  // Back and Forward ask the address's question again; following a [n] to its card (a
+  // fragment change, which fires popstate too) does not.
   const fromAddress = () => {
     const q = new URLSearchParams(location.search).get("q");
-    if (q) { $("question").value = q; askNow(q); }
+    if (q && q !== lastAsked) { $("question").value = q; askNow(q); }
   };
   window.addEventListener("popstate", fromAddress);
   fromAddress();
