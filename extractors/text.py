@@ -10,6 +10,7 @@ from __future__ import annotations
 import codecs
 import html
 import re
+from collections import deque
 import unicodedata
 from pathlib import PurePath
 
@@ -68,11 +69,10 @@ def normalise(text: str) -> str:
 
 _MARKDOWN = (".md", ".markdown")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _TAG = re.compile(r"</?([A-Za-z][A-Za-z0-9-]*)(?:\s[^<>]*)?/?>")
 _SPACES_ONLY = re.compile(r"^[ \t]+$", re.M)
 _BLANKS = re.compile(r"\n{3,}")
-_CODE_SPAN = re.compile(r"(`+).*?(?<!`)\1(?!`)", re.S)
+_BACKTICKS = re.compile(r"`+")
 # Phrasing tags: removed without a trace ("H<sub>2</sub>O" stays one word). Any other tag (td,
 # br, div, a custom <signature>) ends a word, as the box a browser draws for it does.
 _PHRASING = {"a", "abbr", "b", "bdi", "bdo", "cite", "code", "data", "dfn", "em", "font", "i", "ins", "del", "kbd",
@@ -124,15 +124,55 @@ def prose_open(prose: list[str]) -> bool:
 def _prose(text: str) -> str:
     if "<" not in text and "&" not in text:
         return text
-    text = _COMMENT.sub("", text)
+    text = _without_comments(text)
     pieces, at = [], 0
-    for span in _CODE_SPAN.finditer(text):
-        pieces.append(_untagged(text[at:span.start()]))
-        pieces.append(span.group(0))
-        at = span.end()
+    for start, end in _code_spans(text):
+        pieces.append(_untagged(text[at:start]))
+        pieces.append(text[start:end])
+        at = end
     pieces.append(_untagged(text[at:]))
     # A line that held only tags or a comment is blank now: blank lines are one in Markdown.
     return _BLANKS.sub("\n\n", _SPACES_ONLY.sub("", "".join(pieces)))
+
+
+def _without_comments(text: str) -> str:
+    """``<!-- … -->`` removed, scanning once (a regex retried from every unclosed ``<!--`` is quadratic)."""
+    out, at = [], 0
+    while True:
+        start = text.find("<!--", at)
+        end = text.find("-->", start + 4) if start >= 0 else -1
+        if end < 0:  # no comment left, or one never closed: the rest is text
+            break
+        out.append(text[at:start])
+        at = end + 3
+    out.append(text[at:])
+    return "".join(out)
+
+
+def _code_spans(text: str) -> list[tuple[int, int]]:
+    """CommonMark code spans: a run of backticks up to the next run of the same length, found
+    in one pass over the runs (an unclosed run is literal backticks).
+
+    >>> _code_spans("a `b` c ``d`e`` f ` g")
+    [(2, 5), (8, 15)]
+    """
+    runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(text)]
+    by_length: dict[int, deque] = {}
+    for k, (start, end) in enumerate(runs):
+        by_length.setdefault(end - start, deque()).append(k)
+    spans, k = [], 0
+    while k < len(runs):
+        start, end = runs[k]
+        later = by_length[end - start]
+        while later and later[0] <= k:
+            later.popleft()
+        if later:
+            close = later.popleft()
+            spans.append((start, runs[close][1]))
+            k = close + 1
+        else:
+            k += 1
+    return spans
 
 
 def _untagged(text: str) -> str:
