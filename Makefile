@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
-APT_PACKAGES := tesseract-ocr tesseract-ocr-eng chromium chromium-driver espeak-ng fonts-dejavu-core
+APT_PACKAGES := tesseract-ocr tesseract-ocr-eng chromium chromium-driver espeak-ng fonts-dejavu-core postgresql
 
 .PHONY: setup run test check bench clean
 

@@ -39,8 +39,8 @@ DOCUMENTS_FAILED = "DocumentsFailed"
 TOO_MANY_FAILED = "TooManyFailed"  # past --max-failed: the CLI exits 1
 STOPPED = "Stopped"  # told to stop (SIGTERM, SIGINT): the CLI exits 128 + the signal's number
 
-RECORD_COLUMNS = ["doc_id", "root", "source", "path", "status", "sha256", "attempts", "created_at", *STAT_COLUMNS,
-                  *STAMP_COLUMNS]
+RECORD_COLUMNS = ["doc_id", "root", "source", "path", "status", "stage", "reason", "sha256", "attempts", "created_at",
+                  *STAT_COLUMNS, *STAMP_COLUMNS]
 
 
 @flow(name="index-folder", flow_run_name="index {root}",
@@ -52,11 +52,13 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
     Unchanged files are skipped (by their stat, unread; by their hash when the stat
     moved, or for every file with ``verify``), changed ones re-indexed, vanished ones
     and those ``selection`` leaves out forgotten. A document that fails is recorded
-    with its stage and reason while the rest go on.
+    with its stage and reason while the rest go on; one that failed before and has not
+    changed since is not read again, only counted as still failing.
 
     Returns:
-        RunSummary; the run ends Completed, Failed "DocumentsFailed" when some documents
-        failed, Failed "TooManyFailed" when more than ``max_failed`` did.
+        RunSummary; the run ends Completed (still-failing documents included: nothing new
+        failed), Failed "DocumentsFailed" when documents failed in this run, Failed
+        "TooManyFailed" when more than ``max_failed`` did.
     """
     log = get_logger(flow="index-folder", root=root)
     log.info(Events.RUN_STARTED)
@@ -72,7 +74,8 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
         if synced_root(root) not in store.roots():
             store.add_root(synced_root(root))
         marks.append(time.perf_counter())
-        log.info(Events.RUN_PLANNED, total=len(plan.todo), skipped=len(plan.skip), gone=len(plan.gone))
+        log.info(Events.RUN_PLANNED, total=len(plan.todo), skipped=len(plan.skip), gone=len(plan.gone),
+                 still_failing=len(plan.still_failing))
         outcomes, failed = run_documents(plan.todo, stamp, settings)
         if interrupt.requested():
             return stopped_by_signal(store, outcomes, failed, len(plan.todo), len(plan.skip))
@@ -100,10 +103,11 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
             chunks=sum(o.chunks for o in outcomes), truncated=sum(o.truncated for o in outcomes),
             rows=store.count_chunks(), failures=tuple(failures),
             encoded=sum(o.encoded for o in outcomes), reused=sum(o.reused for o in outcomes),
+            still_failing=len(plan.still_failing),
         )
     seconds = dict(zip(("plan", "documents", "finish"), (round(b - a, 4) for a, b in zip(marks, marks[1:]))))
     log.info(Events.RUN_FINISHED, seconds=seconds, **{k: v for k, v in summary.__dict__.items() if k != "failures"})
-    publish_report(summary, root)
+    publish_report(summary, root, settings.db)
     return stopped_state(summary, stopped) if stopped else final_state(summary, max_failed)
 
 
@@ -160,7 +164,7 @@ def run_documents(todo: list[Todo], stamp: IndexStamp, settings: IndexSettings
             state = future.state
             del future
             if isinstance(item, list):
-                for again in take_group(item, state.result(), batch, failed):
+                for again in take_group(item, state.result(), batch, failed, settings.db):
                     submit(again, stamp, settings, pending, finished)
             elif state.is_completed():
                 batch.add(item, state.result())
@@ -211,7 +215,7 @@ def submit(work: Todo | list[Todo], stamp: IndexStamp, settings: IndexSettings, 
     future.add_done_callback(finished.put)
 
 
-def take_group(group: list[Todo], results: list, batch: "WriteBatch", failed: list) -> list[Todo]:
+def take_group(group: list[Todo], results: list, batch: "WriteBatch", failed: list, db: str) -> list[Todo]:
     """A prepared group's documents into the write batch or the failures, each alone.
 
     A failed one gets a failed task run named by its path, as an ungrouped one has.
@@ -224,7 +228,7 @@ def take_group(group: list[Todo], results: list, batch: "WriteBatch", failed: li
         if isinstance(result, Again):
             again.append(item)
         elif isinstance(result, DocError):
-            document_failed(item.file.path, result, return_state=True)
+            document_failed(item.file.path, result, db, item.file.source, return_state=True)
             failed.append((item, result))
             log_finished(item, DocStatus.FAILED)
         else:

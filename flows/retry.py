@@ -48,7 +48,7 @@ def retry_failed(settings: IndexSettings = IndexSettings(), path: str | None = N
                              chunks=sum(o.chunks for o in outcomes),
                              truncated=sum(o.truncated for o in outcomes),
                              rows=store.count_chunks(), failures=tuple(failures))
-    publish_report(summary, path or settings.db)
+    publish_report(summary, path or settings.db, settings.db)
     return stopped_state(summary, stopped) if stopped else final_state(summary, None)
 
 

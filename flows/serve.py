@@ -1,10 +1,17 @@
-"""Keep a folder indexed on a schedule, served from this process against a Prefect server."""
+"""Keep a folder indexed on a schedule, served from this process against a Prefect server.
+
+``citeline serve`` is the single-process shortcut: the ``index-folder`` deployment lives while
+the command runs and its flow runs run here (``flow.serve``). It serves the flow prefect.yaml's
+``index-folder`` deployment runs (flows/operations.py ``sync_folder``: the same parameters, the
+same one-run-per-index concurrency limit), without a work pool or a worker; docs/operations.md
+has the production shape.
+"""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from citeline.flows.ingest import index_folder
+from citeline.flows.operations import sync_folder
 from citeline.schemas.paths import absolute
 from citeline.schemas.settings import IndexSettings
 
@@ -26,15 +33,17 @@ class FolderSync:
     @property
     def parameters(self) -> dict:
         """Each scheduled run's parameters, as the Prefect server stores them (JSON)."""
-        return {"root": self.root, "settings": asdict(self.settings)}
+        return {"folder": self.root, "db": self.settings.db, "model": self.settings.model,
+                "strategy": self.settings.strategy}
 
     def serve(self, announce: bool = True) -> None:
         """Register the deployment with its cron schedule and run its flow runs here; blocks until interrupted.
 
-        ``global_limit=1`` lets one run of the deployment execute at a time: one sync per
-        index, the single-writer rule held by the scheduler as well as by the index lock.
+        ``global_limit=1`` lets one run of the deployment execute at a time; the flow's own
+        concurrency limit keeps runs of other deployments off the same index, and the
+        index lock any other writer.
         """
-        index_folder.serve(name=self.name, cron=self.cron, parameters=self.parameters, global_limit=1,
+        sync_folder.serve(name=self.name, cron=self.cron, parameters=self.parameters, global_limit=1,
                            description=f"Keep {self.root} indexed in {self.settings.db}",
                            print_starting_message=announce)  # Prefect's banner goes to stdout
 

@@ -15,8 +15,15 @@ import errno
 import fsspec
 from fsspec.exceptions import FSTimeoutError
 
-from citeline.schemas.errors import TooLarge, Unreadable, Vanished
+from citeline.schemas.errors import DocumentError, StoreUnavailable, TooLarge, Unreadable, Vanished
 from citeline.schemas.paths import is_remote
+
+# A store unavailable for a while answers these (request timeout, throttling, 5xx), or one of
+# the error codes AWS documents as retryable (botocore's retry handler lists the same).
+TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+TRANSIENT_CODES = frozenset({"RequestTimeout", "RequestTimeoutException", "SlowDown", "Throttling",
+                             "ThrottlingException", "ThrottledException", "RequestThrottled",
+                             "ServiceUnavailable", "InternalError", "OperationAborted"})
 
 
 def filesystem(url: str) -> fsspec.AbstractFileSystem:
@@ -68,6 +75,47 @@ def read_text(url: str) -> str | None:
         return None
 
 
+def is_transient_store_error(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it was raised from) says the store or the network
+    failed for a while, not the object: a timeout, a reset or refused connection, throttling
+    or a 5xx. botocore's and s3fs's own retries came first; these are the ones they gave up on.
+
+    >>> from botocore.exceptions import ClientError, EndpointConnectionError
+    >>> slow = ClientError({"Error": {"Code": "SlowDown"}, "ResponseMetadata": {"HTTPStatusCode": 503}}, "GetObject")
+    >>> denied = ClientError({"Error": {"Code": "AccessDenied"}, "ResponseMetadata": {"HTTPStatusCode": 403}}, "GetObject")
+    >>> wrapped = OSError(errno.EBUSY, "Please reduce your request rate."); wrapped.__cause__ = slow
+    >>> [is_transient_store_error(e) for e in (wrapped, denied, EndpointConnectionError(endpoint_url="x"),
+    ...                                         ConnectionResetError(), ValueError("bad"))]
+    [True, False, True, True, False]
+    """
+    from botocore.exceptions import BotoCoreError, ClientError, ConnectionError as BotoConnectionError, HTTPClientError
+
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, (TimeoutError, FSTimeoutError, ConnectionError, BotoConnectionError, HTTPClientError)):
+            return True
+        if isinstance(exc, ClientError):
+            response = exc.response or {}
+            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            return status in TRANSIENT_STATUS or response.get("Error", {}).get("Code") in TRANSIENT_CODES
+        if isinstance(exc, BotoCoreError) and "timeout" in type(exc).__name__.lower():
+            return True
+        if _is_aiohttp_client_error(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _is_aiohttp_client_error(exc: BaseException) -> bool:
+    """aiohttp's connection and payload errors (s3fs's transport): a dropped or cut-off response."""
+    try:
+        from aiohttp import ClientConnectionError, ClientPayloadError
+    except ImportError:  # s3fs without aiohttp: nothing of it to recognise
+        return False
+    return isinstance(exc, (ClientConnectionError, ClientPayloadError))
+
+
 def read_object(url: str, max_bytes: int) -> tuple[bytes, dict]:
     """An object's bytes and the info (size, ETag, LastModified) of exactly those bytes.
 
@@ -76,7 +124,9 @@ def read_object(url: str, max_bytes: int) -> tuple[bytes, dict]:
 
     Raises:
         Vanished: the object is gone, or was replaced while it was read.
-        Unreadable: access denied, or the storage did not answer.
+        StoreUnavailable: the store or the network failed for a while (``is_transient_store_error``);
+            the task's retries try again, with a growing delay.
+        Unreadable: access denied.
         TooLarge: over ``max_bytes`` (nothing is downloaded).
     """
     assert is_remote(url), url
@@ -88,17 +138,27 @@ def read_object(url: str, max_bytes: int) -> tuple[bytes, dict]:
                 raise TooLarge(f"{info['size']:,} bytes is over the {max_bytes:,}-byte limit (--max-bytes); "
                                "the object was not read")
             data = handle.read()
+    except DocumentError:
+        raise
     except FileNotFoundError:
         raise Vanished("the object disappeared before it could be read") from None
     except PermissionError as exc:
         raise Unreadable(f"access denied: {exc}") from None
-    except FSTimeoutError:
-        raise Unreadable("the object store did not answer in time") from None
-    except OSError as exc:
-        if exc.errno != errno.EBUSY:  # s3fs's FileExpired: a new version since the object was opened
-            raise
-        raise Vanished("the object changed while it was being read; it is read again on the next attempt") from None
+    except Exception as exc:  # safe: only a store's transient failure or a new version is mapped; the rest re-raised
+        if _is_file_expired(exc):
+            raise Vanished("the object changed while it was being read; it is read again on the next attempt") from None
+        if is_transient_store_error(exc):
+            raise StoreUnavailable(f"the object store failed while it was read ({type(exc).__name__}: {exc}); "
+                                   "it is read again on the next attempt") from exc
+        raise
     if len(data) != info["size"]:
         raise Vanished(f"the object changed while it was being read ({info['size']:,} bytes listed, "
                        f"{len(data):,} read); it is read again on the next attempt")
     return data, info
+
+
+def _is_file_expired(exc: BaseException) -> bool:
+    """s3fs's FileExpired: a new version of the object since it was opened (the read pins its ETag)."""
+    from s3fs.utils import FileExpired
+
+    return isinstance(exc, FileExpired)

@@ -10,6 +10,12 @@ renamed, moved or copied. Its task hashes it and, when a stored document has tho
 indexes it from that document's canonical text and vectors: no extraction, no encoding
 (``pipeline.prepare.same_bytes``). A renamed file's old record is then forgotten with the
 other vanished ones, after the new one is written.
+
+A failed file is read again only when it changed: bad input fails the same way every time,
+so a sync lists a failed file whose stat is the one it failed with as still failing, opens
+nothing and writes nothing for it (``is_still_failing``). A failure that says nothing
+against the file (it vanished mid-read, the object store was unavailable, the write was
+refused) is tried again on every sync.
 """
 from __future__ import annotations
 
@@ -20,11 +26,15 @@ from citeline.pipeline.prepare import Known, doc_id_for
 from citeline.pipeline.record import Prior
 from citeline.pipeline.reuse import Reuse, StoredWork
 from citeline.pipeline.walk import FileStat, SourceFile
+from citeline.schemas.errors import StoreUnavailable, Vanished
 from citeline.schemas.paths import is_under
 from citeline.schemas.stamp import IndexStamp, Stamp, is_current
 from citeline.schemas.status import DocStatus
 
 STAT_COLUMNS = ("size", "mtime_ns", "inode", "device")
+# Failures that say nothing against the file: tried again by the next sync, changed or not.
+RETRIED_KINDS = frozenset(error.kind for error in (Vanished, StoreUnavailable))
+RETRIED_STAGES = frozenset({"write"})  # disk full, an I/O error of the index
 
 
 @dataclass(frozen=True)
@@ -58,6 +68,7 @@ class SyncPlan:
     todo: list[Todo] = field(default_factory=list)
     skip: list[SourceFile] = field(default_factory=list)
     gone: list[dict] = field(default_factory=list)  # stored records whose file is no longer there
+    still_failing: list[SourceFile] = field(default_factory=list)  # failed, unchanged since: not read
 
 
 def is_current_record(record: dict, stamp: IndexStamp) -> bool:
@@ -78,6 +89,23 @@ def stat_matches(record: dict, seen: FileStat | None) -> bool:
     return None not in stored and stored == (seen.size, seen.mtime_ns, seen.inode, seen.device)
 
 
+def is_still_failing(record: dict, seen: FileStat | None) -> bool:
+    """Whether a failed document's file is still the one that failed: bad input, unchanged
+    since (the stat its failure was recorded with), that would fail the same way again.
+
+    >>> failed = {"status": "failed", "stage": "extract", "reason": "encrypted: a password is needed",
+    ...           "size": 9, "mtime_ns": 1, "inode": 2, "device": 3}
+    >>> is_still_failing(failed, FileStat(9, 1, 2, 3)), is_still_failing(failed, FileStat(9, 5, 2, 3))
+    (True, False)
+    >>> is_still_failing({**failed, "reason": "store-unavailable: 503 SlowDown"}, FileStat(9, 1, 2, 3))
+    False
+    """
+    if record.get("status") != DocStatus.FAILED or record.get("stage") in RETRIED_STAGES:
+        return False
+    kind = (record.get("reason") or "").split(":", 1)[0]
+    return kind not in RETRIED_KINDS and stat_matches(record, seen)
+
+
 def stored_sizes(records: list[dict]) -> set[int]:
     """The sizes of the indexed documents: a new file of another size is no rename or copy of
     one, and is extracted without looking for stored work (a first index looks for none)."""
@@ -95,7 +123,7 @@ def plan_sync(files: list[SourceFile], records: list[dict], stamp: IndexStamp, p
         prune_root: the folder being synced, or None when a single file was given
             (then nothing else is forgotten).
         verify: hash every known file even when its stat matches (a nightly check for
-            changes that kept size and mtime).
+            changes that kept size and mtime), and read every failed one again.
     """
     by_id = {r["doc_id"]: r for r in records}
     sizes = stored_sizes(records)
@@ -107,6 +135,8 @@ def plan_sync(files: list[SourceFile], records: list[dict], stamp: IndexStamp, p
         record = by_id.get(doc_id)
         if record is None:
             plan.todo.append(Todo(file, same_size=file.stat is not None and file.stat.size in sizes))
+        elif not verify and is_still_failing(record, file.stat):
+            plan.still_failing.append(file)
         elif not is_current_record(record, stamp):
             plan.todo.append(Todo(file, Prior.of(record)))
         elif not verify and stat_matches(record, file.stat):

@@ -81,8 +81,13 @@ def stat_columns(stat: FileStat | None) -> dict:
 
 
 def failed_record(file: SourceFile, prior: Prior, error: DocError, rows: int) -> dict:
-    """A failed document; ``rows`` are its previous version's chunks, still searchable."""
-    return document_record(file, prior, DocStatus.FAILED, rows, error=error)
+    """A failed document; ``rows`` are its previous version's chunks, still searchable.
+
+    It keeps the stat the listing saw of the file that failed, so the next sync tells that
+    file unchanged without reading it (pipeline/plan.py ``is_still_failing``); its sha256 and
+    stamp stay its indexed version's, which its searchable rows are.
+    """
+    return {**document_record(file, prior, DocStatus.FAILED, rows, error=error), **stat_columns(file.stat)}
 
 
 def restamped_record(doc_id: str, stamp: IndexStamp, rows: int) -> dict:

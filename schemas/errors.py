@@ -44,6 +44,15 @@ class Vanished(DocumentError):
     transient = True
 
 
+class StoreUnavailable(DocumentError):
+    """The object store or the network failed for a while (a timeout, a 5xx, throttling, a reset
+    connection): the file is not at fault, so it is tried again, by the task's retries and by
+    the next run, whether or not it changed."""
+
+    kind = "store-unavailable"
+    transient = True
+
+
 class IndexMismatch(CitelineError):
     """The index was built with another embedding model, dimension or strategy."""
 

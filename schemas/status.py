@@ -53,6 +53,7 @@ class Failure:
     stage: str
     reason: str
     attempts: int = 1
+    source: str = ""  # as the index stores it (absolute, escaped): what ``retry-failed``'s path takes
 
 
 @dataclass(frozen=True)
@@ -69,11 +70,18 @@ class RunSummary:
     failures: tuple[Failure, ...] = ()
     encoded: int = 0  # of the chunks written: encoded by this run
     reused: int = 0  # of the chunks written: kept a stored vector (pipeline/reuse.py)
+    # failed before and unchanged since (pipeline/plan.py ``is_still_failing``): not read again,
+    # not counted in ``failed``, which holds only this run's new failures
+    still_failing: int = 0
 
     def line(self) -> str:
-        return (
+        line = (
             f"indexed {self.indexed}, failed {self.failed}, skipped {self.skipped}, "
             f"deleted {self.deleted}; chunks written {self.chunks} "
             f"({self.encoded} encoded, {self.reused} kept their vectors; "
             f"{self.truncated} over the encoder window, truncated); rows in index {self.rows}"
         )
+        if self.still_failing:
+            line += (f"; {self.still_failing} still failing, unchanged since they failed "
+                     "(not read again: `citeline retry` or the retry-failed deployment tries them)")
+        return line

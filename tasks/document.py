@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Failed
+from prefect.tasks import exponential_backoff
 
 from citeline.index.faults import is_storage_error
 from citeline.index.reuse import StoredChunks
@@ -29,17 +30,29 @@ from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.status import DocError, DocStatus, Outcome
 from citeline.tasks import env
 from citeline.tasks.log import Events, get_logger
+from citeline.tasks.report import retry_hint
 from citeline.tasks.store import embedder_for, store_for, write_lock
+
+# A transient failure (the object store unavailable or throttling, a reset connection, a file
+# caught mid-change) is tried again TRANSIENT_RETRIES times, after 1, 2 and 4 s (each drawn between
+# 0.63x and 1.5x of that, Prefect's clamped jitter for RETRY_JITTER, so documents that failed
+# together do not come back together):
+# at most ~10 s more per document, after botocore's and s3fs's own quick retries.
+TRANSIENT_RETRIES = 3
+RETRY_BACKOFF_S = 1.0
+RETRY_JITTER = 0.5
 
 
 def is_transient(task, task_run, state) -> bool:
-    """Retry only what may succeed next time (a file caught mid-change), never bad input."""
+    """Retry only what may succeed next time (a file caught mid-change, the store unavailable
+    for a while), never bad input."""
     exc = state.data
     return isinstance(exc, DocumentError) and exc.transient
 
 
 @task(task_run_name="{todo.file.path}", cache_policy=NO_CACHE, persist_result=False,
-      retries=2, retry_delay_seconds=1, retry_condition_fn=is_transient)
+      retries=TRANSIENT_RETRIES, retry_delay_seconds=exponential_backoff(backoff_factor=RETRY_BACKOFF_S),
+      retry_jitter_factor=RETRY_JITTER, retry_condition_fn=is_transient)
 def prepare_document(todo: Todo, stamp: IndexStamp, settings: IndexSettings):
     """Read, extract, chunk and embed one file.
 
@@ -48,7 +61,8 @@ def prepare_document(todo: Todo, stamp: IndexStamp, settings: IndexSettings):
 
     Returns:
         Prepared; Unchanged when the file's bytes are the ``todo.known`` ones; or a Failed
-        state carrying a DocError whose message is the reason.
+        state carrying a DocError whose message is the reason and the ``retry-failed``
+        parameters that index the file again.
     """
     env.apply()  # a Dask worker ran no entry point: the model loads offline, nothing phones home
     embedder = embedder_for(settings)
@@ -59,7 +73,12 @@ def prepare_document(todo: Todo, stamp: IndexStamp, settings: IndexSettings):
         if not is_bad_input(exc) or (isinstance(exc, DocumentError) and exc.transient):
             raise
         error = logged_error(todo, exc)
-        return Failed(message=f"{error.stage}: {error.reason()}", data=error)
+        return failed_state(error, settings.db, todo.file.source)
+
+
+def failed_state(error: DocError, db: str, source: str):
+    """A failed document's task-run state: the stage and reason, then how to retry it."""
+    return Failed(message=f"{error.stage}: {error.reason()}; {retry_hint(db, source)}", data=error)
 
 
 def logged_error(todo: Todo, exc: DocumentError | OSError) -> DocError:
@@ -110,10 +129,10 @@ def failure_of(todo: Todo, exc: Exception) -> DocError | Again:
 
 
 @task(task_run_name="{path}", cache_policy=NO_CACHE, persist_result=False)
-def document_failed(path: str, error: DocError):
+def document_failed(path: str, error: DocError, db: str, source: str):
     """A failed task run named by the document, as ``prepare_document`` leaves one: a document
     prepared in a group is still named in the Prefect UI with its reason."""
-    return Failed(message=f"{error.stage}: {error.reason()}", data=error)
+    return failed_state(error, db, source)
 
 
 @task(task_run_name="write {label}", cache_policy=NO_CACHE, persist_result=False)

@@ -40,7 +40,8 @@ def record_failures(failed: list[tuple[Todo, DocError]], settings: IndexSettings
 
 def as_failures(failed: list[tuple[Todo, DocError]]) -> list[Failure]:
     """The failures as operators see them, whether or not they could be recorded."""
-    return [Failure(todo.file.path, error.stage, error.reason(), todo.prior.attempts + 1) for todo, error in failed]
+    return [Failure(todo.file.path, error.stage, error.reason(), todo.prior.attempts + 1, todo.file.source)
+            for todo, error in failed]
 
 
 @task(name="forget-deleted", cache_policy=NO_CACHE, persist_result=False)

@@ -4,6 +4,7 @@ document (deploy/automation-failed-documents.yaml notifies on them)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from datetime import datetime, timezone
 
@@ -13,11 +14,14 @@ from prefect.events import emit_event
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
+from citeline.schemas.paths import absolute
 from citeline.schemas.status import Failure, RunSummary
 from citeline.schemas.text import visible
 
 FAILED_TAG = "failed-documents"  # on a flow run in which documents failed: filterable in the runs list
 FAILED_EVENT = "citeline.document.failed"
+# prefect.yaml's deployment that indexes failed documents again (flows/operations.py retry_failed_documents)
+RETRY_DEPLOYMENT = "retry-failed/retry-failed"
 
 # Markdown that text from a document could use to end a table cell (|), make a link ([]()),
 # open code or emphasis, or start a heading; each is written backslash-escaped.
@@ -25,16 +29,37 @@ _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+!|~])")
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 
 
+def retry_parameters(db: str, source: str) -> str:
+    r"""The ``retry-failed`` deployment's parameters that index this one document again, as the
+    UI's Run form and ``prefect deployment run --params`` take them (JSON: a file's name with
+    control characters comes out escaped, and still exact).
+
+    >>> retry_parameters("/data/index", "/data/docs/a\u202e.pdf")
+    '{"db": "/data/index", "path": "/data/docs/a\\u202e.pdf"}'
+    """
+    return json.dumps({"db": absolute(db), "path": source})
+
+
+def retry_hint(db: str, source: str) -> str:
+    """What a failed document's task-run message ends with: how to index it again once fixed."""
+    return f"retry it: deployment {RETRY_DEPLOYMENT} with parameters {retry_parameters(db, source)}"
+
+
 @task(name="publish-report", cache_policy=NO_CACHE, persist_result=False)
-def publish_report(summary: RunSummary, root: str) -> None:
+def publish_report(summary: RunSummary, root: str, db: str) -> None:
+    """The ``failed-documents`` table (with the ``retry-failed`` parameters of each) and the
+    ``index-summary`` Markdown; with failures, the run's tag and one event per document."""
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     create_table_artifact(
         key="failed-documents",
         table=[
-            {"path": f.path, "stage": f.stage, "reason": f.reason, "attempts": f.attempts, "last_attempt": now}
+            {"path": f.path, "stage": f.stage, "reason": f.reason, "attempts": f.attempts, "last_attempt": now,
+             f"{RETRY_DEPLOYMENT} parameters": retry_parameters(db, f.source or f.path)}
             for f in summary.failures
         ],
-        description=f"Documents of {root} that failed in this run",
+        description=f"Documents of {root} that failed in this run. Once a file is fixed, run the deployment "
+                    f"{RETRY_DEPLOYMENT} with the parameters of its row (or with only db, for every failed "
+                    f"document of the index); `citeline retry --db {absolute(db)}` does the same.",
     )
     create_markdown_artifact(key="index-summary", markdown=_markdown(summary, root),
                              description=f"Index run over {root}")
@@ -83,6 +108,10 @@ def _markdown(summary: RunSummary, root: str) -> str:
         f"| {summary.indexed} | {summary.skipped} | {summary.failed} | {summary.deleted} "
         f"| {summary.chunks} | {summary.truncated} | {summary.rows} |",
     ]
+    if summary.still_failing:
+        lines += ["", f"{summary.still_failing} documents are still failing: they failed before and have not "
+                      "changed since, so they were not read again (not counted as failed in this run). "
+                      f"The deployment {RETRY_DEPLOYMENT} (or `citeline retry`) indexes them again."]
     if summary.truncated:
         lines += ["", f"{summary.truncated} chunks are longer than the encoder's window and were "
                       "embedded truncated: their tails are not searchable by meaning."]

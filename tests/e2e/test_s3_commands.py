@@ -78,13 +78,14 @@ def test_retry_reruns_a_failed_s3_document(s3_bucket):
 
 
 def test_serve_schedules_syncs_of_an_s3_prefix_into_an_s3_index(s3_bucket):
+    from citeline.flows.operations import sync_folder
     from citeline.flows.serve import FolderSync
 
     root, db = upload_examples(s3_bucket), f"s3://{s3_bucket}/index"
     sync = FolderSync.of(root + "/", IndexSettings(db=db, model=FAKE), "0 3 * * *")
     assert (sync.name, sync.root, sync.settings.db) == ("sync-docs", root, db)
     # the flow run the schedule starts, run here once with the deployment's parameters as the server stores them
-    state = index_folder(**json.loads(json.dumps(sync.parameters)), return_state=True)
+    state = sync_folder(**json.loads(json.dumps(sync.parameters)), return_state=True)
     assert state.is_completed() and state.result().indexed == 2, state.message
     assert sources(db) == [f"{root}/04-dropout.md", f"{root}/10-lr-scheduler.md"]
     assert check_index(Store(db)) == []

@@ -1,0 +1,213 @@
+"""The operator's deployments (prefect.yaml): what an operator runs from the Prefect UI.
+
+Each flow here takes flat, typed parameters, described in its docstring, so the UI's Run
+form is a labelled form (Prefect builds it from the signature and the ``Args:`` section),
+and calls the flow the CLI calls (flows/ingest.py, retry.py, reindex.py, repair.py) inside
+its own run: one flow run per deployment run, under the same flow name as a CLI run.
+
+One index is written by one run at a time. Beside the writer lock (index/lock.py), which
+refuses a second writer, every run here first takes the slot of a Prefect global
+concurrency limit named after its index (``limit_name``, limit 1): a retry started from the
+UI while the scheduled sync writes the same index waits in line for it, and then runs.
+"""
+# No `from __future__ import annotations`: Prefect builds the Run form from the annotations.
+import hashlib
+from contextlib import contextmanager
+from typing import Iterator, Literal, Optional
+
+from prefect import flow
+from prefect.concurrency.sync import concurrency
+from prefect.states import Failed
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from citeline.flows.ingest import index_folder
+from citeline.flows.reindex import reindex
+from citeline.flows.repair import repair_index
+from citeline.flows.retry import retry_failed
+from citeline.schemas.paths import absolute, escape
+from citeline.schemas.settings import DEFAULT_MODEL, DEFAULT_STRATEGY, DOCUMENT_WORKERS, IndexSettings
+from citeline.tasks.log import get_logger
+
+Strategy = Literal["A", "B", "C", "D", "E", "F"]  # schemas/settings.py STRATEGIES; pipeline/chunk.py says what each is
+WAIT_S = 6 * 3600.0  # a queued run waits this long for the index's other run (a first sync of a big folder)
+
+
+def limit_name(db: str) -> str:
+    """The global concurrency limit that lets one run at a time write the index at ``db``.
+
+    >>> limit_name("/data/index") == limit_name("/data/../data/index/")
+    True
+    >>> limit_name("s3://bucket/index")
+    'citeline-index-e4c27abad079'
+    """
+    return f"citeline-index-{hashlib.sha256(escape(absolute(db)).encode()).hexdigest()[:12]}"
+
+
+def ensure_limit(name: str) -> None:
+    """Create the limit (one slot) unless it exists: Prefect does not create a missing one."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+    from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_global_concurrency_limit_by_name(name)
+            return
+        except ObjectNotFound:
+            pass
+        try:
+            client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=1))
+        except ObjectAlreadyExists:  # another run created it first
+            pass
+
+
+class Queued(TimeoutError):
+    """The index's other run did not finish within ``wait_s``."""
+
+
+@contextmanager
+def one_writer(db: str, wait_s: float) -> Iterator[None]:
+    """Hold the index's concurrency slot, waiting in line up to ``wait_s`` seconds for it.
+
+    Raises:
+        Queued: the slot stayed taken.
+    """
+    name = limit_name(db)
+    ensure_limit(name)
+    get_logger(db=db).info("run.queued", concurrency_limit=name)
+    held = False
+    try:
+        with concurrency(name, occupy=1, timeout_seconds=wait_s, strict=True):
+            held = True
+            yield
+    except TimeoutError:
+        if held:  # raised by the run's own work, not by the wait
+            raise
+        raise Queued(f"another run wrote the index {db} for more than {wait_s:g} s (concurrency limit "
+                     f"{name}); this one did nothing") from None
+
+
+def settings_for(db: str, model: str = "", strategy: Optional[str] = None) -> IndexSettings:
+    """The index's settings: the model and strategy asked for, else the index's own, else the defaults."""
+    from citeline.index.store import Store, index_exists
+
+    stamp = Store(db).stamp() if index_exists(db) else None
+    return IndexSettings(db=absolute(db), model=model or (stamp.embed_model if stamp else DEFAULT_MODEL),
+                         strategy=(strategy or (stamp.strategy if stamp else DEFAULT_STRATEGY)).upper())
+
+
+def queued_state(exc: Queued):
+    return Failed(name="Queued", message=str(exc), data=exc)
+
+
+class RunFailed(Exception):
+    """A run that ended Failed with a summary (documents failed, violations remain): the
+    exception its state carries, which the worker's engine raises at the end of the run."""
+
+    def __init__(self, message: str, summary):
+        super().__init__(message)
+        self.summary = summary
+
+
+def for_worker(state):
+    """The state of a CLI flow as a deployment's run ends with: a Failed one carries a RunFailed
+    holding its summary, since the engine in the worker's process resolves a failed state's data
+    into an exception to raise (a RunSummary made it fail with a TypeError instead)."""
+    if state.is_failed() and not isinstance(state.data, BaseException):
+        return Failed(name=state.name, message=state.message, data=RunFailed(state.message or state.name, state.data))
+    return state
+
+
+@flow(name="index-folder", flow_run_name="index {folder}",
+      task_runner=ThreadPoolTaskRunner(max_workers=DOCUMENT_WORKERS))
+def sync_folder(folder: str, db: str, model: str = "", strategy: Optional[Strategy] = None,
+                max_failed: Optional[int] = None, verify: bool = False, wait_s: float = WAIT_S):
+    """Index a folder, or bring its index up to date: the scheduled sync.
+
+    New and changed files are indexed, unchanged ones skipped unread, deleted ones
+    forgotten. A file that fails is recorded with its reason and not read again until it
+    changes (counted as still failing); the run is Failed "DocumentsFailed" only when a
+    document failed in this run.
+
+    Args:
+        folder: The folder to keep indexed, as the worker's machine sees it: an absolute
+            path, or an S3 prefix (s3://bucket/prefix).
+        db: The index: an absolute folder on the worker's machine, or s3://bucket/prefix.
+        model: The embedding model of a new index (a packaged alias such as
+            all-MiniLM-L6-v2, or a local sentence-transformers folder). Empty: the index's
+            own model. To change an existing index's model, run the reindex deployment.
+        strategy: The chunking strategy of a new index (A-F, see docs/query.md). Empty:
+            the index's own (E for a new index).
+        max_failed: Fail the run as TooManyFailed when more documents than this fail in it.
+            Empty: no limit.
+        verify: Hash every file, even those whose size and modification time are
+            unchanged, and read failed ones again (a nightly check).
+        wait_s: Seconds to wait in line while another run writes this index.
+    """
+    settings = settings_for(db, model, strategy)
+    try:
+        with one_writer(settings.db, wait_s):
+            return for_worker(index_folder.fn(folder, settings, max_failed=max_failed, wait_s=wait_s, verify=verify))
+    except Queued as exc:
+        return queued_state(exc)
+
+
+@flow(name="retry-failed", flow_run_name="retry failed in {db}", task_runner=ThreadPoolTaskRunner(max_workers=2))
+def retry_failed_documents(db: str, path: str = "", wait_s: float = WAIT_S):
+    """Index again the documents that failed: all of the index's, or those under one path.
+
+    Run it once a file is fixed; the failed-documents artifact of a run lists each failed
+    document with the parameters that retry it.
+
+    Args:
+        db: The index: an absolute folder on the worker's machine, or s3://bucket/prefix.
+        path: Only the failed documents under this file or folder (absolute, as the index
+            stores it). Empty: every failed document.
+        wait_s: Seconds to wait in line while another run writes this index.
+    """
+    settings = settings_for(db)
+    try:
+        with one_writer(settings.db, wait_s):
+            return for_worker(retry_failed.fn(settings, path or None, wait_s=wait_s))
+    except Queued as exc:
+        return queued_state(exc)
+
+
+@flow(name="reindex", flow_run_name="reindex {db} to {model}", task_runner=ThreadPoolTaskRunner(max_workers=2))
+def reindex_index(db: str, model: str, strategy: Optional[Strategy] = None, wait_s: float = WAIT_S):
+    """Rebuild the index for another embedding model or chunking strategy, then switch.
+
+    The new table is built beside the live one from the stored text (nothing is extracted
+    again); searches use the live table until every document is in the new one.
+
+    Args:
+        db: The index: an absolute folder on the worker's machine, or s3://bucket/prefix.
+        model: The new embedding model: a packaged alias (all-MiniLM-L6-v2, minilm-int8,
+            all-mpnet-base-v2) or a local sentence-transformers folder.
+        strategy: A new chunking strategy (A-F). Empty: keep the index's.
+        wait_s: Seconds to wait in line while another run writes this index.
+    """
+    settings = settings_for(db, model, strategy)
+    try:
+        with one_writer(settings.db, wait_s):
+            return for_worker(reindex.fn(settings, wait_s=wait_s))
+    except Queued as exc:
+        return queued_state(exc)
+
+
+@flow(name="repair-index", flow_run_name="check and repair {db}", task_runner=ThreadPoolTaskRunner(max_workers=2))
+def check_repair(db: str, wait_s: float = WAIT_S):
+    """Check the index's invariants, repair what can be repaired safely, and check again.
+
+    The run is Failed when violations remain after the repair; its message counts them.
+
+    Args:
+        db: The index: an absolute folder on the worker's machine, or s3://bucket/prefix.
+        wait_s: Seconds to wait in line while another run writes this index.
+    """
+    settings = settings_for(db)
+    try:
+        with one_writer(settings.db, wait_s):
+            return for_worker(repair_index.fn(settings, wait_s=wait_s))
+    except Queued as exc:
+        return queued_state(exc)

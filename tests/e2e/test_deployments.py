@@ -1,0 +1,230 @@
+"""The production shape, end to end: PostgreSQL, a Prefect server on it, a process work pool and
+its worker, prefect.yaml deployed, each deployment run through the API with parameters.
+
+The test starts its own PostgreSQL cluster (initdb and pg_ctl of Debian's postgresql package,
+in a temporary folder, on a free port), a `prefect server start` backed by it, and
+`prefect worker start --pool citeline`; it deploys the repository's prefect.yaml with
+`prefect deploy --all`, exactly as docs/operations.md tells an operator to. Flow runs are
+processes the worker starts; they embed with the fake embedder, registered in each of them
+by a sitecustomize on the worker's PYTHONPATH (the real model would add minutes, not coverage).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from testkit import free_port
+
+from fakes import FAKE
+from pgcluster import has_postgres, postgres_cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+EXAMPLES = ROOT / "examples" / "docs"
+FIXTURES = ROOT / "tests" / "fixtures"
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not has_postgres(), reason="PostgreSQL's initdb is not installed "
+                                                                          "(make setup installs postgresql)")]
+
+SITECUSTOMIZE = f"""
+import sys
+sys.path.insert(0, {str(FIXTURES)!r})
+from citeline.pipeline import embed
+from fakes import FAKE, HashEmbedder
+embed.register(FAKE, lambda precision, batch_size: HashEmbedder())
+"""
+
+
+def wait_for(url: str, proc: subprocess.Popen, log: Path, seconds: float = 240) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"the server exited {proc.returncode}: {log.read_text()[-3000:]}")
+        try:
+            urllib.request.urlopen(f"{url}/health", timeout=2)
+            return
+        except OSError:
+            time.sleep(0.5)
+    pytest.fail(f"no server at {url} after {seconds} s: {log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def production(tmp_path_factory):
+    """PostgreSQL, a Prefect server on it, the citeline work pool, prefect.yaml deployed, a worker.
+
+    Yields the API URL, the environment pointing at it, the synced folder and the index.
+    """
+    home = tmp_path_factory.mktemp("prefect")
+    folder, db = home / "docs", home / "index"
+    shutil.copytree(EXAMPLES, folder)
+    (folder / "broken.md").write_bytes(b"caf\xe9 latin-1 bytes")  # not UTF-8: fails at extract
+    (home / "site").mkdir()
+    (home / "site" / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    with postgres_cluster() as (database, _):
+        port = free_port()
+        url = f"http://127.0.0.1:{port}/api"
+        env = {**os.environ, "PREFECT_HOME": str(home / "prefect-home"), "PREFECT_API_URL": url,
+               "PREFECT_API_DATABASE_CONNECTION_URL": database,
+               "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1",
+               # deleted runs' logs are removed by the server's orphan vacuum (flows/history.py)
+               "PREFECT_SERVER_SERVICES_DB_VACUUM_ENABLED": "events,orphans",
+               "PREFECT_SERVER_SERVICES_DB_VACUUM_ORPHAN_CLEANUP_LOOP_SECONDS": "5",
+               "PREFECT_WORKER_QUERY_SECONDS": "1", "PREFECT_WORKER_PREFETCH_SECONDS": "1",
+               "CITELINE_FOLDER": str(folder), "CITELINE_DB": str(db)}
+        server_log = home / "server.log"
+        server = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
+                                   "--port", str(port)], env=env, stdout=open(server_log, "w"), stderr=subprocess.STDOUT)
+        worker = None
+        try:
+            wait_for(url, server, server_log)
+            prefect = [sys.executable, "-m", "prefect", "--no-prompt"]
+            for step in (["work-pool", "create", "citeline", "--type", "process"], ["deploy", "--all"]):
+                done = subprocess.run([*prefect, *step], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+                assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+            pause_schedules(url)  # each run here is started through the API, none by the clock
+            worker_log = home / "worker.log"
+            worker = subprocess.Popen([*prefect, "worker", "start", "--pool", "citeline"], cwd=home, stdout=open(worker_log, "w"),
+                                      stderr=subprocess.STDOUT,
+                                      env={**env, "PYTHONPATH": os.pathsep.join([str(home / "site"),
+                                                                                  env.get("PYTHONPATH", "")])})
+            yield {"url": url, "env": env, "folder": folder, "db": db, "logs": (server_log, worker_log)}
+        finally:
+            for proc in (worker, server):
+                if proc is not None:
+                    proc.terminate()
+                    try:
+                        proc.wait(timeout=30)
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
+
+
+def pause_schedules(url: str) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings({PREFECT_API_URL: url}), get_client(sync_client=True) as client:
+        for deployment in client.read_deployments():
+            client.pause_deployment(deployment.id)
+
+
+@pytest.fixture
+def client(production):
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings({PREFECT_API_URL: production["url"]}), get_client(sync_client=True) as client:
+        yield client
+
+
+def run(production, name: str, **parameters):
+    """Run deployment ``name`` through the API with ``parameters`` and wait for its final state."""
+    from prefect.deployments import run_deployment
+
+    flow_run = run_deployment(name, parameters=parameters, timeout=400)
+    assert flow_run.state.is_final(), f"{name} still {flow_run.state.name}: " + "".join(
+        p.read_text()[-2000:] for p in production["logs"])
+    return flow_run
+
+
+def test_prefect_yaml_runs_on_postgres_through_a_worker(production, client):
+    """Every deployment of prefect.yaml, run with parameters: final states, artifacts, events, the index."""
+    from prefect.client.schemas.filters import (ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey,
+                                                FlowRunFilter, FlowRunFilterId, LogFilter, LogFilterFlowRunId)
+    from prefect.events.filters import EventFilter, EventNameFilter
+
+    from citeline.flows.operations import limit_name
+    from citeline.index.check import check_index
+    from citeline.index.store import Store
+
+    folder, db = production["folder"], production["db"]
+    deployments = {d.name: d for d in client.read_deployments()}
+    assert set(deployments) == {"index-folder", "retry-failed", "reindex", "check-repair", "prune-history"}
+    assert [s.schedule.cron for s in deployments["index-folder"].schedules] == ["*/15 * * * *"]
+    assert deployments["index-folder"].parameters == {"folder": str(folder), "db": str(db)}  # from the environment
+    form = deployments["retry-failed"].parameter_openapi_schema["properties"]
+    assert form["path"]["type"] == "string" and "Empty: every failed document" in form["path"]["description"]
+
+    # 1. the scheduled sync, run now: a new index on the fake model; broken.md fails
+    first = run(production, "index-folder/index-folder", model=FAKE)
+    assert first.state.is_failed() and first.state.name == "DocumentsFailed", first.state.message
+    this_run = FlowRunFilter(id=FlowRunFilterId(any_=[first.id]))
+    tasks = {t.name: t for t in client.read_task_runs(flow_run_filter=this_run)}
+    broken = tasks["broken.md"].state.message
+    source = str(folder / "broken.md")
+    assert broken.startswith("extract: undecodable")
+    assert f'deployment retry-failed/retry-failed with parameters {{"db": "{db}", "path": "{source}"}}' in broken
+    table = client.read_artifacts(artifact_filter=ArtifactFilter(
+        key=ArtifactFilterKey(any_=["failed-documents"]), flow_run_id=ArtifactFilterFlowRunId(any_=[first.id])))
+    rows = json.loads(table[0].data)
+    assert [(r["path"], json.loads(r["retry-failed/retry-failed parameters"])) for r in rows] == [
+        ("broken.md", {"db": str(db), "path": source})]
+    assert "retry-failed/retry-failed" in table[0].description
+    events = client.read_events(EventFilter(event=EventNameFilter(name=["citeline.document.failed"])), limit=50).events
+    assert [e.payload["path"] for e in events] == ["broken.md"]
+    assert client.read_global_concurrency_limit_by_name(limit_name(str(db))).limit == 1
+
+    # 2. the next sync: broken.md is unchanged, so it is not read again and the run is Completed
+    second = run(production, "index-folder/index-folder")
+    assert second.state.is_completed() and "1 still failing" in second.state.message, second.state.message
+    names = {t.name for t in client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[second.id])))}
+    assert "broken.md" not in names and not [n for n in names if n.endswith(".md")]  # no task run per unchanged file
+
+    # 3. fixed, then retried with the exact parameters the failure named
+    (folder / "broken.md").write_text("café, now UTF-8\n")
+    retried = run(production, "retry-failed/retry-failed", path=source)
+    assert retried.state.is_completed(), retried.state.message
+    store = Store(str(db))
+    status = {r["path"]: r["status"] for r in store.document_rows(["path", "status"])}
+    assert status["broken.md"] == "indexed" and set(status.values()) == {"indexed"}
+    if os.environ.get("CITELINE_UPDATE_SCREENSHOTS"):  # docs/operations.md's pictures of the UI
+        ui = production["url"].removesuffix("/api")
+        screenshot(f"{ui}/deployments/deployment/{deployments['retry-failed'].id}/run", "Empty: every failed",
+                   DOCS / "prefect-retry-failed-run-form.png")
+        screenshot(f"{ui}/runs/flow-run/{retried.id}", "Completed", DOCS / "prefect-retry-failed-run.png")
+
+    # 4. re-index to another strategy (beside the live table, then switched), check and repair
+    rebuilt = run(production, "reindex/reindex", model=FAKE, strategy="A")
+    assert rebuilt.state.is_completed() and "switched to" in rebuilt.state.message, rebuilt.state.message
+    assert Store(str(db)).require_stamp().strategy == "A"
+    checked = run(production, "repair-index/check-repair")
+    assert checked.state.is_completed() and "0 violations remain" in checked.state.message, checked.state.message
+    store = Store(str(db))
+    assert check_index(store) == []
+    assert store.count_chunks() == sum(r["chunk_count"] for r in store.document_rows(["chunk_count"])) > 0
+
+    # 5. prune the history: every finished run goes, with its task runs, artifacts and (vacuumed) logs
+    pruned = run(production, "prune-history/prune-history", days=0)
+    assert pruned.state.is_completed() and "deleted 5 flow runs" in pruned.state.message, pruned.state.message
+    assert [r.id for r in client.read_flow_runs()] == [pruned.id]  # schedules paused: no run is scheduled
+    gone = [first.id, second.id, retried.id, rebuilt.id, checked.id]
+    assert client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=gone))) == []
+    assert client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=gone))) == []
+    deadline = time.monotonic() + 60
+    while client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=gone)), limit=1):
+        assert time.monotonic() < deadline, "the orphan vacuum left the deleted runs' logs"
+        time.sleep(2)
+
+
+def screenshot(url: str, text: str, path: Path) -> None:
+    """``url`` in headless Chromium (Debian's, no download), once ``text`` shows, saved to ``path``."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1100"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    try:
+        driver.get(url)
+        WebDriverWait(driver, 120).until(lambda d: text in d.find_element(By.TAG_NAME, "body").text)
+        time.sleep(3)  # let the page finish drawing
+        driver.save_screenshot(str(path))
+    finally:
+        driver.quit()
