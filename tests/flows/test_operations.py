@@ -1,0 +1,99 @@
+"""The operator's deployments (flows/operations.py, prefect.yaml) under the test server: their Run
+forms, one run per index at a time, and the states a worker's engine can read."""
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from citeline.flows.operations import check_repair, limit_name, sync_folder
+from citeline.index.store import Store
+from fakes import FAKE
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "docs"
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+def deployments() -> list[dict]:
+    return yaml.safe_load((ROOT / "prefect.yaml").read_text())["deployments"]
+
+
+@pytest.mark.parametrize("deployment", deployments(), ids=lambda d: d["name"])
+def test_each_deployment_loads_and_its_run_form_is_typed_and_described(deployment):
+    from prefect.flows import load_flow_from_entrypoint
+    from prefect.utilities.callables import parameter_schema
+
+    flow = load_flow_from_entrypoint(deployment["entrypoint"])
+    schema = parameter_schema(flow.fn).model_dump()
+    fields = schema["properties"]
+    assert set(deployment.get("parameters", {})) <= set(fields)  # prefect.yaml names real parameters
+    for name, field in fields.items():
+        assert field.get("description", "").strip(), f"{deployment['name']}: {name} has no description"
+        assert "type" in field or "anyOf" in field, f"{deployment['name']}: {name} has no type"
+    assert deployment["work_pool"]["name"] == "citeline"
+
+
+def test_strategy_is_offered_as_a_choice():
+    from prefect.utilities.callables import parameter_schema
+
+    strategy = parameter_schema(sync_folder.fn).model_dump()["properties"]["strategy"]
+    assert strategy["anyOf"][0]["enum"] == ["A", "B", "C", "D", "E", "F"]
+
+
+@pytest.fixture
+def synced(tmp_path) -> tuple[Path, str]:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name in ("04-dropout.md", "10-lr-scheduler.md"):
+        shutil.copy(EXAMPLES / name, folder)
+    (folder / "broken.md").write_bytes(b"caf\xe9 latin-1 bytes")
+    db = str(tmp_path / "index")
+    state = sync_folder(str(folder), db, model=FAKE, return_state=True)
+    assert state.name == "DocumentsFailed"
+    # what the worker's engine raises at the end of the run: an exception holding the summary
+    failed = state.result(raise_on_failure=False)
+    assert failed.summary.failed == 1 and failed.summary.failures[0].path == "broken.md"
+    return folder, db
+
+
+def hold_slot(db: str, seconds: float, held: threading.Event) -> threading.Thread:
+    """Take the index's slot, as a running sync holds it, for ``seconds``."""
+    from prefect.concurrency.sync import concurrency
+
+    def hold():
+        with concurrency(limit_name(db), occupy=1, strict=True):
+            held.set()
+            time.sleep(seconds)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    assert held.wait(60)
+    return thread
+
+
+def test_a_second_run_of_one_index_waits_in_line_then_runs(synced):
+    folder, db = synced
+    thread = hold_slot(db, 3.0, threading.Event())
+    started = time.monotonic()
+    state = check_repair(db, wait_s=120, return_state=True)
+    waited = time.monotonic() - started
+    thread.join()
+    assert state.is_completed() and "0 violations remain" in state.message, state.message
+    assert waited >= 2.0  # it ran only once the slot was free
+
+    second = sync_folder(str(folder), db, return_state=True)  # the index's own model: nothing to say
+    assert second.is_completed() and second.result().still_failing == 1, second.message
+
+
+def test_a_run_that_waited_longer_than_wait_s_does_nothing_and_says_why(synced):
+    folder, db = synced
+    before = Store(db).document_rows(["doc_id", "attempts"])
+    thread = hold_slot(db, 4.0, threading.Event())
+    state = sync_folder(str(folder), db, wait_s=0.5, return_state=True)
+    thread.join()
+    assert state.is_failed() and state.name == "Queued"
+    assert limit_name(db) in state.message and "did nothing" in state.message
+    assert Store(db).document_rows(["doc_id", "attempts"]) == before
