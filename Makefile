@@ -4,7 +4,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
-APT_PACKAGES := tesseract-ocr tesseract-ocr-eng chromium chromium-driver espeak-ng fonts-dejavu-core postgresql
+APT_PACKAGES := tesseract-ocr tesseract-ocr-eng chromium chromium-driver espeak-ng fonts-dejavu-core \
+	tesseract-ocr-osd tesseract-ocr-nld tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-spa tesseract-ocr-ita \
+	tesseract-ocr-por tesseract-ocr-chi-sim tesseract-ocr-ara tesseract-ocr-rus postgresql
 
 .PHONY: setup run test check bench clean
 

@@ -97,8 +97,10 @@ class SourcePath(click.Path):
                    "(checked between steps; an isolated extractor is killed past it).")
 @click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
               help="Seconds to wait for another writer of the same index.")
-@click.option("--ocr-lang", default="eng", show_default=True,
-              help="Tesseract language(s) for scans, e.g. eng or deu+eng (the traineddata must be installed).")
+@click.option("--ocr-lang", default="auto", show_default=True,
+              help="Tesseract language(s) for scans, e.g. eng or deu+eng (the traineddata must be installed), "
+                   "or auto: each page's script by Tesseract's OSD, a Latin page's language by its words "
+                   "(the notes say what was used).")
 @click.option("--whisper-model", default="", type=click.Path(file_okay=False),
               help="A CTranslate2 Whisper model folder for audio/video, or base (the multilingual base of the "
                    "extra citeline[whisper-base]; default: packaged tiny.en).")
@@ -684,6 +686,8 @@ def _check_ocr_lang(lang: str) -> None:
         installed = set(pytesseract.get_languages(config=""))
     except pytesseract.TesseractNotFoundError:
         raise click.UsageError("tesseract is not installed (Debian: apt-get install tesseract-ocr)") from None
+    if lang == "auto":
+        return
     missing = [code for code in lang.split("+") if code not in installed]
     if missing:
         raise click.UsageError(f"--ocr-lang: {', '.join(missing)} not installed; installed: "

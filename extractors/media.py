@@ -24,7 +24,11 @@ from citeline.schemas.options import ExtractOptions
 from citeline.extractors.clean import Deadline, clean
 
 NAME = "media"
-VERSION = "3"  # 2: batched over the voice detector's stretches, no temperature fallback; 3: no 4-gram repeated
+# 2: batched over the voice detector's stretches, no temperature fallback; 3: no 4-gram repeated;
+# 4: the language detected per stretch with a multilingual model (a switch noted), two channels
+#    that carry different speech transcribed apart, an English-only model's unsure transcript noted
+#    (issue 31 item 3).
+VERSION = "4"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (
@@ -86,10 +90,16 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
         raise Corrupt("the audio track holds no decodable samples")
     whisper = model(options.whisper_model, options.whisper_threads)
     deadline.check("decoding")
-    text, segments = _transcribe(whisper, audio, seconds, options, deadline)
+    channels = _apart(data)
+    if channels is not None:  # two speakers on two channels: a mix of them garbles both
+        notes.append("the two channels carry different speech (two speakers?): each transcribed on its own")
+        heard = sorted(u for channel in channels for u in _heard(whisper, channel, seconds, options, deadline, notes))
+    else:
+        heard = _heard(whisper, audio, seconds, options, deadline, notes)
+    text, segments = _assemble(heard, seconds)
     if not text:
         notes.append("no speech detected")
-    return _canonical(text, segments, name, notes)
+    return _canonical(text, segments, name, list(dict.fromkeys(notes)))
 
 
 def _canonical(text: str, segments, name: str, notes: list[str]) -> Canonical:
@@ -208,8 +218,98 @@ def model(path: str = "", threads: int = 2):
 # ------------------------------------------------------------------ transcription
 
 
-def _transcribe(whisper, audio, seconds: float, options: ExtractOptions, deadline: Deadline):
-    """Whisper over the stretches of speech the voice detector finds, several at a time.
+def _heard(whisper, audio, seconds: float, options: ExtractOptions, deadline: Deadline,
+           notes: list[str]) -> list[tuple[float, float, str]]:
+    """Utterances (start, end, text) of one channel. A multilingual model with no language set
+    detects it per stretch of speech (``speech_languages``): each run of one language is
+    transcribed in it, and a switch is noted. An English-only model's transcript that Whisper
+    itself is unsure of is noted: the speech may be in another language."""
+    if options.whisper_language is None and getattr(whisper, "model", None) is not None \
+            and whisper.model.is_multilingual:
+        runs = speech_languages(whisper, audio)
+        if len(runs) > 1:
+            notes.append("speech languages (Whisper's detection per stretch): "
+                         + ", ".join(f"{lang} {_clock(a)}–{_clock(b)}" for lang, a, b in runs))
+        elif runs:
+            notes.append(f"speech language: {runs[0][0]} (Whisper's detection)")
+        heard = []
+        for lang, start, end in runs or [(None, 0.0, seconds)]:
+            piece = audio[int(start * _RATE):int(end * _RATE)]
+            heard += [(a + start, b + start, t) for a, b, t, _ in _transcribe(whisper, piece, lang, deadline, seconds)]
+        return heard
+    found = _transcribe(whisper, audio, options.whisper_language, deadline, seconds)
+    if found and not whisper.model.is_multilingual:
+        sure = sum(p * (b - a) for a, b, _, p in found) / max(sum(b - a for a, b, _, _ in found), 1e-6)
+        if sure < _UNSURE:
+            notes.append(f"the English-only speech model is unsure of this transcript (mean log-probability "
+                         f"{sure:.2f}): the speech may not be English; --whisper-model base detects the language")
+    return [(a, b, t) for a, b, t, _ in found]
+
+
+_UNSURE = -0.8  # mean token log-probability: tiny.en gave -0.13 on English espeak speech, -0.99 on German
+_SHORTEST = 3.0  # seconds of speech a language is detected over, at least
+
+
+def speech_languages(whisper, audio) -> list[tuple[str, float, float]]:
+    """Runs of one spoken language: (code, start s, end s), over the voice detector's stretches
+    (at least ``_SHORTEST`` seconds each), each detected by Whisper's language head."""
+    from faster_whisper.vad import VadOptions, get_speech_timestamps
+
+    # Split at every pause of half a second (the transcription's VAD waits for 2 s): a speaker
+    # who switches language mid-recording usually pauses between sentences, not for 2 s.
+    stretches = get_speech_timestamps(audio, VadOptions(min_silence_duration_ms=500))
+    windows: list[list[float]] = []
+    for item in stretches:
+        start, end = item["start"] / _RATE, item["end"] / _RATE
+        if windows and (windows[-1][1] - windows[-1][0] < _SHORTEST or end - windows[-1][0] <= _SHORTEST):
+            windows[-1][1] = end  # too short to tell a language alone: joined to the one before
+        else:
+            windows.append([start, end])
+    runs: list[tuple[str, float, float]] = []
+    for start, end in windows:
+        lang, _prob, _all = whisper.detect_language(audio[int(start * _RATE):int(end * _RATE)])
+        if runs and runs[-1][0] == lang:
+            runs[-1] = (lang, runs[-1][1], end)
+        else:  # a run reaches back to the end of the one before, so no speech falls between
+            runs.append((lang, runs[-1][2] if runs else 0.0, end))
+    if runs:
+        runs[-1] = (runs[-1][0], runs[-1][1], len(audio) / _RATE)
+    return runs
+
+
+def _clock(seconds: float) -> str:
+    return f"{int(seconds // 60)}:{seconds % 60:04.1f}"
+
+
+def _apart(data: bytes):
+    """The two channels of a stereo file whose speech differs (one speaker each), else None.
+
+    Their loudness, frame by frame (0.1 s), barely moves together: correlation under 0.5 with
+    both channels speaking for at least a tenth of the time. A stereo mix of one voice, or a
+    mono file, correlates near 1.
+    """
+    import numpy as np
+    from faster_whisper import decode_audio
+
+    try:
+        left, right = decode_audio(io.BytesIO(data), sampling_rate=_RATE, split_stereo=True)
+    except Exception:  # noqa: BLE001 - a file whose channels cannot be split is read as a mix
+        return None
+    frames = min(len(left), len(right)) // 1600
+    if frames < 10:
+        return None
+    loud = [np.sqrt((c[:frames * 1600].reshape(frames, 1600) ** 2).mean(axis=1)) for c in (left, right)]
+    if any(level.max() <= 0 for level in loud):
+        return None
+    speaking = [(level > 0.1 * level.max()).mean() for level in loud]
+    if min(speaking) < 0.1 or np.corrcoef(*loud)[0, 1] >= 0.5:
+        return None
+    return left, right
+
+
+def _transcribe(whisper, audio, language: str | None, deadline: Deadline, seconds: float):
+    """Whisper over the stretches of speech the voice detector finds, several at a time:
+    utterances (start, end, text, the segment's mean log-probability).
 
     Batched rather than Whisper's own sequential 30 s windows (bench/speech_speed.py,
     docs/eval-formats.md): a window whose decoding looks unsure was decoded again at up to
@@ -220,9 +320,11 @@ def _transcribe(whisper, audio, seconds: float, options: ExtractOptions, deadlin
     """
     from faster_whisper import BatchedInferencePipeline
 
+    if len(audio) == 0:
+        return []
     found, _info = BatchedInferencePipeline(whisper).transcribe(
         audio,
-        language=options.whisper_language,
+        language=language,
         vad_filter=True,
         word_timestamps=True,
         batch_size=_BATCH,
@@ -230,25 +332,32 @@ def _transcribe(whisper, audio, seconds: float, options: ExtractOptions, deadlin
         # ("with probabilities 0, 0.5 and 1") became "0 0 0 ..." to its end, losing the next sentences.
         no_repeat_ngram_size=4,
     )
+    heard = []
+    for segment in found:
+        deadline.check(f"{segment.start:.0f} s of {seconds:.0f} s transcribed")
+        heard += [(a, b, t, segment.avg_logprob) for a, b, t in _utterances(segment)]
+    return heard
+
+
+def _assemble(heard: list[tuple[float, float, str]], seconds: float):
+    """The transcript, one line per utterance (a blank line after a long pause), and its segments."""
     pieces: list[str] = []
     segments: list[Segment] = []
     offset, last_end = 0, None
-    for segment in found:
-        deadline.check(f"{segment.start:.0f} s of {seconds:.0f} s transcribed")
-        for start, end, words in _utterances(segment):
-            text = clean(words).replace("\n", " ")
-            if not text:
-                continue
-            if pieces:
-                sep = "\n\n" if start - last_end >= _PARAGRAPH else "\n"
-                pieces.append(sep)
-                offset += len(sep)
-            end = min(max(end, start), seconds)
-            start = min(start, end)
-            pieces.append(text)
-            segments.append(Segment(offset, offset + len(text), TimeSpan(round(float(start), 2), round(float(end), 2))))
-            offset += len(text)
-            last_end = end
+    for start, end, words in heard:
+        text = clean(words).replace("\n", " ")
+        if not text:
+            continue
+        if pieces:
+            sep = "\n\n" if start - last_end >= _PARAGRAPH else "\n"
+            pieces.append(sep)
+            offset += len(sep)
+        end = min(max(end, start), seconds)
+        start = min(start, end)
+        pieces.append(text)
+        segments.append(Segment(offset, offset + len(text), TimeSpan(round(float(start), 2), round(float(end), 2))))
+        offset += len(text)
+        last_end = end
     return "".join(pieces), segments
 
 

@@ -31,6 +31,7 @@ from citeline.schemas.errors import Corrupt, Empty, NoText, Timeout, TooLarge, T
 from citeline.schemas.locator import Page
 from citeline.schemas.options import ExtractOptions
 
+from citeline.extractors import langs
 from citeline.extractors.assemble import Assembler
 from citeline.extractors.clean import Deadline, clean
 
@@ -40,7 +41,9 @@ NAME = "image-ocr"
 # 4: lines Tesseract's layout analysis dropped are read again (reread_dropped_lines).
 # 5: columns found under a short line crossing their gutter, blocks level with a spanning one read
 #    in its row (reading_order, shared with the PDF extractor; issue 31 item 6).
-VERSION = "5"
+# 6: the OCR language detected per page by default (--ocr-lang auto, extractors/langs.py: OSD's
+#    script, a Latin page's words) and noted, as a given one is (issue 31 item 3).
+VERSION = "6"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff")
@@ -75,6 +78,8 @@ class PageText:
     blocks: list[Block]
     confidence: float | None = None
     words: int = 0
+    lang: str = ""  # the Tesseract language it was OCR'd with ("" for a text layer)
+    lang_how: str = ""  # how that language was chosen: "given", or what detected it
 
 
 def union(boxes: list[Box]) -> Box:
@@ -240,6 +245,8 @@ def _continues(prev: str, nxt: str) -> bool:
 def check_language(lang: str) -> None:
     """Raises ValueError (a configuration error, not a document's) for a language pack
     Tesseract does not have, listing those it has."""
+    if lang == langs.AUTO:
+        return
     have = set(installed_languages())
     missing = [code for code in lang.split("+") if code not in have]
     if missing:
@@ -260,12 +267,15 @@ def ocr_image(
     *,
     scale: float = 1.0,
     deadline: Deadline | None = None,
+    guess: str = "",
 ) -> PageText:
     """OCR one page image, columns first.
 
     Args:
         image: the page; converted to greyscale here.
+        lang: Tesseract languages (``deu+eng``), or ``auto``: detected per page (extractors/langs.py).
         scale: output units per pixel (72 / dpi gives PDF points).
+        guess: with ``auto``, the language the previous page was in (tried first on Latin script).
 
     Raises:
         Timeout: Tesseract ran past the deadline.
@@ -276,9 +286,42 @@ def ocr_image(
         stacked, offsets = _stack(gray, regions)
     else:
         stacked, offsets = gray, [(0, 0, 0)]
-    data = _tesseract(stacked, lang, deadline)
-    data = reread_dropped_lines(stacked, data, lang, deadline)
-    return _page_text(data, offsets, scale)
+
+    def read(code: str, how: str) -> PageText:
+        data = reread_dropped_lines(stacked, _tesseract(stacked, code, deadline), code, deadline)
+        page = _page_text(data, offsets, scale)
+        page.lang, page.lang_how = code, how
+        return page
+
+    if lang != langs.AUTO:
+        return read(lang, "given")
+    return _read_detected(gray, read, guess, deadline)
+
+
+def _read_detected(gray: Image.Image, read, guess: str, deadline: Deadline | None) -> PageText:
+    """OCR in the language the page shows (extractors/langs.py): the pack of the script OSD sees;
+    for Latin script, English (or ``guess``, the previous page's) first, then again in the language
+    its words are in when that is another installed pack."""
+    installed = installed_languages()
+    script = langs.script_of(gray, deadline.left() if deadline else None)
+    pack = langs.pack_for_script(script, installed)
+    if pack:
+        return read(pack, f"{script} script (Tesseract OSD)")
+    seen = f"{script} script (Tesseract OSD)" if script else "no script detected (OSD)"
+    first = guess if guess in langs.FUNCTION_WORDS and guess in installed else langs.FALLBACK
+    page = read(first, seen)
+    words = _raw_text(page)
+    found = langs.latin_language(words, installed)
+    if found == first:
+        if first != langs.FALLBACK:
+            page.lang_how = f"{seen}, {langs.NAMES[first]} words"
+        return page
+    again = read(found, f"{seen}, {langs.NAMES[found]} words")
+    return again if again.words >= 0.8 * page.words else page
+
+
+def _raw_text(page: PageText) -> str:
+    return "\n".join(line.text for block in page.blocks for line in block.lines)
 
 
 MAX_SKEW = 3.0  # degrees: a scanner's feed, not a photo taken at an angle
@@ -708,11 +751,13 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     image = open_image(data)
     built = Assembler()
     notes: list[str] = []
+    used: list[PageText] = []
     for number, frame in enumerate(ImageSequence.Iterator(image), start=1):
         if number > options.max_pages:
             raise TooLarge(f"image has more than {options.max_pages} pages")
         deadline.check(f"page {number}")
-        page = _ocr_frame(frame, number, options, deadline)
+        page = _ocr_frame(frame, number, options, deadline, used[-1].lang if used else "")
+        used.append(page)
         text = clean(blocks_text(page.blocks))
         if page.confidence is not None and page.confidence < options.ocr_min_confidence:
             notes.append(f"low OCR confidence on page {number}: {page.confidence:.0f}")
@@ -720,6 +765,7 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
             built.add(text, Page(number, "", page.confidence))
     if not built:
         raise NoText(f"OCR found no text in the image ({number} page{'s' * (number > 1)})")
+    notes[:0] = language_notes([(n, p) for n, p in enumerate(used, start=1)])
     return Canonical(
         text=built.text,
         title=PurePath(name).stem,
@@ -730,7 +776,34 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     )
 
 
-def _ocr_frame(frame: Image.Image, number: int, options: ExtractOptions, deadline: Deadline) -> PageText:
+def language_notes(pages: list[tuple[int, PageText]]) -> list[str]:
+    """One note per OCR language used: which pages, and how it was chosen.
+
+    >>> language_notes([(1, PageText([], lang="nld", lang_how="Latin script (Tesseract OSD), Dutch words")),
+    ...                 (2, PageText([], lang="nld", lang_how="Latin script (Tesseract OSD), Dutch words"))])
+    ['OCR language nld (Dutch) on pages 1, 2: Latin script (Tesseract OSD), Dutch words']
+    """
+    groups: dict[tuple[str, str], list[int]] = {}
+    for number, page in pages:
+        if page.lang:
+            groups.setdefault((page.lang, page.lang_how), []).append(number)
+    notes = []
+    for (lang, how), numbers in groups.items():
+        where = f"page{'s' * (len(numbers) > 1)} {', '.join(map(str, numbers[:20]))}" + \
+            (f" (+{len(numbers) - 20} more)" if len(numbers) > 20 else "")
+        why = "as given (--ocr-lang)" if how == "given" else how
+        notes.append(f"OCR language {langs.describe(lang)} on {where}: {why}")
+    return notes
+
+
+def base_language(lang: str) -> str:
+    """The language whose word list judges text layers and rejoins hyphenated words: English
+    when the OCR language is detected per page."""
+    return langs.FALLBACK if lang == langs.AUTO else lang
+
+
+def _ocr_frame(frame: Image.Image, number: int, options: ExtractOptions, deadline: Deadline,
+               guess: str = "") -> PageText:
     try:
         page, factor = bounded(frame, options.ocr_max_pixels)
         page = page.convert("L")
@@ -741,4 +814,4 @@ def _ocr_frame(frame: Image.Image, number: int, options: ExtractOptions, deadlin
             raise Truncated(f"image data ends early on page {number}: {exc}") from None
         raise Corrupt(f"cannot decode page {number} of the image: {exc}") from None
     # Boxes stay in the original image's pixels.
-    return ocr_image(page, options.ocr_lang, scale=1 / factor, deadline=deadline)
+    return ocr_image(page, options.ocr_lang, scale=1 / factor, deadline=deadline, guess=guess)

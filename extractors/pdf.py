@@ -26,7 +26,8 @@ from citeline.extractors import garble, pdf_tables
 from citeline.extractors.assemble import Assembler
 from citeline.extractors.clean import Deadline, clean
 from citeline.extractors.headings import Fonts, line_style, mark_headings
-from citeline.extractors.ocr import Block, Line, PageText, blocks_text, ocr_image, reading_order, vocabulary
+from citeline.extractors.ocr import (Block, Line, PageText, base_language, blocks_text, language_notes, ocr_image,
+                                    reading_order, vocabulary)
 
 NAME = "pdf"
 # 2: a page whose content stream MuPDF cannot decode is reported (a note, or "corrupt"
@@ -43,7 +44,8 @@ NAME = "pdf"
 # 10: columns found under a short line crossing their gutter (a centred running header, an author
 #     line), blocks level with a spanning one read in its row; rotated margin text (vertical stamps)
 #     removed with a note (issue 31 item 6).
-VERSION = "10"
+# 11: scanned pages OCR'd in the language they are in (ocr 6) and the language noted (item 3).
+VERSION = "11"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".pdf",)
@@ -77,6 +79,7 @@ class _Run:
     ocr_no_better: int = 0
     unreadable: int = 0
     turned: list[tuple[int, int]] = field(default_factory=list)  # (page, rotated margin lines left out)
+    last_lang: str = ""  # the OCR language of the page OCR'd last: the next one's first guess
 
 
 def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Canonical:
@@ -86,7 +89,7 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
         Empty, Corrupt, Truncated, Encrypted, TooLarge, NoText, Timeout.
     """
     options = options or ExtractOptions()
-    run = _Run(options, Deadline(options.time_limit_s), vocabulary(options.ocr_lang))
+    run = _Run(options, Deadline(options.time_limit_s), vocabulary(base_language(options.ocr_lang)))
     doc = _open(data, options)
     with doc:
         if doc.is_repaired:
@@ -199,13 +202,13 @@ def _read(doc: pymupdf.Document, index: int, run: _Run) -> _Page:
         result.text, result.ocr = _ocr(page, run), "no text layer"
         return result
     # Judged in the layer's own script (extractors/garble.py): one OCR cannot read is kept as it is.
-    layer_says = garble.judge(raw, run.vocab, run.options.ocr_lang, run.options.ocr_min_word_ratio)
+    layer_says = garble.judge(raw, run.vocab, base_language(run.options.ocr_lang), run.options.ocr_min_word_ratio)
     tokens = layer_says.tokens
     if run.ocr_no_better >= _GIVE_UP_AFTER or not layer_says.readable:
         return result
     if layer_says.garbled:
         scanned = _ocr(page, run)
-        if garble.better(garble.judge(_raw(scanned), run.vocab, run.options.ocr_lang), layer_says):
+        if garble.better(garble.judge(_raw(scanned), run.vocab, base_language(run.options.ocr_lang)), layer_says):
             result.text, result.ocr = scanned, f"garbled text layer ({layer_says.why.split(':')[0]})"
         else:
             run.ocr_no_better += 1
@@ -306,7 +309,9 @@ def _ocr(page: pymupdf.Page, run: _Run) -> PageText:
     pixels = np.frombuffer(pix.samples, np.uint8).reshape(pix.height, pix.stride)[:, : pix.width]
     image = Image.fromarray(pixels, "L")
     scale = page.rect.width / pix.width  # pixels to PDF points
-    return ocr_image(image, run.options.ocr_lang, scale=scale, deadline=run.deadline)
+    read = ocr_image(image, run.options.ocr_lang, scale=scale, deadline=run.deadline, guess=run.last_lang)
+    run.last_lang = read.lang
+    return read
 
 
 # ------------------------------------------------------------ running headers/footers
@@ -443,6 +448,7 @@ def _ocr_notes(pages: list[_Page], run: _Run) -> None:
         parts = [f"{why}: {_numbers(nums)}" for why, nums in reasons.items()]
         count = sum(map(len, reasons.values()))
         run.notes.append(f"OCR used on {count} page{'s' * (count > 1)} ({'; '.join(parts)})")
+        run.notes.extend(language_notes([(page.number, page.text) for page in pages if page.ocr]))
     for page in pages:
         conf = page.text.confidence
         if page.ocr and conf is not None and conf < run.options.ocr_min_confidence:

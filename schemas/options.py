@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ExtractOptions:
-    ocr_lang: str = "eng"
+    ocr_lang: str = "auto"  # Tesseract languages, or "auto": detected per page (extractors/langs.py)
     # Per-document limit; past it the document fails with kind "timeout". None: no limit.
     time_limit_s: float | None = 300.0
     # OCR: pages whose mean word confidence (0-100) is under this get a note.

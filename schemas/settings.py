@@ -25,6 +25,6 @@ class IndexSettings:
     batch_size: int = 16
     max_bytes: int = 100 * 1024 * 1024  # larger files fail as too-large instead of being loaded
     timeout_s: float = 300.0  # per document
-    ocr_lang: str = "eng"
+    ocr_lang: str = "auto"
     whisper_model: str = ""  # a CTranslate2 Whisper folder; empty: the packaged tiny.en
     token_vectors: bool = False  # also store word-piece vectors for fast MaxSim (index/tokens.py)

@@ -52,7 +52,8 @@ def test_png_scan(scan_png, h):
     h.find(scan_png, "Pump and Bridge Notes")
     h.find(scan_png, "Scanned reports arrive as images. The left column talks about maintenance of the pumps.")
     h.find(scan_png, "The right column covers the budget for the bridge.")
-    assert scan_png.notes == ()
+    # the language is detected (--ocr-lang auto, the default) and said, nothing else
+    assert scan_png.notes == ("OCR language eng (English) on page 1: Latin script (Tesseract OSD)",)
 
 
 def test_columns_become_separate_regions(make):
