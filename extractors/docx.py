@@ -92,7 +92,7 @@ _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
 _C = "{http://schemas.openxmlformats.org/drawingml/2006/chart}"
 _R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
-_MATH = (f"{omml.M}oMath", f"{omml.M}oMathPara")
+_MATH = omml.MATH
 # Inline elements whose text is not shown: properties, deleted and moved-away text, field codes.
 _SILENT = {f"{_W}{t}" for t in ("pPr", "rPr", "sdtPr", "sdtEndPr", "del", "moveFrom", "instrText", "delText",
                                 "customXmlPr", "footnoteReference", "endnoteReference", "commentReference")}

@@ -15,6 +15,7 @@ M = "{http://schemas.openxmlformats.org/officeDocument/2006/math}"
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _MAX_DEPTH = 60  # deeper than this, the text of what lies below is taken as it is
 _RADICALS = {"2": "√", "3": "∛", "4": "∜"}
+MATH = (f"{M}oMath", f"{M}oMathPara")  # an equation's outer elements
 
 
 def linear(math) -> str:

@@ -1,7 +1,8 @@
 """PowerPoint presentations (.pptx) with python-pptx: one segment per slide (``#slide=N``).
 
 A slide is a ``## `` heading (its title, else "Slide N"), the text of its other shapes in
-reading order (top to bottom, left to right; groups opened; tables as pipe rows; charts as
+reading order (top to bottom, left to right; groups opened; tables as pipe rows; equations as
+linear text (extractors.omml); charts as
 tables of their data; SmartArt's text), then its speaker notes. Hidden slides are kept: they
 are part of the file a reader opens. A paragraph's line breaks are spaces, its automatic
 number the label PowerPoint draws ("1.", "a)"). A shape python-pptx cannot read is skipped
@@ -20,6 +21,7 @@ from citeline.schemas.errors import Corrupt, NoText
 from citeline.schemas.locator import Slide
 from citeline.schemas.options import ExtractOptions
 
+from citeline.extractors import omml
 from citeline.extractors.blocks import Writer, one_line
 from citeline.extractors.clean import Deadline
 from citeline.extractors.numbering import counter_text
@@ -29,7 +31,7 @@ from citeline.extractors.tables import grid, table_blocks
 NAME = "pptx"
 # 2: tables laid out by extractors.tables (issue 27): header rows (merged cells spread) and
 #    row labels repeated per block of rows.
-# 3: line breaks as spaces, automatic numbers, charts' data, SmartArt text, an unreadable shape
+# 3: line breaks as spaces, automatic numbers, equations, charts' data, SmartArt text, an unreadable shape
 #    skipped with a note (issue 31 item 4).
 VERSION = "3"
 # Parses untrusted zip and XML input: run in a killable worker process (pipeline.isolate).
@@ -184,7 +186,7 @@ def _frame(frame) -> str:
     lines = []
     counters: dict[int, tuple[str, int]] = {}  # level -> (numbering scheme, last number)
     for paragraph in frame.paragraphs:
-        text = one_line(paragraph.text.replace("\v", " "))  # python-pptx gives <a:br/> as a vertical tab
+        text = one_line(_paragraph_text(paragraph._p))
         level = paragraph.level
         auto = paragraph._p.find(f"{_A}pPr/{_A}buAutoNum")
         for deeper in [k for k in counters if k > level or (k == level and auto is None)]:
@@ -200,6 +202,32 @@ def _frame(frame) -> str:
         else:
             lines.append(f"- {text}" if level else text)
     return "\n".join(lines)
+
+
+_MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
+
+
+def _paragraph_text(p) -> str:
+    """A paragraph's runs, fields and line breaks (python-pptx's runs leave the breaks out, its
+    text gives them as vertical tabs), and its equations (``a14:m`` in an ``mc:AlternateContent``,
+    which python-pptx skips) as their linear text."""
+    out: list[str] = []
+    for child in p:
+        tag = child.tag if isinstance(child.tag, str) else ""
+        if tag in (f"{_A}r", f"{_A}fld"):
+            out.append(child.findtext(f"{_A}t") or "")
+        elif tag == f"{_A}br":
+            out.append(" ")
+        elif tag == f"{_MC}AlternateContent":
+            chosen = child.find(f"{_MC}Choice")
+            maths = list(chosen.iter(*omml.MATH)) if chosen is not None else []
+            outer = [m for m in maths if not any(a in maths for a in m.iterancestors())]
+            if outer:
+                out.append(" " + " ".join(omml.linear(m) for m in outer) + " ")
+            else:  # no equation in the choice: the fallback's runs (an image of it has none)
+                fallback = child.find(f"{_MC}Fallback")
+                out += [t.text or "" for t in (fallback.iter(f"{_A}t") if fallback is not None else ())]
+    return "".join(out)
 
 
 def _start(auto) -> int:

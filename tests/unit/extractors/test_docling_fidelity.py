@@ -364,3 +364,27 @@ def test_markdown_html_is_read_in_linear_time(source):
     started = time.process_time()
     text.extract(source.encode(), "big.md")
     assert time.process_time() - started < 5  # about 0.2 s here; the lazy regex took 47 s on 20,000 "<!--"
+
+
+def test_a_slide_equation_is_its_linear_text():
+    """PowerPoint keeps an equation as a14:m in an mc:AlternateContent, which python-pptx's text skips."""
+    import pptx as python_pptx
+    from lxml import etree
+    from pptx.util import Inches
+
+    deck = python_pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[6])
+    frame = slide.shapes.add_textbox(Inches(1), Inches(1), Inches(6), Inches(1)).text_frame
+    frame.text = "Energy:"
+    math = etree.fromstring(
+        '<mc:AlternateContent xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" '
+        'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" '
+        'xmlns:a14="http://schemas.microsoft.com/office/drawing/2010/main" '
+        'xmlns:m="http://schemas.openxmlformats.org/officeDocument/2006/math"><mc:Choice Requires="a14">'
+        '<a14:m><m:oMathPara><m:oMath><m:r><m:t>E=m</m:t></m:r><m:sSup><m:e><m:r><m:t>c</m:t></m:r></m:e>'
+        '<m:sup><m:r><m:t>2</m:t></m:r></m:sup></m:sSup></m:oMath></m:oMathPara></a14:m></mc:Choice>'
+        '<mc:Fallback><a:r><a:t>an image of it</a:t></a:r></mc:Fallback></mc:AlternateContent>')
+    frame.paragraphs[0]._p.append(math)
+    buf = io.BytesIO()
+    deck.save(buf)
+    assert pptx.extract(buf.getvalue(), "energy.pptx").text == "## Slide 1\n\nEnergy: E=mc^2"
