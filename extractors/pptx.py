@@ -2,8 +2,8 @@
 
 A slide is a ``## `` heading (its title, else "Slide N"), the text of its other shapes in
 reading order (top to bottom, left to right; groups opened; tables as pipe rows; equations as
-linear text (extractors.omml); charts as
-tables of their data; SmartArt's text), then its speaker notes. Hidden slides are kept: they
+linear text (extractors.omml); charts as tables of their data; SmartArt's text), then its
+speaker notes. Hidden slides are kept: they
 are part of the file a reader opens. A paragraph's line breaks are spaces, its automatic
 number the label PowerPoint draws ("1.", "a)"). A shape python-pptx cannot read is skipped
 with a note naming it, not the whole deck failed (issue 31).
