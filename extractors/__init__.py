@@ -11,7 +11,7 @@ from types import ModuleType
 
 from citeline.schemas.errors import UnsupportedType
 
-from citeline.extractors import calc, delimited, docx, html, media, ocr, odt, pdf, pptx, sheet, text
+from citeline.extractors import calc, delimited, docx, epub, html, media, ocr, odt, pdf, pptx, sheet, text
 from citeline.extractors.sniff import describe, has_no_real_suffix, looks_like_text
 
 _REGISTRY: dict[str, ModuleType] = {}
@@ -76,6 +76,7 @@ register(ocr)
 register(sheet)
 register(calc)
 register(odt)
+register(epub)
 register(docx)
 register(pptx)
 register(media)

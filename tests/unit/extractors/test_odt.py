@@ -1,5 +1,5 @@
-"""OpenDocument text (.odt) is indexed and an EPUB fails naming its format (issue 31, item 7):
-both failed before as "a zip archive". The files are written here as LibreOffice lays them out:
+"""OpenDocument text (.odt) and EPUB e-books are indexed, and other zip-based formats fail naming
+themselves (issue 31, item 7): all failed before as "a zip archive". The files are written here as LibreOffice lays them out:
 a stored ``mimetype`` entry first, then ``content.xml``."""
 import io
 import zipfile
@@ -7,7 +7,7 @@ import zipfile
 import pytest
 
 from citeline import extractors
-from citeline.extractors import odt
+from citeline.extractors import epub, odt
 from citeline.schemas.errors import Corrupt, NoText, UnsupportedType
 from citeline.schemas.locator import Passage
 
@@ -68,7 +68,38 @@ def test_broken_or_empty_odt_fail_with_their_reason():
         odt.extract(package("<text:p>   </text:p>"), "blank.odt")
 
 
-def test_an_epub_fails_naming_its_format():
-    data = package("", mimetype="application/epub+zip", content="<x/>")
-    with pytest.raises(UnsupportedType, match=r"an EPUB e-book \(\.epub\)"):
-        extractors.for_bytes(data[:4096], "book.epub")
+def test_an_epub_is_read_chapter_by_chapter_in_spine_order(h):
+    from ebooklib import epub as ebook
+
+    book = ebook.EpubBook()
+    book.set_identifier("harbour-1")
+    book.set_title("Harbour Book")
+    chapters = []
+    for k, (title, body) in enumerate([("Tides", "<p>The tide rose over the quay at dawn.</p>"),
+                                       ("Cargo", "<p>Grain was unloaded by the cranes.</p><table><tr><th>Year</th>"
+                                                 "<th>Tonnes</th></tr><tr><td>1900</td><td>4200</td></tr></table>")]):
+        chapter = ebook.EpubHtml(title=title, file_name=f"c{k}.xhtml")
+        chapter.content = f"<h1>{title}</h1>{body}"
+        book.add_item(chapter)
+        chapters.append(chapter)
+    book.toc = tuple(chapters)
+    book.add_item(ebook.EpubNcx())
+    book.add_item(ebook.EpubNav())
+    book.spine = ["nav", chapters[1], chapters[0]]  # the spine, not the file names, sets the order
+    out = io.BytesIO()
+    ebook.write_epub(out, book)
+    data = out.getvalue()
+    assert extractors.for_bytes(data[:4096], "book.epub") is epub
+    doc = epub.extract(data, "book.epub")
+    h.check_segments(doc)
+    assert h.find(doc, "Grain was unloaded")[0] < h.find(doc, "The tide rose")[0]
+    assert h.locators_of(doc, "4200") == [Passage("Cargo")] and doc.title == "Harbour Book"
+    assert "Table of contents" not in doc.text and doc.text.count("Tides") == 1  # the nav page is no chapter
+    with pytest.raises(Corrupt):
+        epub.extract(data[: len(data) // 2], "cut.epub")
+
+
+def test_another_opendocument_fails_naming_its_format():
+    data = package("", mimetype="application/vnd.oasis.opendocument.presentation", content="<x/>")
+    with pytest.raises(UnsupportedType, match=r"an OpenDocument presentation \(\.odp\)"):
+        extractors.for_bytes(data[:4096], "slides.odp")
