@@ -37,7 +37,7 @@ from citeline.schemas.options import ExtractOptions
 
 from citeline.extractors.blocks import Writer, text_limit
 from citeline.extractors.clean import Deadline, clean
-from citeline.extractors.ooxml import chart_rows, check_xml_memory
+from citeline.extractors.ooxml import chart_rows, check_xml_memory, is_strict, transitional
 from citeline.extractors.tables import DATA, table_blocks
 
 NAME = "xlsx"
@@ -45,7 +45,7 @@ NAME = "xlsx"
 # 3: tables that can be read alone (issue 27): title block, every header row, group rows and
 #    row labels repeated per block, split by columns when too wide; empty columns not rendered
 #    and the text bounded (issue 32, item 4).
-# 4: charts' data as tables, under the sheet that shows them (issue 31 item 4).
+# 4: charts' data as tables, under the sheet that shows them; Strict OOXML (issue 31 item 4).
 VERSION = "4"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
@@ -81,6 +81,9 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     options = options or ExtractOptions()
     deadline = Deadline(options.time_limit_s)
     archive = _open_zip(data, name, options)
+    if is_strict(archive):  # openpyxl finds no worksheet in a Strict OOXML workbook
+        data = transitional(archive)
+        archive = zipfile.ZipFile(io.BytesIO(data))
     try:
         wb = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False)
     except (InvalidFileException, KeyError, ValueError, TypeError, IndexError, ParseError, zipfile.BadZipFile) as exc:

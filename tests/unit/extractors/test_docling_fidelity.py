@@ -388,3 +388,39 @@ def test_a_slide_equation_is_its_linear_text():
     buf = io.BytesIO()
     deck.save(buf)
     assert pptx.extract(buf.getvalue(), "energy.pptx").text == "## Slide 1\n\nEnergy: E=mc^2"
+
+
+def _as_strict(data: bytes) -> bytes:
+    """A transitional package renamed to Strict OOXML's namespaces and relationship types (the
+    inverse of extractors.ooxml.transitional, written out here so the test does not use it)."""
+    import re
+    import zipfile
+
+    src, out = zipfile.ZipFile(io.BytesIO(data)), io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            body = src.read(info)
+            if info.filename.endswith((".xml", ".rels")):
+                body = body.replace(b"relationships/extended-properties", b"relationships/extendedProperties")
+                body = re.sub(rb"http://schemas\.openxmlformats\.org/(wordprocessingml|presentationml|spreadsheetml|"
+                              rb"drawingml|officeDocument)/2006/([\w-]+)",
+                              lambda m: b"http://purl.oclc.org/ooxml/%s/%s" % (m.group(1), m.group(2)), body)
+            dst.writestr(info.filename, body)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(("builder", "name", "phrase"), [
+    ("workbook", "sales.xlsx", "Quarterly sales 2024"),
+    ("deck_pptx", "deck.pptx", "Revenue grew by twelve percent"),
+    ("handbook_docx", "handbook.docx", "Run the installer twice"),
+])
+def test_a_strict_ooxml_package_of_each_kind_is_read(make, builder, name, phrase):
+    """Before: the document and the deck failed `corrupt` (python-docx's and python-pptx's KeyError:
+    no relationship of the transitional officeDocument type), the workbook `no-text` (openpyxl
+    finds no worksheet under Strict names)."""
+    import zipfile
+
+    data = _as_strict(getattr(make, builder)())
+    assert b"purl.oclc.org/ooxml" in zipfile.ZipFile(io.BytesIO(data)).read("_rels/.rels")
+    canonical = extractors.for_bytes(data[:8192], name).extract(data, name, ExtractOptions())
+    assert phrase in canonical.text
