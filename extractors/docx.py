@@ -109,6 +109,11 @@ def _unwrap(body) -> None:
             continue
         content = wrapper.find(f"{_W}sdtContent") if wrapper.tag == f"{_W}sdt" else wrapper
         kept = [c for c in (content if content is not None else ()) if c.tag != f"{_W}customXmlPr"]
+        if wrapper.find(f"{_W}sdtPr/{_W}showingPlcHdr") is not None:
+            # Word's prompt ("Click or tap here to enter text."), not the author's: the structure stays
+            for element in kept:
+                for t in element.iter(f"{_W}t"):
+                    t.text = ""
         at = parent.index(wrapper)
         parent[at:at + 1] = kept
 

@@ -424,3 +424,19 @@ def test_a_strict_ooxml_package_of_each_kind_is_read(make, builder, name, phrase
     assert b"purl.oclc.org/ooxml" in zipfile.ZipFile(io.BytesIO(data)).read("_rels/.rels")
     canonical = extractors.for_bytes(data[:8192], name).extract(data, name, ExtractOptions())
     assert phrase in canonical.text
+
+
+def test_a_content_control_showing_its_placeholder_prompt_is_not_text():
+    from lxml import etree
+
+    w = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+
+    def build(document):
+        body = document.element.body
+        for xml in (f'<w:sdt {w}><w:sdtPr><w:showingPlcHdr/></w:sdtPr><w:sdtContent><w:p><w:r><w:t>Click or tap '
+                    f'here to enter text.</w:t></w:r></w:p></w:sdtContent></w:sdt>',
+                    f'<w:sdt {w}><w:sdtPr/><w:sdtContent><w:p><w:r><w:t>Harbour office</w:t></w:r></w:p>'
+                    f'</w:sdtContent></w:sdt>'):
+            body.insert(len(body) - 1, etree.fromstring(xml))  # before the section properties
+
+    assert docx.extract(_document(build), "form.docx").text == "Harbour office"
