@@ -12,7 +12,8 @@ Read from the XML, beyond python-docx's paragraphs (issue 31 item 4): content co
 boxes (DrawingML and VML, the choice of an ``mc:AlternateContent`` only, so a box is read once)
 right after the paragraph anchoring them, tables nested in cells (their text inside the cell,
 once), equations as their linear text (extractors.omml), charts as tables of their cached data,
-hidden (``w:vanish``) and deleted text left out. A Strict OOXML package is read through its transitional names (extractors.ooxml).
+hidden (``w:vanish``) and deleted text left out. A Strict OOXML package is read through its
+transitional names (extractors.ooxml).
 """
 from __future__ import annotations
 
