@@ -45,7 +45,9 @@ NAME = "pdf"
 #     line), blocks level with a spanning one read in its row; rotated margin text (vertical stamps)
 #     removed with a note (issue 31 item 6).
 # 11: scanned pages OCR'd in the language they are in (ocr 6) and the language noted (item 3).
-VERSION = "11"
+# 12: a line in a header zone is a running header only where its repeats are in a similar font size:
+#     page 1's large title was removed with the small running heads that repeat it (item 6).
+VERSION = "12"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".pdf",)
@@ -336,13 +338,13 @@ def remove_running_lines(pages: list[_Page], window: int = 4) -> int:
     for p, lines in enumerate(zones):
         near = [q for q in range(max(0, p - window), min(len(pages), p + window + 1)) if q != p]
         edge = _edge_keys(lines)
-        for key, (norm, y) in lines.items():
+        for key, (norm, y, size) in lines.items():
             # The outermost lines need one matching neighbour (a chapter header on its
             # chapter's two pages); lines further in need two.
             needed = 1 if key in edge or len(pages) <= 3 else 2
             hits = 0
             for q in near:
-                hits += _matches(norm, y, zones[q])
+                hits += _matches(norm, y, size, zones[q])
                 if hits >= needed:
                     drop.add((p, key))
                     break
@@ -362,9 +364,9 @@ def _all_lines(page: _Page, p: int) -> set[tuple[int, tuple[int, int]]]:
     return {(p, (b, k)) for b, block in enumerate(page.text.blocks) for k in range(len(block.lines))}
 
 
-def _zone_lines(page: _Page) -> dict[tuple[int, int], tuple[str, float]]:
+def _zone_lines(page: _Page) -> dict[tuple[int, int], tuple[str, float, float]]:
     """Lines in the header/footer zones: key (block, line) -> (normalised text, y as a
-    fraction of the page height)."""
+    fraction of the page height, font size)."""
     out = {}
     if page.height <= 0:
         return out
@@ -374,20 +376,25 @@ def _zone_lines(page: _Page) -> dict[tuple[int, int], tuple[str, float]]:
             if bottom <= _ZONE or top >= 1 - _ZONE:
                 norm = _norm(line.text)
                 if norm and len(norm) < 200:
-                    out[(b, k)] = (norm, (top + bottom) / 2)
+                    out[(b, k)] = (norm, (top + bottom) / 2, line.size)
     return out
 
 
-def _edge_keys(lines: dict[tuple[int, int], tuple[str, float]]) -> set[tuple[int, int]]:
+def _edge_keys(lines: dict[tuple[int, int], tuple[str, float, float]]) -> set[tuple[int, int]]:
     """The two outermost lines of the top zone and of the bottom zone."""
-    top = sorted((y, key) for key, (_, y) in lines.items() if y < 0.5)
-    bottom = sorted(((y, key) for key, (_, y) in lines.items() if y >= 0.5), reverse=True)
+    top = sorted((y, key) for key, (_, y, _) in lines.items() if y < 0.5)
+    bottom = sorted(((y, key) for key, (_, y, _) in lines.items() if y >= 0.5), reverse=True)
     return {key for _, key in top[:2] + bottom[:2]}
 
 
-def _matches(norm: str, y: float, others: dict[tuple[int, int], tuple[str, float]]) -> bool:
-    for other, other_y in others.values():
+def _matches(norm: str, y: float, size: float, others: dict[tuple[int, int], tuple[str, float, float]]) -> bool:
+    """Whether a zone line repeats one of ``others``: near the same height on the page, in a
+    similar font size (page 1's title set large is not the running head that repeats it small:
+    the title was removed with them, issue 31 item 6), with (nearly) the same text."""
+    for other, other_y, other_size in others.values():
         if abs(other_y - y) > 0.03:
+            continue
+        if size > 0 and other_size > 0 and max(size, other_size) > 1.25 * min(size, other_size):
             continue
         if other == norm:
             return True

@@ -2,7 +2,8 @@
 line that crosses their gutter (read line by line across before), full-width title, authors and
 abstract above the columns and a paragraph below them, a vertical stamp in the margin (kept in
 every chunk of its pages before), a paragraph running from the foot of one page onto the next
-(its citation opened the first page although most of it is on the second)."""
+(its citation opened the first page although most of it is on the second), a title that the running
+heads of the other pages repeat in small type (removed with them)."""
 import re
 
 import pymupdf
@@ -102,3 +103,18 @@ def test_a_chunk_over_a_page_break_names_both_pages_and_opens_the_one_holding_mo
     locators = cited_locators(chunk.start, chunk.end, doc.segments)
     assert locator_label("ledger", "", locators) == "ledger, pp. 1–2"  # from the page where it starts
     assert locator_fragment(locators, chunk.start, chunk.end) == "#page=2"  # most of it is there
+
+
+def test_a_title_repeated_small_as_the_running_head_stays_on_page_one():
+    doc = pymupdf.open()
+    for number in range(3):
+        page = doc.new_page(width=612, height=792)
+        if number == 0:  # the title, large, in the top zone; the other pages repeat it small there
+            page.insert_text((120, 58), "Tidal Ledgers of the Northern Harbours", fontsize=18)
+        else:
+            page.insert_text((120, 50), "Tidal Ledgers of the Northern Harbours", fontsize=8)
+        box(page, (72, 120, 540, 600), f"Body of page {number + 1}. " + "The harbour ledgers record every vessel. " * 20)
+    canonical = pdf.extract(doc.tobytes(), "ledgers.pdf")
+    assert canonical.text.startswith("## Tidal Ledgers of the Northern Harbours\n\nBody of page 1.")
+    assert canonical.text.count("Tidal Ledgers") == 1  # the running heads still go
+    assert "2 running header/footer lines removed" in canonical.notes
