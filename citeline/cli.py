@@ -15,6 +15,7 @@ from citeline.common import (CONTEXT_SETTINGS, EXIT_DOCUMENTS_FAILED, CitelineGr
                              cli_errors, filter_options, known_model, model_for, output_options, verbosity)
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 from citeline.eval_cmd import eval_command
+from citeline.server_cmd import server
 from citeline.schemas.errors import CitelineError
 from citeline.schemas.paths import absolute, escape, is_remote, os_path
 from citeline.schemas.retrieval import BM25, DEFAULT_RERANK, DEFAULT_RETRIEVER, RETRIEVERS
@@ -698,6 +699,7 @@ def _check_ocr_lang(lang: str) -> None:
 cli.add_command(ask)
 cli.add_command(eval_command)
 cli.add_command(api)
+cli.add_command(server)
 
 
 def main() -> None:
@@ -707,4 +709,8 @@ def main() -> None:
     env.apply()
     log.configure()
     watchdog.start()  # what this command starts (the temporary Prefect server) dies with it
+    if sys.argv[1:2] != ["server"]:
+        from citeline import prefect_server
+
+        prefect_server.connect()  # a running citeline server, if any: no temporary one (issue 28, item 3)
     cli(prog_name="citeline")

@@ -1,11 +1,12 @@
 """Which Tesseract language pack reads a page (issue 31, item 3): OCR assumed English, so a Dutch
 scan came out as "@aar Zijgn" for "gaar zijn" and a Chinese one as junk, with no note.
 
-With ``--ocr-lang auto`` (the default) a page's script comes from Tesseract's own orientation and
-script detection (OSD, the ``osd`` pack): Han, Arabic, Cyrillic … are read with that script's
-pack where it is installed. Latin script is shared by many languages, so a Latin page is read with
-English first and its words then tell the language: the one whose commonest words (articles,
-pronouns, prepositions) make up the largest share of the page, when that share is clear. A named
+With ``--ocr-lang auto`` (the default) a page is read in English first (or in the previous page's
+language). A page that reads well is in Latin script, shared by many languages: its words tell the
+language, the one whose commonest words (articles, pronouns, prepositions) make up the largest share
+of the page when that share is clear, and the page is read again in it. A page that reads badly may
+be in another script: Tesseract's own orientation and script detection (OSD, the ``osd`` pack) names
+it, and that script's pack (Han, Arabic, Cyrillic …) reads the page where it is installed. A named
 ``--ocr-lang`` is used as given. Either way the document's notes say what was used.
 """
 from __future__ import annotations

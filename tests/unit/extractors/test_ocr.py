@@ -53,7 +53,7 @@ def test_png_scan(scan_png, h):
     h.find(scan_png, "Scanned reports arrive as images. The left column talks about maintenance of the pumps.")
     h.find(scan_png, "The right column covers the budget for the bridge.")
     # the language is detected (--ocr-lang auto, the default) and said, nothing else
-    assert scan_png.notes == ("OCR language eng (English) on page 1: Latin script (Tesseract OSD)",)
+    assert scan_png.notes == ("OCR language eng (English) on page 1: English words",)
 
 
 def test_columns_become_separate_regions(make):

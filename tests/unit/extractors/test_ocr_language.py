@@ -1,7 +1,7 @@
 """OCR reads a page in the language it is in (issue 31, item 3): a Dutch page OCR'd with English,
 the old default, loses its diacritics ("ideeën", "coördinatie", "geïnteresseerd" misread); with
-``auto`` Tesseract's OSD sees Latin script, the page's words say Dutch, it is read again with the
-``nld`` pack, and the notes say so. A named ``--ocr-lang`` is used as given, and noted too."""
+``auto`` the page's words say Dutch, it is read again with the ``nld`` pack, and the notes say so;
+a page English reads badly is given to Tesseract's OSD, whose script picks the pack (Cyrillic: rus). A named ``--ocr-lang`` is used as given, and noted too."""
 import io
 
 import pymupdf
@@ -49,8 +49,7 @@ def test_english_ocr_misreads_a_dutch_page_and_auto_reads_it_in_dutch():
     assert english.notes[0] == "OCR language eng (English) on page 1: as given (--ocr-lang)"
     detected = ocr.extract(data, "haven.png", ExtractOptions(ocr_lang="auto"))
     assert [w for w in DIACRITICS if w not in detected.text.split()] == []
-    assert detected.notes[0] == ("OCR language nld (Dutch) on page 1: Latin script (Tesseract OSD), "
-                                 "Dutch words")
+    assert detected.notes[0] == "OCR language nld (Dutch) on page 1: Dutch words"
 
 
 def test_a_scanned_dutch_pdf_page_notes_its_language():
@@ -59,7 +58,7 @@ def test_a_scanned_dutch_pdf_page_notes_its_language():
     page.insert_image(page.rect, stream=rendered())
     canonical = pdf.extract(doc.tobytes(), "verslag.pdf", ExtractOptions(ocr_lang="auto"))
     assert "coördinatie" in canonical.text and "geïnteresseerd" in canonical.text
-    assert "OCR language nld (Dutch) on page 1: Latin script (Tesseract OSD), Dutch words" in canonical.notes
+    assert "OCR language nld (Dutch) on page 1: Dutch words" in canonical.notes
 
 
 def test_an_english_page_stays_english():
@@ -68,7 +67,18 @@ def test_an_english_page_stays_english():
             "wait for better times, and the cranes on the quay were driven by steam for many years.")
     detected = ocr.extract(rendered(text), "harbour.png", ExtractOptions())  # auto is the default
     assert "merchants" in detected.text
-    assert detected.notes[0] == "OCR language eng (English) on page 1: Latin script (Tesseract OSD)"
+    assert detected.notes[0] == "OCR language eng (English) on page 1: English words"
+
+
+@pytest.mark.skipif("rus" not in ocr.installed_languages(), reason="Tesseract's rus pack is missing (make setup)")
+def test_a_page_in_another_script_is_read_with_the_pack_osd_names():
+    russian = ("Порт города был открыт в тысяча восемьсот восемьдесят седьмом году и был одним из крупнейших "
+               "в стране. Корабли, которые приходили сюда, часто были уставшими после долгого пути.")
+    english = ocr.extract(rendered(russian), "port.png", ExtractOptions(ocr_lang="eng"))
+    assert "Корабли" not in english.text  # English reads Cyrillic as Latin junk
+    detected = ocr.extract(rendered(russian), "port.png", ExtractOptions())
+    assert "Корабли" in detected.text and "крупнейших" in detected.text
+    assert detected.notes[0] == "OCR language rus (Russian) on page 1: Cyrillic script (Tesseract OSD)"
 
 
 def test_script_packs_map_osd_scripts_to_installed_packs():

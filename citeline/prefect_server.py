@@ -1,0 +1,222 @@
+"""A local Prefect server that citeline's commands share: started once, reused, stopped when idle.
+
+A command run without ``PREFECT_API_URL`` starts Prefect's temporary server for its flow run
+and stops it at exit: seconds of every cold ``citeline index`` (imports of ``prefect.server``,
+the subprocess, its readiness polls; docs/benchmarks.md section 12), and the run history goes
+with it. ``citeline server start`` starts one server instead, under ``$CITELINE_HOME/prefect``
+(default ``~/.citeline/prefect``: its sqlite history stays there, so the UI keeps every run),
+and every later command finds it through ``server.json`` and runs against it
+(``PREFECT_API_URL``), paying an HTTP connection instead of a server start.
+``CITELINE_PREFECT_SERVER=auto`` starts it on the first command that finds none.
+
+By design the server outlives the command that started it — also ``kill -9`` of that command
+(it runs in its own session, without the command's watchdog token, tasks/watchdog.py) — and
+stops by itself once no command has used it for ``--idle`` seconds (default 30 minutes; a
+running command marks it used every 30 s), or on ``citeline server stop``. What runs is a
+small supervisor (``python -m citeline.prefect_server``) and its ``prefect server start``;
+the supervisor stops the server and removes ``server.json`` when either ends.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+ENV_HOME = "CITELINE_HOME"
+ENV_MODE = "CITELINE_PREFECT_SERVER"  # "auto": start one on first need; "off": never use one
+IDLE_S = 1800
+TOUCH_S = 30
+STATE = "server.json"
+USED = "last-used"
+
+
+def folder() -> Path:
+    return Path(os.environ.get(ENV_HOME) or Path.home() / ".citeline") / "prefect"
+
+
+def state() -> dict | None:
+    try:
+        return json.loads((folder() / STATE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def running(timeout_s: float = 1.0) -> dict | None:
+    """The state of the citeline server when its supervisor lives and the API answers; else None."""
+    found = state()
+    if found is None or not _alive(found.get("pid", 0)):
+        return None
+    return found if _answers(found["url"], timeout_s) else None
+
+
+def _answers(url: str, timeout_s: float = 1.0) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/health", timeout=timeout_s) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def touch() -> None:
+    """Mark the server used now (the supervisor stops it ``idle_s`` after the last mark)."""
+    with contextlib.suppress(OSError):
+        (folder() / USED).touch()
+
+
+def connect() -> str | None:
+    """For a command about to run: point Prefect at the citeline server (``PREFECT_API_URL``).
+
+    Nothing happens when ``PREFECT_API_URL`` is set (the operator's server wins) or no
+    ``server.json`` exists (one file look-up); a server is started only in ``auto`` mode.
+    While the command runs it marks the server used every ``TOUCH_S`` seconds.
+
+    Returns:
+        the API URL now in use, or None (the flow run starts Prefect's temporary server).
+    """
+    mode = os.environ.get(ENV_MODE, "")
+    if os.environ.get("PREFECT_API_URL") or mode == "off":
+        return None
+    if not (folder() / STATE).exists() and mode != "auto":
+        return None
+    found = running() or (start() if mode == "auto" else None)
+    if found is None:
+        return None
+    os.environ["PREFECT_API_URL"] = found["url"]
+    touch()
+    threading.Thread(target=_keep_touching, daemon=True, name="citeline-server-touch").start()
+    return found["url"]
+
+
+def _keep_touching() -> None:
+    while True:
+        time.sleep(TOUCH_S)
+        touch()
+
+
+def start(idle_s: int = IDLE_S, wait_s: float = 240) -> dict:
+    """Start the citeline server (or find the one running) and wait until it answers.
+
+    Raises:
+        RuntimeError: it did not come up within ``wait_s`` (its log is ``server.log``).
+    """
+    home = folder()
+    home.mkdir(parents=True, exist_ok=True)
+    with _locked(home / "start.lock"):
+        if (found := running()) is not None:
+            return found
+        port = _free_port()
+        env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "CITELINE_LIFELINE")}
+        env.update(PREFECT_HOME=str(home / "home"), PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1",
+                   PREFECT_UI_API_URL=f"http://127.0.0.1:{port}/api")
+        with (home / "server.log").open("ab") as log:
+            supervisor = subprocess.Popen([sys.executable, "-m", "citeline.prefect_server", str(port), str(idle_s)],
+                                          env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                          start_new_session=True)
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            if (found := running()) is not None:
+                touch()
+                return found
+            if supervisor.poll() is not None:
+                break
+            time.sleep(0.25)
+    raise RuntimeError(f"the citeline Prefect server did not start; see {home / 'server.log'}")
+
+
+def stop(wait_s: float = 30) -> bool:
+    """Stop the citeline server; False when none was running."""
+    found = state()
+    if found is None or not _alive(found.get("pid", 0)):
+        with contextlib.suppress(OSError):
+            (folder() / STATE).unlink()
+        return False
+    os.kill(found["pid"], signal.SIGTERM)
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and _alive(found["pid"]):
+        time.sleep(0.1)
+    return True
+
+
+def idle_for() -> float | None:
+    """Seconds since a command last used the server."""
+    try:
+        return time.time() - (folder() / USED).stat().st_mtime
+    except OSError:
+        return None
+
+
+def supervise(port: int, idle_s: int) -> None:
+    """The supervisor: run ``prefect server start``, record it, stop it when idle or told to."""
+    home = folder()
+    stopping = []
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: stopping.append(True))
+    server = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
+                               "--port", str(port)], stdin=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/api"
+    (home / STATE).write_text(json.dumps({"pid": os.getpid(), "server_pid": server.pid, "url": url,
+                                          "ui": f"http://127.0.0.1:{port}", "idle_s": idle_s,
+                                          "started": time.time()}))
+    ready = False
+    try:
+        while not stopping and server.poll() is None:
+            if not ready:  # idle time counts from the moment it answers (a start takes a minute at load 20)
+                ready = _answers(url)
+                if ready:
+                    touch()
+            elif (used := idle_for()) is not None and used > idle_s:
+                break
+            time.sleep(1)
+    finally:
+        with contextlib.suppress(OSError):
+            if json.loads((home / STATE).read_text()).get("pid") == os.getpid():
+                (home / STATE).unlink()
+        if server.poll() is None:
+            server.terminate()
+            try:
+                server.wait(15)
+            except subprocess.TimeoutExpired:
+                server.kill()
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(OSError):  # a zombie is not alive
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    return True
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+if __name__ == "__main__":
+    supervise(int(sys.argv[1]), int(sys.argv[2]))

@@ -1,0 +1,92 @@
+"""The local Prefect server citeline's commands share (issue 28, item 3; citeline/prefect_server.py):
+started once, found by the next command (no temporary server of its own), its runs kept in its
+history, left running by design after ``kill -9`` of a command, stopped when idle or told to."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from testkit import EXAMPLES, ROOT
+
+pytestmark = [pytest.mark.slow]
+FAKE_CLI = str(ROOT / "tests" / "fixtures" / "fake_cli.py")
+
+
+def citeline(home, *args, fake=False, **popen):
+    env = {**{k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}, "CITELINE_HOME": str(home)}
+    argv = [sys.executable, FAKE_CLI, *args] if fake else [sys.executable, "-m", "citeline", *args]
+    return subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600, **popen)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return not open(f"/proc/{pid}/stat").read().split(") ", 1)[1].startswith("Z")
+
+
+def flow_runs(api: str) -> list[dict]:
+    request = urllib.request.Request(api + "/flow_runs/filter", data=b"{}", method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.load(response)
+
+
+@pytest.fixture
+def home(tmp_path):
+    home = tmp_path / "citeline-home"
+    yield home
+    citeline(home, "server", "stop")  # never leak a server, pass or fail
+
+
+def test_a_started_server_is_reused_keeps_the_runs_and_survives_kill_9_of_a_command(home, tmp_path):
+    started = citeline(home, "server", "start", "--idle", "600")
+    assert started.returncode == 0, started.stderr
+    state = json.loads((home / "prefect" / "server.json").read_text())
+    assert citeline(home, "server", "status").returncode == 0
+
+    docs = tmp_path / "docs"
+    shutil.copytree(EXAMPLES, docs)
+    db = str(tmp_path / "db")
+    done = citeline(home, "index", str(docs), "--db", db, "--model", "fake/hashed-bag-of-words", "--no-progress",
+                    "-v", fake=True)
+    assert done.returncode == 0, done.stderr
+    assert "Starting temporary server" not in done.stderr  # it ran against the citeline server
+    assert any(run["name"].startswith("index ") for run in flow_runs(state["url"]))  # kept in its history
+
+    env = {**{k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}, "CITELINE_HOME": str(home)}
+    victim = subprocess.Popen([sys.executable, FAKE_CLI, "index", str(docs), "--db", db, "--verify", "--no-progress"],
+                              env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(3)
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.wait()
+    # by design the shared server outlives a killed command (it stops when idle, or on `server stop`)
+    assert alive(state["pid"]) and alive(state["server_pid"])
+    again = citeline(home, "index", str(docs), "--db", db, "--no-progress", fake=True)
+    assert again.returncode == 0, again.stderr
+
+    assert citeline(home, "server", "stop").returncode == 0
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (alive(state["pid"]) or alive(state["server_pid"])):
+        time.sleep(0.2)
+    assert not alive(state["pid"]) and not alive(state["server_pid"])
+    assert citeline(home, "server", "status").returncode == 1
+
+
+def test_an_idle_server_stops_by_itself(home):
+    assert citeline(home, "server", "start", "--idle", "10").returncode == 0
+    state = json.loads((home / "prefect" / "server.json").read_text())
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (alive(state["pid"]) or alive(state["server_pid"])):
+        time.sleep(0.5)
+    assert not alive(state["pid"]) and not alive(state["server_pid"])
+    assert not (home / "prefect" / "server.json").exists()
