@@ -107,6 +107,8 @@ class _ProgressHandler(logging.Handler):
                                  description="loading model" if total else "nothing to index")
         elif name == Events.DOCUMENT_FINISHED:
             self.progress.update(self.task, advance=1, description=_shown(event.get("path", "indexing")))
+        elif name == Events.DOCUMENTS_RENAMED:  # many renamed files, one line (tasks/log.py each_or_summary)
+            self.progress.update(self.task, advance=event.get("count", 0), description="renamed files")
         elif name == Events.RUN_FINISHED:
             self.progress.update(self.task, description="done")
 

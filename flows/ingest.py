@@ -9,6 +9,7 @@ from pathlib import Path
 from prefect import flow
 from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.utilities.annotations import quote
 
 from citeline.flows.runners import groups_documents
 from citeline.index.faults import is_storage_error
@@ -28,6 +29,7 @@ from citeline.tasks.calibrate import calibrate_gate
 from citeline.tasks.document import Again, document_failed, prepare_document, prepare_documents, write_documents
 from citeline.tasks.log import Events, get_logger
 from citeline.tasks.record import as_failures, forget_deleted, record_failures
+from citeline.tasks.rename import index_renamed
 from citeline.tasks.report import publish_report
 from citeline.tasks.signals import cooperative
 from citeline.tasks.store import stamp_for, store_for
@@ -76,7 +78,11 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
         marks.append(time.perf_counter())
         log.info(Events.RUN_PLANNED, total=len(plan.todo), skipped=len(plan.skip), gone=len(plan.gone),
                  still_failing=len(plan.still_failing))
-        outcomes, failed = run_documents(plan.todo, stamp, settings)
+        # renames, moves, copies: no task run each; quote(): Prefect would walk every item of a
+        # big list passed to a task (seconds for 2,000 files)
+        renamed, todo = index_renamed(quote(plan.todo), stamp, settings)
+        outcomes, failed = run_documents(todo, stamp, settings)
+        outcomes = renamed + outcomes
         if interrupt.requested():
             return stopped_by_signal(store, outcomes, failed, len(plan.todo), len(plan.skip))
         unchanged = sum(o.status == DocStatus.SKIPPED for o in outcomes)
@@ -84,7 +90,7 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
         failures, deleted, stopped = as_failures(failed), 0, None
         try:
             failures = record_failures(failed, settings) if failed else []
-            deleted = forget_deleted(plan.gone, stamp, settings) if plan.gone else 0
+            deleted = forget_deleted(quote(plan.gone), stamp, settings) if plan.gone else 0
             marks.append(time.perf_counter())
             check_writer(settings.db)  # S3: a run whose lease was lost stops before finishing
             if outcomes or failures or deleted or store.needs_finish():

@@ -274,9 +274,10 @@ class Store:
         """Remove a document's chunks, then its record."""
         self.delete_documents([doc_id], stamp)
 
-    def delete_documents(self, doc_ids: Sequence[str], stamp: IndexStamp | None, batch: int = 500) -> None:
+    def delete_documents(self, doc_ids: Sequence[str], stamp: IndexStamp | None, batch: int = 5000) -> None:
         """Remove documents' chunks (when a chunks table is live), then their records,
-        two commits per ``batch`` ids: one per document made thousands of deletes slow."""
+        two commits per ``batch`` ids: one per document made thousands of deletes slow, and
+        a renamed folder forgets all its old records at once (issue 28)."""
         live = stamp is not None and self.stamp() is not None
         for start in range(0, len(doc_ids), batch):
             where = one_of("doc_id", doc_ids[start:start + batch])
@@ -321,17 +322,27 @@ class Store:
         the table after the commit: the store counts, nobody declares. ``staged`` writes
         into the table of ``stamp`` even while another table is active (re-index).
         """
-        table = self.staging(stamp) if staged else self.chunks(stamp, create=True)
-        where = one_of("doc_id", list(docs))
         rows = pa.concat_tables([t for t in docs.values() if t.num_rows]) if any(
             t.num_rows for t in docs.values()) else None
-        if rows is None:
+        return self.replace_rows_of(stamp, list(docs), rows, staged)
+
+    def replace_rows_of(self, stamp: IndexStamp, doc_ids: Sequence[str], rows: pa.Table | None,
+                        staged: bool = False) -> dict[str, int]:
+        """``replace_chunks_of`` with the documents' new rows in one table (None: no rows)."""
+        table = self.staging(stamp) if staged else self.chunks(stamp, create=True)
+        where = one_of("doc_id", list(doc_ids))
+        if rows is None or not rows.num_rows:
             table.delete(where)
         else:
             (table.merge_insert("chunk_id").when_matched_update_all().when_not_matched_insert_all()
              .when_not_matched_by_source_delete(where).execute(rows))
         stored = Counter(r["doc_id"] for r in _scan(table, ["doc_id"], where))
-        return {doc_id: stored[doc_id] for doc_id in docs}
+        return {doc_id: stored[doc_id] for doc_id in doc_ids}
+
+    def chunk_arrow(self, where: Filter, table: str | None = None) -> pa.Table:
+        """Every column of the matching rows of the active chunks table (or ``table``), as
+        Arrow: vectors stay in their buffers (a rename copies them without reading them)."""
+        return self.db.open_table(table or self.active_table()).search().where(where).limit(None).to_arrow()
 
     def rows_per_document(self, table: str | None = None) -> Counter:
         """Rows per document of the active chunks table (or ``table``), in one scan."""

@@ -49,7 +49,12 @@ def doc_id_for(source: str) -> str:
 
 
 def chunk_id_for(doc_id: str, chunk: Chunk, stamp: IndexStamp) -> str:
-    key = f"{doc_id}:{chunk.start}:{chunk.end}:{stamp.strategy}:{CHUNKER_VERSION}:{chunk.text}"
+    return chunk_id_of(doc_id, chunk.start, chunk.end, chunk.text, stamp)
+
+
+def chunk_id_of(doc_id: str, start: int, end: int, text: str, stamp: IndexStamp) -> str:
+    """A chunk's id from its document, range and embedded text (a stored row has all three)."""
+    key = f"{doc_id}:{start}:{end}:{stamp.strategy}:{CHUNKER_VERSION}:{text}"
     return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
@@ -309,8 +314,15 @@ def within(deadline: Deadline, size: int) -> Progress:
 def same_bytes(data: bytes, sha256: str, file: SourceFile, doc_id: str, reuse: Reuse) -> dict | None:
     """A stored document with these bytes whose canonical form this file would get: indexed,
     read by the extractor that reads this file today, with a title that survives the new name."""
+    return lender_among(reuse.stored.records_with(sha256), data, sha256, file, doc_id)
+
+
+def lender_among(records, data: bytes, sha256: str, file: SourceFile, doc_id: str) -> dict | None:
+    """The first of ``records`` (oldest first) that may lend ``file`` its work: another
+    document, indexed, of these bytes read by today's extractor for the new name, with a
+    title the new name keeps (``data`` needs only its first ``SNIFF_BYTES``)."""
     name = Path(file.path).name
-    for record in reuse.stored.records_with(sha256):
+    for record in records:
         if (record["doc_id"] != doc_id and record["status"] == DocStatus.INDEXED
                 and is_known(data, sha256, name, Known.of(record))
                 and keeps_title(record["path"], file.path, record["title"] or "")):

@@ -10,7 +10,7 @@ from citeline.pipeline.record import failed_record
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.status import DocError, Failure
-from citeline.tasks.log import Events, get_logger
+from citeline.tasks.log import Events, each_or_summary, get_logger
 from citeline.tasks.store import store_for, write_lock
 
 
@@ -51,6 +51,5 @@ def forget_deleted(records: list[dict], stamp: IndexStamp, settings: IndexSettin
     log = get_logger()
     with write_lock(settings.db):
         store.delete_documents([r["doc_id"] for r in records], stamp)
-    for record in records:
-        log.info(Events.DOCUMENT_DELETED, path=record["path"])
+    each_or_summary(log, (Events.DOCUMENT_DELETED,), [{"path": r["path"]} for r in records], Events.DOCUMENTS_DELETED)
     return len(records)

@@ -1,0 +1,87 @@
+"""What renaming a synced folder costs against its first index (issue 28, item 4).
+
+    .venv/bin/python bench/rename_costs.py [FILES]      # default 2,000 Markdown notes
+    .venv/bin/python bench/rename_costs.py --smoke      # 20 notes: runs, no figure asserted
+
+FILES notes (one or two chunks each) are indexed with the tests' fake embedder (encoding costs
+microseconds, so what is measured is citeline's and Prefect's own work); then, each step in a
+fresh process as cron would run ``citeline index``: a no-op re-sync, every file renamed (half
+of them moved into a new subfolder) and synced, and a no-op re-sync again. Logs are set up as
+the CLI sets them (per-document lines not printed). Each step prints the seconds of its
+``index_folder`` call and of its whole process, its summary, and its share of the first index;
+``check_index`` is ``[]`` after the last.
+"""
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORDS = ("the report board region revenue harbour column meeting budget contractor inspection interval "
+         "warranty delivery committee project archive pump bridge tender audit ledger survey").split()
+
+
+def step(mode: str, base: Path, files: int) -> None:
+    """One step in this process: ``first`` (write and index the notes), ``sync`` or ``rename``."""
+    started = time.perf_counter()
+    from citeline import progress
+    from citeline.tasks import env, log
+
+    env.apply()
+    sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+    from fakes import FAKE, HashEmbedder
+
+    from citeline.flows.ingest import index_folder
+    from citeline.index.check import check_index
+    from citeline.index.store import Store
+    from citeline.pipeline import embed
+    from citeline.schemas.settings import IndexSettings
+
+    log.configure()
+    progress.configure_terminal(progress.DEFAULT)
+    folder = base / "notes"
+    if mode == "first":
+        folder.mkdir(parents=True)
+        rng = random.Random(2)
+        for i in range(files):
+            body = " ".join(rng.choice(WORDS) for _ in range(40 + (i % 4) * 40))
+            (folder / f"note-{i:05}.md").write_text(f"# Note {i}\n\n{body.capitalize()}.\n")
+    elif mode == "rename":
+        (folder / "moved").mkdir()
+        for i, name in enumerate(sorted(p.name for p in folder.glob("note-*.md"))):
+            (folder / name).rename((folder / "moved" if i % 2 else folder) / name.replace("note-", "renamed-"))
+    settings = IndexSettings(db=str(base / "index"), model=FAKE)
+    with embed.registered(FAKE, lambda precision, batch_size: HashEmbedder()):
+        called = time.perf_counter()
+        summary = index_folder(str(folder), settings)
+        flow_s = time.perf_counter() - called
+    assert check_index(Store(settings.db)) == []
+    print(f"RESULT {mode} {flow_s:.2f} {time.perf_counter() - started:.2f} {summary.line()}", flush=True)
+
+
+def main(files: int) -> None:
+    load = os.getloadavg()[0]
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for mode in ("first", "sync", "rename", "sync"):
+            done = subprocess.run([sys.executable, __file__, "--step", mode, tmp, str(files)], cwd=ROOT,
+                                  capture_output=True, text=True, check=True)
+            line = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")][-1].split(" ", 4)
+            results.append((mode, float(line[2]), float(line[3]), line[4]))
+    first = results[0][1]
+    for mode, flow_s, process_s, summary in results:
+        print(f"{mode:<7} flow {flow_s:7.2f} s ({flow_s / first:.3f} of the first index), process {process_s:7.2f} s; "
+              f"{summary}")
+    print(f"machine {os.cpu_count()} cpus; load average {load:.2f} at start, {os.getloadavg()[0]:.2f} at end")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--step"]:
+        step(sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]))
+    else:
+        main(20 if sys.argv[1:2] == ["--smoke"] else int(sys.argv[1]) if len(sys.argv) > 1 else 2000)
