@@ -287,7 +287,7 @@ class Index:
         missing = {c.document_id for c in citations} - set(snap.sources)
         if missing:
             snap.sources.update(sources_of(snap.searcher.store, missing))
-        return with_sources(citations, snap.sources)
+        return apart(snap.searcher.store, with_sources(citations, snap.sources))
 
     def documents(self, ending: str | None = None) -> tuple[DocumentInfo, ...]:
         """Every document (with ``ending``, those whose source path ends with it: the candidates
@@ -436,7 +436,21 @@ def sources_of(store: Store, doc_ids) -> dict[str, str]:
 def located(store: Store, citations: Sequence[Citation]) -> list[Citation]:
     """The citations, each given the ``uri`` of its source file (``search`` and ``ask --json``)."""
     sources = sources_of(store, {c.document_id for c in citations}) if citations else {}
-    return with_sources(citations, sources)
+    return apart(store, with_sources(citations, sources))
+
+
+def apart(store: Store, citations: Sequence[Citation]) -> list[Citation]:
+    """The citations, a document whose path another synced folder also holds named by the path that
+    tells them apart (``proj1/notes.md``, index/lookup.py) rather than by the path both share."""
+    paths = sorted({c.path for c in citations if c.path})
+    if not paths:
+        return list(citations)
+    groups: dict[str, dict[str, tuple[str, str]]] = {}
+    for row in store.document_rows(["doc_id", "source", "path"], one_of("path", paths)):
+        groups.setdefault(row["path"], {})[row["doc_id"]] = (row["source"], row["path"])
+    names = {doc_id: name for docs in groups.values() if len(docs) > 1 for doc_id, name in shown_names(docs).items()}
+    return [replace(c, document=names[c.document_id]) if c.document_id in names and c.document == c.path else c
+            for c in citations]
 
 
 def chat_client():

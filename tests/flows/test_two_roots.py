@@ -102,3 +102,11 @@ def test_the_http_api_takes_an_ending(two_roots):
     assert [d["name"] for d in candidates] == ["proj1/notes.md", "proj2/notes.md"]
     ambiguous = client.get("/documents/notes.md")
     assert ambiguous.status_code == 404 and "proj2/notes.md" in ambiguous.json()["error"]["message"]
+
+
+def test_search_names_each_notes_by_its_folder(two_roots):
+    _, db = two_roots
+    found = {c.document for c in Index(str(db), model=FAKE).search("notes about training", k=3, retriever="bm25")}
+    assert {"proj1/notes.md", "proj2/notes.md"} <= found
+    result = run("search", "notes about training", "--db", db, "--model", FAKE, "--retriever", "bm25", "--json")
+    assert {"proj1/notes.md", "proj2/notes.md"} <= {c["document"] for c in json.loads(result.stdout)["results"]}
