@@ -52,7 +52,7 @@ def test_a_started_server_is_reused_keeps_the_runs_and_survives_kill_9_of_a_comm
     started = citeline(home, "server", "start", "--idle", "600")
     assert started.returncode == 0, started.stderr
     state = json.loads((home / "prefect" / "server.json").read_text())
-    assert citeline(home, "server", "status").returncode == 0
+    assert "running: " + state["url"] in citeline(home, "server", "status").stdout
 
     docs = tmp_path / "docs"
     shutil.copytree(EXAMPLES, docs)
@@ -79,7 +79,7 @@ def test_a_started_server_is_reused_keeps_the_runs_and_survives_kill_9_of_a_comm
     while time.monotonic() < deadline and (alive(state["pid"]) or alive(state["server_pid"])):
         time.sleep(0.2)
     assert not alive(state["pid"]) and not alive(state["server_pid"])
-    assert citeline(home, "server", "status").returncode == 1
+    assert json.loads(citeline(home, "server", "status", "--json").stdout)["running"] is False
 
 
 def test_an_idle_server_stops_by_itself(home):

@@ -62,7 +62,8 @@ READING = [
 ]
 # Commands whose success is parsed by their own test below; serve's needs a real Prefect server.
 OWN_TEST = {"index", "reindex", "rm", "api", "eval"}
-ELSEWHERE = {"serve": "tests/e2e/test_prefect_server.py::test_served_deployment_syncs_the_folder_when_triggered"}
+ELSEWHERE = {"serve": "tests/e2e/test_prefect_server.py::test_served_deployment_syncs_the_folder_when_triggered",
+             "server": "tests/e2e/test_citeline_server.py::test_a_started_server_is_reused_keeps_the_runs_and_survives_kill_9_of_a_command"}
 
 
 def test_every_listed_command_has_a_json_success_case():
@@ -119,6 +120,7 @@ FIRST_ERROR = {
     "rm": (["x", "--db", "{missing}"], 1, "no-index"),
     "search": (["q", "--db", "{missing}"], 1, "no-index"),
     "serve": (["{tmp}"], 2, "usage"),  # no PREFECT_API_URL
+    "server": (["restart"], 2, "usage"),  # start, status or stop
     "status": (["--db", "{missing}"], 1, "no-index"),
 }
 MORE_ERRORS = [
