@@ -317,6 +317,8 @@ def _read_detected(gray: Image.Image, read, guess: str, deadline: Deadline | Non
             return page
         again = read(found, how)
         return again if again.words >= 0.8 * page.words else page
+    if deadline is not None:
+        deadline.check("script detection (Tesseract OSD)")
     script = langs.script_of(gray, deadline.left() if deadline else None)
     pack = langs.pack_for_script(script, installed)
     if pack is None:
