@@ -66,7 +66,7 @@ def publish_report(summary: RunSummary, root: str, db: str) -> None:
     if summary.failures:
         tag_flow_run(FAILED_TAG)
         for failure in summary.failures:
-            emit_failure(failure, root)
+            emit_failure(failure, root, db)
 
 
 def tag_flow_run(tag: str) -> None:
@@ -82,7 +82,7 @@ def tag_flow_run(tag: str) -> None:
             client.update_flow_run(run.id, tags=[*run.tags, tag])
 
 
-def emit_failure(failure: Failure, root: str) -> None:
+def emit_failure(failure: Failure, root: str, db: str) -> None:
     """One event per failed document; Prefect relates it to this flow run and task run.
 
     Path and reason are written ``visible``: an Automation prints them into a notification
@@ -95,7 +95,7 @@ def emit_failure(failure: Failure, root: str) -> None:
         resource={"prefect.resource.id": f"citeline.document.{key}", "prefect.resource.name": path,
                   "citeline.stage": failure.stage, "citeline.root": visible(root)},
         payload={"path": path, "stage": failure.stage, "reason": visible(failure.reason),
-                 "attempts": failure.attempts},
+                 "attempts": failure.attempts, "retry": retry_parameters(db, failure.source or failure.path)},
     )
 
 

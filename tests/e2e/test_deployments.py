@@ -163,8 +163,12 @@ def test_prefect_yaml_runs_on_postgres_through_a_worker(production, client):
     assert [(r["path"], json.loads(r["retry-failed/retry-failed parameters"])) for r in rows] == [
         ("broken.md", {"db": str(db), "path": source})]
     assert "retry-failed/retry-failed" in table[0].description
-    events = client.read_events(EventFilter(event=EventNameFilter(name=["citeline.document.failed"])), limit=50).events
-    assert [e.payload["path"] for e in events] == ["broken.md"]
+    failed_events = EventFilter(event=EventNameFilter(name=["citeline.document.failed"]))
+    deadline = time.monotonic() + 120  # the server stores events in batches, a few seconds after they come
+    while not (events := client.read_events(failed_events, limit=50).events) and time.monotonic() < deadline:
+        time.sleep(2)
+    assert [(e.payload["path"], json.loads(e.payload["retry"])) for e in events] == [
+        ("broken.md", {"db": str(db), "path": source})]  # what the Automation's notification quotes
     assert client.read_global_concurrency_limit_by_name(limit_name(str(db))).limit == 1
 
     # 2. the next sync: broken.md is unchanged, so it is not read again and the run is Completed
@@ -224,7 +228,7 @@ def screenshot(url: str, text: str, path: Path) -> None:
     try:
         driver.get(url)
         WebDriverWait(driver, 120).until(lambda d: text in d.find_element(By.TAG_NAME, "body").text)
-        time.sleep(3)  # let the page finish drawing
+        time.sleep(5)  # let the page finish drawing
         driver.save_screenshot(str(path))
     finally:
         driver.quit()
