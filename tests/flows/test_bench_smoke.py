@@ -17,6 +17,9 @@ SMOKES = {
     "index_overhead": (["--smoke"], ["RATIO", "where the flow's time went:", "prefect: flow start",
                                      "plan (walk, hash, compare)", "finish (FTS index + optimize)"]),
     "small_files": (["20"], ["documents   20 indexed, 0 failed", "run  "]),
+    # issue 28 items 4 and 2/3: renames as a metadata write; each command in a fresh process
+    "rename_costs": (["--smoke"], ["rename  flow", "deleted 20", "(0 encoded, "]),
+    "cold_commands": (["--smoke"], ["smoke --help: exit 0", "smoke status: exit 0", "smoke search: exit 0"]),
     # the scale bench: grown past the vector-index threshold, served by citeline api
     "ann_scaling": (["--smoke", "--service"], ["vector index built automatically: True", "recall@10",
                                                "index on disk:", "citeline api GET /search over HTTP"]),
