@@ -162,7 +162,8 @@ class MaxSimReranker:
         """
         if self._encoded is None:
             return 0
-        todo = [t for t in dict.fromkeys(texts) if not self._encoded.get([t])]
+        # by length, so a batch pads little (as TokenCache batches)
+        todo = sorted((t for t in dict.fromkeys(texts) if not self._encoded.get([t])), key=len)
         done = 0
         for start in range(0, len(todo), batch):
             if (stop is not None and stop.is_set()) or self._encoded.used >= self._encoded.budget:
