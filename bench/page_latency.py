@@ -71,11 +71,14 @@ def main() -> None:
                 time.sleep(0.5)
         ready_s = time.monotonic() - started
         warm_s = None
-        if args.wait_warm:
-            while "api.reranker_warm" not in args.log.read_text():
+        if args.wait_warm:  # the warm-up is over when the idle service stops using the CPU
+            last, quiet = cpu_s(proc.pid), 0
+            while quiet < 5:
                 assert proc.poll() is None, "citeline api exited"
-                time.sleep(1)
-            warm_s = time.monotonic() - started
+                time.sleep(2)
+                now = cpu_s(proc.pid)
+                quiet, last = (quiet + 1 if now - last < 0.2 else 0), now
+            warm_s = time.monotonic() - started - 10
         result = measure(base, questions(args.corpus)[: args.questions + args.warmup], args.warmup)
         rss = int(next(line for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
                        if line.startswith("VmRSS")).split()[1]) // 1024
@@ -85,6 +88,11 @@ def main() -> None:
         proc.terminate()
         proc.wait(timeout=30)
         log.close()
+
+
+def cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def measure(base: str, asked: list[str], warmup: int) -> dict:

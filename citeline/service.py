@@ -145,11 +145,16 @@ def warm_reranker(index: Index, stop: threading.Event) -> int:
     except IndexMismatch:  # no index yet, or another model's: nothing to warm
         return 0
     try:
-        reranker = snap.searcher.default_reranker()
-        if not isinstance(reranker, MaxSimReranker) or snap.searcher.reader.tokens is None:
+        from citeline.index.tokens import TokenVectors
+
+        searcher = snap.searcher
+        reranker = searcher.default_reranker()
+        if not isinstance(reranker, MaxSimReranker):
             return 0
         started = time.perf_counter()
-        texts = [text for _, text in snap.searcher.reader.tokens.missing()]
+        # the reader has no token table when none is stored: every chunk is then "missing"
+        tokens = searcher.reader.tokens or TokenVectors(searcher.store, searcher.stamp)
+        texts = [text for _, text in tokens.missing()]
         done = reranker.warm(texts, stop=stop)
         get_logger(service="api").info("api.reranker_warm", chunks=done, missing=len(texts),
                                        seconds=round(time.perf_counter() - started, 1))
@@ -361,25 +366,21 @@ def _json_routes(app: FastAPI, index: Index) -> None:
         return {"query": q, "results": [c.to_dict() for c in index.search(q, k, retriever, filters)]}
 
     @app.get("/documents", tags=["documents"])
-    def documents(path: str | None = Query(None, max_length=4096)) -> dict:
-        """Every document: status, reason, chunk count, stamps; failed ones first. With ``path``,
-        the documents whose source path ends with it (whole components): what a name stands for."""
-        return {"documents": [d.to_dict() for d in index.documents(path)]}
+    def documents() -> dict:
+        """Every document: status, reason, chunk count, stamps; failed ones first."""
+        return {"documents": [d.to_dict() for d in index.documents()]}
 
-    # A document is named by its id or by any ending of its path that names one document
-    # (index/lookup.py); an ending that names several is a 404 listing them. /sources/ takes
-    # ids only: nothing the request names is opened as a file.
     @app.get("/documents/{document_id}", tags=["documents"])
     def document(document_id: str, request: Request, page: int = Query(1, ge=1, le=100_000)):
         """The document's record as JSON; a browser (``Accept: text/html``) gets its page: status,
         reason, notes and its chunks, each opening at its place."""
         if wants_html(request):
             return _document_page(index, document_id, page)
-        return index.document(document_id).to_dict()
+        return index.document(_checked_id(document_id)).to_dict()
 
     @app.get("/documents/{document_id}/chunks", tags=["documents"])
     def chunks(document_id: str) -> dict:
-        return {"chunks": [c.to_dict() for c in index.chunks(document_id)]}
+        return {"chunks": [c.to_dict() for c in index.chunks(_checked_id(document_id))]}
 
     @app.get("/sources/{document_id}", tags=["documents"])
     def source(document_id: str, request: Request) -> Response:

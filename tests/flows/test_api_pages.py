@@ -197,3 +197,17 @@ def test_the_ask_page_offers_to_write_an_answer_only_with_an_endpoint(client, mo
     monkeypatch.setenv("CITELINE_LLM_URL", "http://127.0.0.1:9")
     monkeypatch.setenv("CITELINE_LLM_MODEL", "tiny")
     assert 'id="generate" type="checkbox" checked' in client.get("/").text
+
+
+def test_the_service_warms_the_reranker_of_an_index_that_stores_no_word_piece_vectors(index, client):
+    """Issue 29, item 6: without ``--token-vectors`` every ask encoded its candidates; the service
+    encodes them once (before the fix the warm-up found no token table and encoded nothing)."""
+    import threading
+
+    from citeline.service import warm_reranker
+
+    reranker = index.snapshot().searcher.default_reranker()
+    chunks = sum(d["chunk_count"] for d in client.get("/documents").json()["documents"])
+    warm_reranker(index, threading.Event())
+    assert reranker._encoded is not None and len(reranker._encoded._items) == chunks
+    assert warm_reranker(index, threading.Event()) == 0  # each chunk once
