@@ -13,6 +13,7 @@ the CLI sets them (per-document lines not printed). Each step prints the seconds
 """
 from __future__ import annotations
 
+import logging
 import os
 import random
 import subprocess
@@ -56,12 +57,22 @@ def step(mode: str, base: Path, files: int) -> None:
         for i, name in enumerate(sorted(p.name for p in folder.glob("note-*.md"))):
             (folder / name).rename((folder / "moved" if i % 2 else folder) / name.replace("note-", "renamed-"))
     settings = IndexSettings(db=str(base / "index"), model=FAKE)
+    finished = {}
+
+    class Finished(logging.Handler):  # the run's own breakdown: plan, documents, finish
+        def emit(self, record):
+            event = log.event_of(record) or {}
+            if event.get("event") == log.Events.RUN_FINISHED:
+                finished.update(event.get("seconds") or {})
+
+    logging.getLogger(log.LOGGER).addHandler(Finished())
     with embed.registered(FAKE, lambda precision, batch_size: HashEmbedder()):
         called = time.perf_counter()
         summary = index_folder(str(folder), settings)
         flow_s = time.perf_counter() - called
     assert check_index(Store(settings.db)) == []
-    print(f"RESULT {mode} {flow_s:.2f} {time.perf_counter() - started:.2f} {summary.line()}", flush=True)
+    parts = ", ".join(f"{k} {v:.2f} s" for k, v in finished.items())
+    print(f"RESULT {mode} {flow_s:.2f} {time.perf_counter() - started:.2f} {summary.line()} [{parts}]", flush=True)
 
 
 def main(files: int) -> None:
@@ -70,7 +81,9 @@ def main(files: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for mode in ("first", "sync", "rename", "sync"):
             done = subprocess.run([sys.executable, __file__, "--step", mode, tmp, str(files)], cwd=ROOT,
-                                  capture_output=True, text=True, check=True)
+                                  capture_output=True, text=True)
+            if done.returncode != 0:
+                sys.exit(f"step {mode} exited {done.returncode}:\n{done.stderr[-3000:]}")
             line = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")][-1].split(" ", 4)
             results.append((mode, float(line[2]), float(line[3]), line[4]))
     first = results[0][1]
