@@ -53,6 +53,8 @@ LIBRARIES: dict[str, tuple[str, ...]] = {
     "xlsx": ("openpyxl", "et_xmlfile", "lxml", "zipfile", "xml"),
     "calamine": ("python_calamine", "pyo3_runtime", "olefile", "zipfile", "xml"),
     "html": ("lxml", "html5lib", "charset_normalizer"),
+    "odt": ("lxml", "zipfile"),
+    "epub": ("ebooklib", "lxml", "html5lib", "charset_normalizer", "zipfile"),
     "media": ("av", "faster_whisper", "ctranslate2"),
     "csv": ("csv",),
     "text": (),

@@ -29,6 +29,7 @@ OPTIONS = ExtractOptions(time_limit_s=60)
 # the installed distribution each file's reason names
 LIBRARY = {"slide-without-id.pptx": "python-pptx", "style-without-value.docx": "python-docx",
            "huge-border-id.xlsx": "openpyxl", "deflate64-manifest.ods": "Python's zipfile",
+           "deflate64-content.odt": "Python's zipfile", "deflate64-chapter.epub": "EbookLib",
            "bad-page-label.pdf": "pymupdf", "navigation-root.html": "lxml",
            "bad-frame-sequence.png": "pillow", "latin1-title.wav": "av"}
 GOOD = ("# Ferry times\n\nThe ferry leaves the north pier at seven every morning.\n", "north pier at seven")
