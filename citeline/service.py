@@ -366,21 +366,25 @@ def _json_routes(app: FastAPI, index: Index) -> None:
         return {"query": q, "results": [c.to_dict() for c in index.search(q, k, retriever, filters)]}
 
     @app.get("/documents", tags=["documents"])
-    def documents() -> dict:
-        """Every document: status, reason, chunk count, stamps; failed ones first."""
-        return {"documents": [d.to_dict() for d in index.documents()]}
+    def documents(path: str | None = Query(None, max_length=4096)) -> dict:
+        """Every document: status, reason, chunk count, stamps; failed ones first. With ``path``,
+        the documents whose source path ends with it (whole components): what a name stands for."""
+        return {"documents": [d.to_dict() for d in index.documents(path)]}
 
+    # A document is named by its id or by any ending of its path that names one document
+    # (index/lookup.py); an ending that names several is a 404 listing them. /sources/ takes
+    # ids only: nothing the request names is opened as a file.
     @app.get("/documents/{document_id}", tags=["documents"])
     def document(document_id: str, request: Request, page: int = Query(1, ge=1, le=100_000)):
         """The document's record as JSON; a browser (``Accept: text/html``) gets its page: status,
         reason, notes and its chunks, each opening at its place."""
         if wants_html(request):
             return _document_page(index, document_id, page)
-        return index.document(_checked_id(document_id)).to_dict()
+        return index.document(document_id).to_dict()
 
     @app.get("/documents/{document_id}/chunks", tags=["documents"])
     def chunks(document_id: str) -> dict:
-        return {"chunks": [c.to_dict() for c in index.chunks(_checked_id(document_id))]}
+        return {"chunks": [c.to_dict() for c in index.chunks(document_id)]}
 
     @app.get("/sources/{document_id}", tags=["documents"])
     def source(document_id: str, request: Request) -> Response:

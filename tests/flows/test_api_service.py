@@ -23,8 +23,10 @@ from fakes import FAKE, HashEmbedder
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 CUT = 0.95  # the fake embedder has no calibrated cut
 HOSTILE_NAME = "<img src=x onerror=alert(1)>.md"
-HOSTILE_TEXT = ("# Tricks\n\nThe lighthouse keeper wrote <script>document.title='pwned'</script> and "
-                "<img src=x onerror=\"document.title='pwned'\"> in the margin.\n")
+# In code spans: Markdown's inline HTML is read as its text (the tags dropped), code is kept as
+# written, so the markup reaches the stored text and every page must escape it.
+HOSTILE_TEXT = ("# Tricks\n\nThe lighthouse keeper wrote `<script>document.title='pwned'</script>` and "
+                "`<img src=x onerror=\"document.title='pwned'\">` in the margin.\n")
 
 
 @pytest.fixture(scope="module")
