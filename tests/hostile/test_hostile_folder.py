@@ -233,10 +233,13 @@ def test_a_file_changed_after_planning_is_recorded_with_the_hash_of_what_was_ind
     assert second["status"] == "indexed" and second["updated_at"] == record["updated_at"]
 
 
-def test_the_next_sync_retries_only_the_failures(runs):
+def test_the_next_sync_reads_neither_the_good_files_nor_the_unchanged_failures(runs):
+    """A failure whose file has not changed is reported as still failing, not read again and not
+    counted as a new failure (issue 30 item 4: cron should not page for a file nobody fixed)."""
     summary = runs["second"].result(raise_on_failure=False)
     failing = len(HOSTILE) + 1 + (0 if IS_ROOT else 1)  # vanishes.md is gone for good
-    assert (summary.indexed, summary.failed, summary.skipped) == (0, failing, len(GOOD) + 1)
+    assert (summary.indexed, summary.failed, summary.still_failing, summary.skipped) == \
+        (0, 0, failing, len(GOOD) + 1)
     assert check_index(Store(runs["settings"].db)) == []
 
 
