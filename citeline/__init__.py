@@ -6,6 +6,10 @@ nor a model.
 """
 from __future__ import annotations
 
+from citeline.deferred_imports import defer_all
+
+defer_all()  # before anything imports lancedb: its namespace REST client costs every command ~0.65 s
+
 __all__ = ["Filters", "Index"]
 
 
