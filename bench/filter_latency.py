@@ -6,7 +6,9 @@ the vector-index size (exact in-memory scan) and once over it (HNSW). A path-pre
 keeps one tenth of the documents. Reported: mean ms per call of ``ChunkReader.dense`` and
 ``ChunkReader.bm25``, unfiltered and filtered, and of rendering the predicate.
 
-    .venv/bin/python bench/filter_latency.py [--docs 500] [--per 20] [--repeat 30]
+    .venv/bin/python bench/filter_latency.py [--docs 500] [--per 20] [--repeat 30] [--smoke]
+
+``--smoke`` (tests/flows/test_bench_smoke.py): 20 documents x 5 chunks, one call each: runs, no figure.
 """
 from __future__ import annotations
 
@@ -51,7 +53,10 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=500)
     parser.add_argument("--per", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--smoke", action="store_true", help="20 documents x 5 chunks, one call each")
     args = parser.parse_args()
+    if args.smoke:
+        args.docs, args.per, args.repeat = 20, 5, 1
     rng = np.random.default_rng(0)
     rows = args.docs * args.per
     filters = Filters(paths=("f3/",))

@@ -1,6 +1,10 @@
 """Does a gate fitted on one corpus hold on another? Each rule fitted on A, applied unchanged to B.
 
     .venv/bin/python bench/gate_transfer.py NAME=RESULTS.json NAME=RESULTS.json [--bluffs 2]
+    .venv/bin/python bench/gate_transfer.py --smoke
+
+``--smoke`` (tests/flows/test_bench_smoke.py) first runs the evaluation on a tiny corpus (bench/smokekit.py)
+with the tests' two fake embedders and reads those two results.json as the two corpora: runs, no figure.
 
 Each RESULTS.json is ``citeline eval CORPUS --strategies E --retrievers dense,rerank --out DIR``'s
 results.json (per query: the top 4 with distances, relevance and, for rerank, MaxSim scores). A
@@ -124,9 +128,17 @@ def versus(per: dict, base: dict, phrasing: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="+", help="NAME=results.json")
+    parser.add_argument("runs", nargs="*", help="NAME=results.json")
     parser.add_argument("--bluffs", type=int, default=2)
+    parser.add_argument("--smoke", action="store_true", help="two fake-embedder evaluations of a tiny corpus")
     args = parser.parse_args()
+    if args.smoke:
+        import smokekit
+
+        with smokekit.fake_models():
+            args.runs = [f"{name}={smokekit.eval_results(name)}" for name in (smokekit.FAKE, smokekit.SECOND_FAKE)]
+    if len(args.runs) < 1:
+        parser.error("give NAME=results.json at least once")
     corpora = {name: json.load(open(path)) for name, path in (r.split("=", 1) for r in args.runs)}
     print("| fitted on | measured on | rule | cut | course answered | ticket answered | course within reach "
           "| ticket within reach | bluffs | course vs plain | ticket vs plain |")

@@ -3,6 +3,10 @@
     .venv/bin/citeline eval CORPUS --strategies E --model all-MiniLM-L6-v2 --out A
     .venv/bin/citeline eval CORPUS --strategies E --model all-mpnet-base-v2 --timeout 3000 --out B
     .venv/bin/python bench/model_compare.py A/results.json B/results.json
+    .venv/bin/python bench/model_compare.py --smoke
+
+``--smoke`` (tests/flows/test_bench_smoke.py): A and B are the evaluations of a tiny corpus
+(bench/smokekit.py) with the tests' two fake embedders: runs, no figure.
 
 For every (strategy, retriever) both runs hold, and for each phrasing (course: the
 textbook's words; ticket: a user's) and both together: R@1, R@20, MRR and answered (the needle cited after the run's own gate: "answered
@@ -72,9 +76,17 @@ def gate(results: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("a", type=Path, help="results.json of the baseline model")
-    parser.add_argument("b", type=Path, help="results.json of the other model")
+    parser.add_argument("a", type=Path, nargs="?", help="results.json of the baseline model")
+    parser.add_argument("b", type=Path, nargs="?", help="results.json of the other model")
+    parser.add_argument("--smoke", action="store_true", help="two fake-embedder evaluations of a tiny corpus")
     args = parser.parse_args()
+    if args.smoke:
+        import smokekit
+
+        with smokekit.fake_models():
+            args.a, args.b = smokekit.eval_results(smokekit.FAKE), smokekit.eval_results(smokekit.SECOND_FAKE)
+    if args.b is None:
+        parser.error("give both results.json")
     a, b = (json.loads(p.read_text()) for p in (args.a, args.b))
     print(f"A = {a['config']['model']} ({a['config']['precision']}); B = {b['config']['model']} "
           f"({b['config']['precision']}); cells: A → B (B's wins/losses, sign-test p)\n")

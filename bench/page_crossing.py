@@ -7,7 +7,9 @@ each page. For every needle found in such a chunk it says on which page the need
 that is the chunk's first page, and whether it is the page holding most of the chunk: the page a
 ``#page=`` fragment should open. No model, no index: extraction and chunking only.
 
-    .venv/bin/python bench/page_crossing.py [--corpus ../shared/corpora/dev] [--strategy E]
+    .venv/bin/python bench/page_crossing.py [--corpus ../shared/corpora/dev] [--strategy E] [--smoke]
+
+``--smoke`` (tests/flows/test_bench_smoke.py): the tiny corpus of bench/smokekit.py (three documents).
 """
 from __future__ import annotations
 
@@ -49,7 +51,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", default="../shared/corpora/dev")
     parser.add_argument("--strategy", default="E")
+    parser.add_argument("--smoke", action="store_true", help="three documents (bench/smokekit.py)")
     args = parser.parse_args()
+    if args.smoke:
+        import smokekit
+
+        args.corpus = smokekit.tiny_corpus()
     corpus = Path(args.corpus)
     needles = [json.loads(line) for line in (corpus / "ground_truth.jsonl").read_text().splitlines() if line.strip()]
     chunks_total = crossing = 0

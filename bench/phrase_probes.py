@@ -1,6 +1,7 @@
 """A sentence typed verbatim from a document: which retriever puts its chunk first?
 
     .venv/bin/python bench/phrase_probes.py DB [DB ...] [--per-document 4] [--seed 0] [--json OUT]
+    .venv/bin/python bench/phrase_probes.py --smoke   # the tiny corpus on the fake embedder (bench/smokekit.py)
 
 Each DB is an index already built (``citeline index FOLDER --db DB``). From every indexed
 document's canonical text it draws up to ``--per-document`` sentences of 8–40 words (seeded,
@@ -82,11 +83,25 @@ def cpu() -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dbs", nargs="+")
+    parser.add_argument("dbs", nargs="*")
     parser.add_argument("--per-document", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", dest="json_out")
+    parser.add_argument("--smoke", action="store_true", help="a tiny fake-embedder index, one probe a document")
     args = parser.parse_args()
+    if args.smoke:
+        import smokekit
+
+        with smokekit.fake_models():
+            args.dbs, args.per_document = [smokekit.tiny_index()], 1
+            probe_all(args)
+    elif args.dbs:
+        probe_all(args)
+    else:
+        parser.error("give at least one DB")
+
+
+def probe_all(args) -> None:
     print(f"{cpu()}, {os.cpu_count()} cores; load {os.getloadavg()[0]:.2f}")
     total: dict[str, list[int | None]] = {r: [] for r in RETRIEVERS}
     results = {}

@@ -1,36 +1,110 @@
-"""Benches in smoke mode (issue 28, item 6): each runs as a script, in its own process, on a
-tiny input and the fake embedder, exits 0 and prints its result lines, so a bench can no
-longer rot unseen (bench/index_overhead.py, the headline one, failed for weeks with
-``ValueError: not enough values to unpack`` once logging moved to the entry points).
-No timing is asserted. The subprocesses use the session's Prefect server (``cli_env``)."""
+"""Benches in smoke mode (issue 28, item 6): every script in bench/ runs on a tiny input and the
+fake embedder, exits 0 and prints its result lines, so a bench can no longer rot unseen
+(bench/index_overhead.py, the headline one, failed for weeks with ``ValueError: not enough
+values to unpack`` once logging moved to the entry points). No timing is asserted.
+
+Most run here, in this test process (``runpy``: no second interpreter paying Prefect's and
+LanceDB's imports again), with the session's fake embedder and Prefect server; those that
+start processes of their own, change this process's environment for good, or are about a
+fresh process run as a script, in their own process. A bench whose subject is a real model
+or a browser is marked ``model`` or ``slow`` (``make test``, not ``make check``). The shared
+tiny inputs are bench/smokekit.py's."""
 from __future__ import annotations
 
+import ast
+import runpy
 import subprocess
 import sys
+from dataclasses import dataclass
 
 import pytest
 
 from testkit import ROOT
 
+BENCH = ROOT / "bench"
+
+
+@dataclass(frozen=True)
+class Smoke:
+    args: tuple[str, ...]
+    expected: tuple[str, ...]  # lines (or parts of lines) the bench must print
+    own_process: bool = False
+    marks: tuple = ()
+
+
 SMOKES = {
     # the headline bench: the flow's events read into the report, on the fake embedder
-    "index_overhead": (["--smoke"], ["RATIO", "where the flow's time went:", "prefect: flow start",
-                                     "plan (walk, hash, compare)", "finish (FTS index + optimize)"]),
-    "small_files": (["20"], ["documents   20 indexed, 0 failed", "run  "]),
+    "index_overhead": Smoke(("--smoke",), ("RATIO", "where the flow's time went:", "prefect: flow start",
+                                           "plan (walk, hash, compare)", "finish (FTS index + optimize)"), True),
+    "small_files": Smoke(("20",), ("documents   20 indexed, 0 failed", "run  "), True),
     # issue 28 items 4 and 2/3: renames as a metadata write; each command in a fresh process
-    "rename_costs": (["--smoke"], ["rename  flow", "deleted 20", "(0 encoded, "]),
-    "cold_commands": (["--smoke"], ["smoke --help: exit 0", "smoke status: exit 0", "smoke search: exit 0"]),
+    "rename_costs": Smoke(("--smoke",), ("rename  flow", "deleted 20", "(0 encoded, "), True),
+    "cold_commands": Smoke(("--smoke",), ("smoke --help: exit 0", "smoke status: exit 0", "smoke search: exit 0"),
+                           True),
     # the scale bench: grown past the vector-index threshold, served by citeline api
-    "ann_scaling": (["--smoke", "--service"], ["vector index built automatically: True", "recall@10",
-                                               "index on disk:", "citeline api GET /search over HTTP"]),
+    "ann_scaling": Smoke(("--smoke", "--service"), ("vector index built automatically: True", "recall@10",
+                                                    "index on disk:", "citeline api GET /search over HTTP"), True),
+    "filter_latency": Smoke(("--smoke",), ("exact 100 chunks  dense + path filter", "hnsw  100 chunks  bm25 + path filter",
+                                           "predicate")),
+    # the post-processing benches read two fake-embedder evaluations of the tiny corpus
+    "gate_transfer": Smoke(("--smoke",), ("| fitted on | measured on | rule |", "question-maxsim",
+                                          "calibrated (default)")),
+    "model_compare": Smoke(("--smoke",), ("| E/dense | course (6) |", "| E/rerank | all (12) |",
+                                          "bluffs (out-of-domain questions answered)", "recommended gate:")),
+    "page_crossing": Smoke(("--smoke",), ("chunks ", "crossing a page boundary")),
+    "phrase_probes": Smoke(("--smoke",), (": 3 probes", "| dense |", "| rerank |")),
 }
 
 
-@pytest.mark.parametrize("bench", sorted(SMOKES))
-def test_bench_runs_in_smoke_mode(bench, cli_env):
-    args, expected = SMOKES[bench]
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / f"{bench}.py"), *args], capture_output=True,
-                          text=True, cwd=ROOT, env=cli_env, timeout=300)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    for line in expected:
-        assert line in done.stdout, f"{bench}: no {line!r} in\n{done.stdout[-3000:]}"
+def run_here(bench: str, args: tuple[str, ...], monkeypatch, capfd) -> str:
+    """The bench run as ``python bench/NAME.py ARGS`` would run it, in this process."""
+    monkeypatch.syspath_prepend(str(BENCH))  # a script's own folder is first on its path; undone after
+    monkeypatch.setattr(sys, "argv", [str(BENCH / f"{bench}.py"), *args])
+    try:
+        runpy.run_path(str(BENCH / f"{bench}.py"), run_name="__main__")
+    except SystemExit as exit_:
+        assert exit_.code in (0, None), f"{bench} exited {exit_.code}:\n{capfd.readouterr().out[-3000:]}"
+    return capfd.readouterr().out
+
+
+@pytest.mark.parametrize("bench", [pytest.param(name, marks=SMOKES[name].marks) for name in sorted(SMOKES)])
+def test_bench_runs_in_smoke_mode(bench, cli_env, monkeypatch, capfd):
+    smoke = SMOKES[bench]
+    if smoke.own_process:
+        done = subprocess.run([sys.executable, str(BENCH / f"{bench}.py"), *smoke.args], capture_output=True,
+                              text=True, cwd=ROOT, env=cli_env, timeout=300)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        out = done.stdout
+    else:
+        monkeypatch.chdir(ROOT)
+        monkeypatch.setenv("PREFECT_API_URL", cli_env["PREFECT_API_URL"])  # for the processes a bench starts
+        out = run_here(bench, smoke.args, monkeypatch, capfd)
+    for line in smoke.expected:
+        assert line in out, f"{bench}: no {line!r} in\n{out[-3000:]}"
+
+
+def scripts() -> set[str]:
+    """The benches: bench/*.py run as a script (an ``if __name__ == "__main__":`` block)."""
+    def is_script(source: str) -> bool:
+        return any(isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)
+                   for node in ast.parse(source).body)
+
+    return {p.stem for p in BENCH.glob("*.py") if is_script(p.read_text())}
+
+
+# Benches still being given a smoke (issue 28 item 6, landing a few at a time); empty when done.
+NOT_YET = {"answerability_frontier", "api_rss", "dask_throughput", "encoder_backends", "extract_speed",
+           "gate_calibration", "gate_query_evidence", "http_latency", "many_failures", "model_cost",
+           "omp_wait_policy", "page_latency", "prefect_growth", "query_expansion", "query_latency",
+           "query_precision", "reuse_costs", "rss_scaling", "s3_commit_race", "s3_sync", "speech_speed",
+           "sync_costs", "trained_reranker"}
+
+
+def test_every_bench_has_a_smoke():
+    """A new bench without an entry above fails here; a file of bench/ that is no script must be a
+    helper some bench imports."""
+    assert sorted(scripts() - set(SMOKES) - NOT_YET) == [], "benches without a smoke entry in SMOKES"
+    assert sorted(set(SMOKES) - scripts()) == [], "SMOKES names a bench that is not in bench/"
+    sources = "\n".join(p.read_text() for p in BENCH.glob("*.py"))
+    for helper in {p.stem for p in BENCH.glob("*.py")} - scripts():
+        assert f"import {helper}" in sources or f"from {helper} import" in sources, f"bench/{helper}.py: no bench uses it"
