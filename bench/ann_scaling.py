@@ -10,7 +10,7 @@ run builds automatically (``Store.ann_min_rows``). Queries are the real dev ques
 Reported, medians over all queries, with the exact numpy scan as the baseline:
 - exact: numpy dot product over every vector + top-k (the recall reference);
 - LanceDB flat search (the vector index bypassed);
-- ``ChunkReader.dense`` over the HNSW index at several refine factors: latency and
+- ``ChunkReader.dense`` over the HNSW index at several refine factors and ``ef`` sizes: latency and
   recall@10 against exact;
 - BM25 and hybrid end to end (``Searcher``, query embedding included).
 
@@ -63,7 +63,8 @@ FAKE_CLI = ROOT / "tests" / "fixtures" / "fake_cli.py"
 
 K = 10
 PER_DOC = 5_000  # rows per synthetic document (one commit each)
-REFINES = [None, 2, 5, 10]
+REFINES = [None, 2, 5, 10]  # at the default ef
+EFS = [400, 800, 1600, 3200]  # at the default refine factor
 
 
 def synthetic_rows(source: list[dict], n: int, seed: int = 0):
@@ -219,11 +220,15 @@ def main() -> None:
         searcher = Searcher(store, embedder, stamp)
         reader = searcher.reader
         results = []
-        for refine in REFINES:
-            reader.refine = refine
+        default_ef, default_refine = reader.ef, reader.refine
+        settings = [(default_ef, refine) for refine in REFINES] + \
+            [(ef, default_refine) for ef in EFS if ef != default_ef]
+        for ef, refine in settings:
+            reader.ef, reader.refine = ef, refine
             took, found = median_ms(lambda q: reader.dense(q, K), queries)
             recall = statistics.mean(len({r["chunk_id"] for r in f} & t) / K for f, t in zip(found, truth))
-            results.append((refine, took, recall))
+            results.append((ef, refine, took, recall))
+        reader.ef, reader.refine = default_ef, default_refine
         bm25_ms, _ = median_ms(lambda q: searcher.bm25(q, K), questions)
 
         def hybrid(q):
@@ -241,8 +246,8 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"  {'exact numpy scan (baseline, recall reference)':<48} {base:8.2f} ms   x{1:6.2f}")
     print(f"  {'LanceDB flat search (index bypassed)':<48} {flat_ms:8.2f} ms   x{flat_ms / base:6.2f}")
-    for refine, took, recall in results:
-        label = f"HNSW (ChunkReader.dense), refine_factor {refine}"
+    for ef, refine, took, recall in results:
+        label = f"HNSW (ChunkReader.dense), ef {ef}, refine {refine}"
         print(f"  {label:<48} {took:8.2f} ms   x{took / base:6.2f}   recall@{K} {recall:.3f}")
     print(f"  {'query embedding':<48} {embed_ms:8.2f} ms")
     print(f"  {'bm25 (Searcher.bm25)':<48} {bm25_ms:8.2f} ms")

@@ -22,7 +22,10 @@ import numpy as np
 from citeline.index.filters import one_of
 from citeline.index.tokens import TokenVectors
 
-ANN_EF = 400  # HNSW candidates per search: recall@10 0.99 at 100k; the default (1.5 k) gave 0.67
+# HNSW candidates per search. 400 gave recall@10 .99 at 100k chunks but .88 at 1M, 1,600 gives
+# .97 there for a few ms more (bench/ann_scaling.py; docs/benchmarks.md section 14); LanceDB's
+# default (1.5 k) gave .67 at 100k.
+ANN_EF = 1600
 ANN_REFINE = 5  # candidates per result re-ranked on the full vectors (the index stores them quantised)
 
 
