@@ -64,12 +64,7 @@ class ChunkReader:
         if where is not None:
             return self._dense_where(vector, k, where)
         if not self.exact:
-            # The index is searched for k x refine candidates, and ef may not be smaller.
-            ef = max(self.ef, k * (self.refine or 1))
-            search = self.table.search(vector).distance_type("cosine").limit(k).ef(ef)
-            if self.refine:
-                search = search.refine_factor(self.refine)
-            found = search.select([*self.columns, "_distance"]).to_list()
+            found = self._ann(self.table.search(vector), k, None).select([*self.columns, "_distance"]).to_list()
             return [_renamed(row, "_distance", "distance") for row in found]
         if k <= 0 or not self.rows:
             return []
@@ -84,13 +79,49 @@ class ChunkReader:
         top 10 for a filter keeping 10 of 6,000 rows here, so no fallback scan is needed)."""
         if k <= 0:
             return []
-        search = self.table.search(vector).distance_type("cosine").where(where, prefilter=True).limit(k)
-        if not self.exact:
-            search = search.ef(max(self.ef, k * (self.refine or 1)))
-            if self.refine:
-                search = search.refine_factor(self.refine)
+        if self.exact:
+            search = self.table.search(vector).distance_type("cosine").where(where, prefilter=True).limit(k)
+        else:
+            search = self._ann(self.table.search(vector), k, where)
         found = search.select([*self.columns, "_distance"]).to_list()
         return [_renamed(row, "_distance", "distance") for row in found]
+
+    def dense_ranked(self, vector: np.ndarray, k: int, where: str | None = None) -> list[tuple[str, float]]:
+        """``(chunk_id, distance)`` of the ``k`` nearest, nearest first, no other column read: a
+        fusion keeps a few of 2 x 100 ranked ids, and reading whole rows for all of them was
+        most of hybrid's time at a million chunks (docs/benchmarks.md, section 14)."""
+        if self.exact or k <= 0:
+            return [(row["chunk_id"], row["distance"]) for row in self.dense(vector, k, where)]
+        search = self._ann(self.table.search(np.asarray(vector, dtype=np.float32)), k, where)
+        found = search.select(["chunk_id", "_distance"]).to_arrow()
+        return list(zip(found.column("chunk_id").to_pylist(), map(float, found.column("_distance").to_pylist())))
+
+    def bm25_ranked(self, query: str, k: int, where: str | None = None) -> list[tuple[str, float]]:
+        """``(chunk_id, score)`` of the ``k`` best by BM25, best first, no other column read."""
+        if not query.strip() or k <= 0:
+            return []
+        search = self.table.search(query, query_type="fts").limit(k)
+        if where is not None:
+            search = search.where(where, prefilter=True)
+        found = search.select(["chunk_id", "_score"]).to_arrow()
+        return list(zip(found.column("chunk_id").to_pylist(), map(float, found.column("_score").to_pylist())))
+
+    def rows_of(self, chunk_ids: Sequence[str], vectors: bool = False) -> dict[str, dict]:
+        """The given chunks' rows (``columns``, and ``vector`` when asked), by chunk id."""
+        if self.exact:
+            return {cid: {**self._row(self._position[cid]), **({"vector": self._matrix[self._position[cid]]}
+                                                               if vectors else {})}
+                    for cid in chunk_ids if cid in self._position}
+        rows = self._where(chunk_ids, [*self.columns, *(["vector"] if vectors else [])])
+        return {row["chunk_id"]: row for row in rows}
+
+    def _ann(self, search, k: int, where: str | None):
+        """``search`` (a vector query) over the HNSW index with this reader's ef and refine factor."""
+        search = search.distance_type("cosine").limit(k)
+        if where is not None:
+            search = search.where(where, prefilter=True)
+        search = search.ef(max(self.ef, k * (self.refine or 1)))  # k x refine candidates; ef no fewer
+        return search.refine_factor(self.refine) if self.refine else search
 
     def bm25(self, query: str, k: int, where: str | None = None) -> list[dict]:
         """The ``k`` best chunks (of those ``where`` keeps) by BM25 over the embedded ``text``, each with ``score``."""

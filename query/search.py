@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+
 from citeline.index.reader import ChunkReader
 from citeline.index.store import Store
 from citeline.pipeline.embed import Embedder
@@ -94,13 +96,20 @@ class Searcher:
 
         ``dense_weight`` weighs the dense list's RRF terms against BM25's 1.
         """
-        dense, lexical = self.dense(query, depth, filters), self.bm25(query, depth, filters)
-        by_id = {hit.chunk_id: hit for hit in lexical}
-        by_id.update({hit.chunk_id: hit for hit in dense})  # a dense hit already knows its distance
-        fused = rrf([[h.chunk_id for h in dense], [h.chunk_id for h in lexical]], k=RRF_K, limit=k,
+        where = self.store.predicate(filters)
+        dense = self.reader.dense_ranked(self.query_vector(query), depth, where)
+        lexical = self.reader.bm25_ranked(query, depth, where)
+        fused = rrf([[cid for cid, _ in dense], [cid for cid, _ in lexical]], k=RRF_K, limit=k,
                     weights=(dense_weight, 1.0))
-        hits = [replace(by_id[f.chunk_id], rank=f.rank, score=f.score, retriever=HYBRID) for f in fused]
-        return self.fill_distances(query, hits)
+        # Only the fused rows are read, with the vectors of those only BM25 found (the gate needs
+        # every hit's distance): a few rows instead of 2 x depth.
+        distances = dict(dense)
+        rows = self.reader.rows_of([f.chunk_id for f in fused], vectors=any(f.chunk_id not in distances for f in fused))
+        q = self.query_vector(query)
+        return [Hit(f.chunk_id, f.rank, f.score, HYBRID, ChunkRow.from_row(rows[f.chunk_id]),
+                    distance=distances[f.chunk_id] if f.chunk_id in distances
+                    else float(1.0 - np.asarray(rows[f.chunk_id]["vector"], dtype=np.float32) @ q))
+                for f in fused]
 
     def union(self, query: str, depth: int, filters: Filters | None = None) -> list[Hit]:
         """The dense top ``depth``, then the BM25 top ``depth`` that dense did not find (up to 2 x depth)."""

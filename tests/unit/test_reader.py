@@ -92,3 +92,62 @@ def test_rows_added_after_the_index_are_still_found(tmp_path, clustered):
     reader = store.reader(STAMP, COLUMNS)
     assert not reader.exact and reader.rows == 800
     assert reader.dense(vectors[750], 1)[0]["chunk_id"] == "doc7-750"
+
+
+@pytest.mark.parametrize("threshold", [500, 10_000], ids=["hnsw", "exact"])
+def test_ranked_ids_and_rows_of_match_the_whole_row_reads(tmp_path, clustered, threshold):
+    """Hybrid fuses ids and reads only the rows it keeps: the ids, distances, scores and rows
+    must be those the whole-row reads give, with and without a filter, in both modes."""
+    vectors, queries = clustered
+    store = Store(str(tmp_path / "db"), ann_min_rows=threshold)
+    fill(store, vectors)
+    reader = store.reader(STAMP, COLUMNS)
+    assert reader.exact == (threshold == 10_000)
+    for where in (None, "doc_id = 'doc2'"):
+        for q in queries[:5]:
+            whole = reader.dense(q, 20, where)
+            ranked = reader.dense_ranked(q, 20, where)
+            assert [cid for cid, _ in ranked] == [r["chunk_id"] for r in whole]
+            assert [d for _, d in ranked] == pytest.approx([r["distance"] for r in whole], abs=1e-6)
+        lexical = reader.bm25("foxtrot item13", 10, where)
+        assert reader.bm25_ranked("foxtrot item13", 10, where) == [(r["chunk_id"], r["score"]) for r in lexical]
+    rows = reader.rows_of(["doc3-301", "doc0-13", "no-such"], vectors=True)
+    assert set(rows) == {"doc3-301", "doc0-13"}
+    assert rows["doc0-13"]["content"] == "foxtrot 13" and set(rows["doc0-13"]) == {*COLUMNS, "vector"}
+    assert np.allclose(rows["doc3-301"]["vector"], vectors[301], atol=1e-6)
+
+
+class FixedQuery:
+    """An embedder whose every question is one of the clustered test vectors (plumbing only)."""
+
+    name, dim = STAMP.embed_model, STAMP.embed_dim
+
+    def __init__(self, vector):
+        self.vector = vector
+
+    def embed_query(self, text):
+        return self.vector
+
+
+def test_hybrid_reading_only_the_fused_rows_equals_fusing_whole_rows(tmp_path, clustered):
+    from dataclasses import replace
+
+    from citeline.query.fuse import rrf
+    from citeline.query.search import RRF_K, Searcher
+    from citeline.schemas.retrieval import HYBRID
+
+    vectors, queries = clustered
+    store = Store(str(tmp_path / "db"), ann_min_rows=500)
+    fill(store, vectors)
+    for q, text in zip(queries[:5], ["foxtrot item13", "alpha", "golf hotel", "bravo item40", "echo"]):
+        searcher = Searcher(store, FixedQuery(q), STAMP)
+        assert not searcher.reader.exact
+        dense, lexical = searcher.dense(text, 100), searcher.bm25(text, 100)  # the whole-row fusion
+        by_id = {**{h.chunk_id: h for h in lexical}, **{h.chunk_id: h for h in dense}}
+        fused = rrf([[h.chunk_id for h in dense], [h.chunk_id for h in lexical]], k=RRF_K, limit=10)
+        expected = searcher.fill_distances(text, [replace(by_id[f.chunk_id], rank=f.rank, score=f.score,
+                                                          retriever=HYBRID) for f in fused])
+        got = searcher.hybrid(text, 10)
+        assert [(h.chunk_id, h.rank, h.score, h.chunk) for h in got] == \
+            [(h.chunk_id, h.rank, h.score, h.chunk) for h in expected]
+        assert [h.distance for h in got] == pytest.approx([h.distance for h in expected], abs=1e-6)
