@@ -13,9 +13,12 @@ samples with several feature subsets, it prints:
   says what the calibration makes of it.
 
     .venv/bin/python bench/answerability_frontier.py CORPUS_DIR DB [--data cache.json]
+    .venv/bin/python bench/answerability_frontier.py --smoke
 
 DB is an index of CORPUS_DIR/docs (e.g. ``citeline index CORPUS/docs --db DB --strategy E``).
 Numbers are from the running machine; quote its CPU.
+``--smoke`` (tests/flows/test_bench_smoke.py): the tiny corpus of bench/smokekit.py, indexed with the
+tests' fake embedder, in place of CORPUS_DIR and DB: runs, no figure.
 """
 from __future__ import annotations
 
@@ -80,12 +83,20 @@ def collect(corpus_dir: str, db: str) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("corpus")
-    parser.add_argument("db")
+    parser.add_argument("corpus", nargs="?")
+    parser.add_argument("db", nargs="?")
     parser.add_argument("--data", help="cache of the reranked evidence (JSON): written once, then read")
+    parser.add_argument("--smoke", action="store_true", help="a tiny corpus on the fake embedder")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    if args.data and Path(args.data).exists():
+    if args.smoke:
+        import smokekit
+
+        with smokekit.fake_models():
+            records = collect(str(smokekit.tiny_corpus()), smokekit.tiny_index())
+    elif not args.db:
+        parser.error("give CORPUS_DIR and DB")
+    elif args.data and Path(args.data).exists():
         records = json.loads(Path(args.data).read_text())
     else:
         records = collect(args.corpus, args.db)

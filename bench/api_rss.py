@@ -11,6 +11,9 @@ after start and after the requests, and VmHWM (the peak) at the end.
     .venv/bin/python bench/api_rss.py --db DEV_INDEX [--rows 100000] [--requests 50] [--work DIR]
 
 DEV_INDEX is only read: it is copied into --work (a temporary folder by default).
+``--smoke`` (tests/flows/test_bench_smoke.py): the tiny corpus of bench/smokekit.py indexed with the tests'
+fake embedder, grown to 300 rows, served by ``citeline`` on that fake (tests/fixtures/fake_cli.py), 2
+requests of each kind: runs, no figure.
 """
 from __future__ import annotations
 
@@ -33,7 +36,7 @@ from citeline.tasks import env  # noqa: E402
 env.apply()
 
 from ann_scaling import synthetic_rows  # noqa: E402
-from http_latency import DEFAULT_CORPUS, cpu_name, questions, request, start_service  # noqa: E402
+from http_latency import CITELINE, DEFAULT_CORPUS, cpu_name, questions, request, start_service  # noqa: E402
 
 from citeline.index.store import Store, chunk_table  # noqa: E402
 
@@ -60,8 +63,8 @@ def status_mb(pid: int) -> dict:
     return fields
 
 
-def measure(db: str, qs: list[str], requests: int) -> dict:
-    proc, port = start_service(db)
+def measure(db: str, qs: list[str], requests: int, citeline: tuple[str, ...] = CITELINE) -> dict:
+    proc, port = start_service(db, citeline)
     try:
         started = status_mb(proc.pid)["VmRSS"]
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
@@ -80,17 +83,31 @@ def measure(db: str, qs: list[str], requests: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--db", required=True, help="a dev-corpus index (only read)")
+    parser.add_argument("--db", help="a dev-corpus index (only read)")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=50, help="searches, and as many asks, per index")
     parser.add_argument("--work", help="where the grown copy goes (default: a temporary folder)")
+    parser.add_argument("--smoke", action="store_true", help="a tiny corpus on the fake embedder, 300 rows")
     args = parser.parse_args()
+    if args.smoke:
+        import smokekit
+
+        with smokekit.fake_models():
+            args.db, args.corpus, args.rows, args.requests = smokekit.tiny_index(), smokekit.tiny_corpus(), 300, 2
+            run(args, (sys.executable, str(smokekit.FAKE_CLI)))
+    elif args.db:
+        run(args, CITELINE)
+    else:
+        parser.error("--db is required")
+
+
+def run(args, citeline: tuple[str, ...]) -> None:
     work = args.work or tempfile.mkdtemp(prefix="api-rss-")
     qs = questions(args.corpus)
     report = {"cpu": cpu_name(), "cores": os.cpu_count(), "load_before": os.getloadavg()}
     report["grown"] = grow(args.db, os.path.join(work, "big"), args.rows)
-    report["services"] = [measure(db, qs, args.requests) for db in (args.db, os.path.join(work, "big"))]
+    report["services"] = [measure(db, qs, args.requests, citeline) for db in (args.db, os.path.join(work, "big"))]
     report["load_after"] = os.getloadavg()
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)

@@ -8,6 +8,10 @@ what that cut does to the real questions: bluffs /30, lost of the answers found,
 refused in-domain /64.
 
     .venv/bin/python bench/gate_calibration.py --db /tmp/devE [--dump /tmp/gate.json]
+    .venv/bin/python bench/gate_calibration.py --smoke
+
+``--smoke`` (tests/flows/test_bench_smoke.py): the tiny corpus of bench/smokekit.py, indexed with the
+tests' fake embedder, in place of --db and --corpus: runs, no figure.
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ env.apply()
 from citeline.evaluation.dataset import load_corpus  # noqa: E402
 from citeline.evaluation.harness import EvalConfig, _cache_tokens, search_all  # noqa: E402
 from citeline.pipeline.embed import get_embedder  # noqa: E402
+from citeline.query.ask import AskOptions, retrieve  # noqa: E402
 from citeline.query import calibrate as cal  # noqa: E402
 from citeline.query.search import Searcher  # noqa: E402
 from citeline.query.thresholds import GateQuery, gate_point  # noqa: E402
@@ -34,8 +39,10 @@ DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "d
 
 
 def real_queries(searcher, corpus, retriever: str) -> list[GateQuery]:
+    """The corpus's questions through ``ask``'s own retrieval, as the evaluation runs them."""
     config = EvalConfig(strategies=("E",), retrievers=(retriever,))
-    queries, ood = search_all(searcher, corpus, retriever, config)
+    options = AskOptions(k=config.depth, retriever=retriever)
+    queries, ood = search_all(corpus, lambda q: retrieve(searcher, q, options), config)
     return [GateQuery(q.top_distances, q.top_relevant, q.in_domain) for q in (*queries, *ood)]
 
 
@@ -75,11 +82,21 @@ def report(views: dict[str, list[GateQuery]]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--db", required=True)
+    parser.add_argument("--db")
     parser.add_argument("--model", default=None)
     parser.add_argument("--corpus", default=str(DEFAULT_CORPUS))
     parser.add_argument("--dump", default=None, help="read the views from here if it exists, else write them")
+    parser.add_argument("--smoke", action="store_true", help="a tiny corpus on the fake embedder")
     args = parser.parse_args()
+    if args.smoke:
+        import smokekit
+
+        with smokekit.fake_models():
+            args.db, args.corpus = smokekit.tiny_index(), str(smokekit.tiny_corpus())
+            report(load(dump(args)))
+        return
+    if not args.db:
+        parser.error("--db is required")
     path = Path(args.dump) if args.dump else None
     raw = json.loads(path.read_text()) if path and path.exists() else dump(args)
     if path and not path.exists():

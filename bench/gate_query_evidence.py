@@ -15,9 +15,12 @@ label-free rule the calibration uses (at most 1 % of 150 bank questions through)
 counts as answered when it passes and its needle is in the reranked top 4.
 
     .venv/bin/python bench/gate_query_evidence.py CORPUS_DIR DB
+    .venv/bin/python bench/gate_query_evidence.py --smoke
 
 DB is an index of CORPUS_DIR/docs (``citeline index CORPUS/docs --db DB --strategy E``).
 Quote the CPU; the numbers do not depend on it.
+``--smoke`` (tests/flows/test_bench_smoke.py): the tiny corpus of bench/smokekit.py, indexed with the
+tests' fake embedder, in place of CORPUS_DIR and DB: runs, no figure.
 """
 from __future__ import annotations
 
@@ -89,10 +92,19 @@ def collect(corpus_dir: str, db: str) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("corpus")
-    parser.add_argument("db")
+    parser.add_argument("corpus", nargs="?")
+    parser.add_argument("db", nargs="?")
+    parser.add_argument("--smoke", action="store_true", help="a tiny corpus on the fake embedder")
     args = parser.parse_args()
-    records = collect(args.corpus, args.db)
+    if args.smoke:
+        import smokekit
+
+        with smokekit.fake_models():
+            records = collect(str(smokekit.tiny_corpus()), smokekit.tiny_index())
+    elif args.db:
+        records = collect(args.corpus, args.db)
+    else:
+        parser.error("give CORPUS_DIR and DB")
     of = {kind: [r for r in records if r["set"] == kind] for kind in ("course", "ticket", "ood", "bank")}
     found = {p: sum(r["found"] for r in of[p]) for p in ("course", "ticket")}
     print(f"needle in the reranked top {MAX_CHUNKS}: course {found['course']}/{len(of['course'])}, "

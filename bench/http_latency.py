@@ -30,6 +30,9 @@ measured that, not citeline's work.
 Without --db the corpus is indexed (strategy E) into a temporary folder first.
 --token-vectors first adds stored word-piece vectors to the index at DB (it writes to it:
 use a copy), so MaxSim reranks without running the model over the candidates.
+``--smoke`` (tests/flows/test_bench_smoke.py): the tiny corpus of bench/smokekit.py indexed with the tests'
+fake embedder, served by ``citeline`` on that fake (tests/fixtures/fake_cli.py), 4 questions (one per client), 0.3 s a cell:
+runs, no figure.
 """
 from __future__ import annotations
 
@@ -95,9 +98,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_service(db: str) -> tuple[subprocess.Popen, int]:
+CITELINE = (sys.executable, "-m", "citeline")
+
+
+def start_service(db: str, citeline: tuple[str, ...] = CITELINE) -> tuple[subprocess.Popen, int]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "citeline", "api", "--db", db, "--port", str(port)],
+    proc = subprocess.Popen([*citeline, "api", "--db", db, "--port", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
@@ -198,7 +204,19 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--questions", type=int, default=0, help="use only the first N questions (0: all)")
     parser.add_argument("--token-vectors", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help="a tiny corpus on the fake embedder, 0.3 s a cell")
     args = parser.parse_args()
+    if args.smoke:
+        import smokekit
+
+        with smokekit.fake_models():
+            args.db, args.corpus, args.seconds, args.questions = smokekit.tiny_index(), smokekit.tiny_corpus(), 0.3, 4
+            measure(args, (sys.executable, str(smokekit.FAKE_CLI)))
+    else:
+        measure(args, CITELINE)
+
+
+def measure(args, citeline: tuple[str, ...]) -> None:
     db = args.db or build_index(args.corpus)
     if args.token_vectors:
         print(f"token vectors added for {add_token_vectors(db)} chunks", file=sys.stderr)
@@ -211,7 +229,7 @@ def main() -> None:
               "token_vectors": any(n.startswith("tokens_") for n in Store(db).table_names()),
               "load_before": os.getloadavg(), "seconds": args.seconds, "in_process": {}, "http": {}}
     index = Index.open(db)
-    proc, port = start_service(db)
+    proc, port = start_service(db, citeline)
     try:
         report["rss_mb_started"] = rss_mb(proc.pid)
         for kind in ("search", "ask"):  # each kind back to back: in process, then HTTP, at one load

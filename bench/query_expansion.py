@@ -14,8 +14,11 @@ MRR, and the paired sign test against the original question (top-4 hits and reci
 ranks). The settings (df ≥ 2, ≤ 5 %, m = 3 and 5) were fixed before the run.
 
     .venv/bin/python bench/query_expansion.py CORPUS_DIR DB
+    .venv/bin/python bench/query_expansion.py --smoke
 
 DB is an index of CORPUS_DIR/docs (``citeline index CORPUS/docs --db DB``). Quote the CPU.
+``--smoke`` (tests/flows/test_bench_smoke.py): the tiny corpus of bench/smokekit.py, indexed with the
+tests' fake embedder, in place of CORPUS_DIR and DB: runs, no figure.
 """
 from __future__ import annotations
 
@@ -67,10 +70,23 @@ def _sign(result) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("corpus")
-    parser.add_argument("db")
+    parser.add_argument("corpus", nargs="?")
+    parser.add_argument("db", nargs="?")
+    parser.add_argument("--smoke", action="store_true", help="a tiny corpus on the fake embedder")
     args = parser.parse_args()
-    store = Store(args.db)
+    if args.smoke:
+        import smokekit
+
+        with smokekit.fake_models():
+            measure(str(smokekit.tiny_corpus()), smokekit.tiny_index())
+    elif args.db:
+        measure(args.corpus, args.db)
+    else:
+        parser.error("give CORPUS_DIR and DB")
+
+
+def measure(corpus_dir: str, db: str) -> None:
+    store = Store(db)
     stamp = store.require_stamp()
     embedder = get_embedder(stamp.embed_model, "fp32")
     searcher = Searcher(store, embedder, stamp)
@@ -80,7 +96,7 @@ def main() -> None:
     words = vocabulary(list(content.values()))
     matrix = np.asarray(embedder.embed_queries(words), dtype=np.float32)
     print(f"{len(rows)} chunks, vocabulary {len(words)} words")
-    corpus = load_corpus(args.corpus)
+    corpus = load_corpus(corpus_dir)
 
     def rank(question: str, needle: str) -> int | None:
         hits = searcher.rerank(question, DEPTH, reranker=reranker)

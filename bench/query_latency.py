@@ -18,6 +18,8 @@ against dense and hybrid, and the refusal-gate sweeps (cosine cut and MaxSim cut
     .venv/bin/python bench/query_latency.py [--db DB] [--corpus DIR] [--quality] [--token-vectors]
 
 Without --db the corpus is indexed (strategy E) into a temporary folder first.
+``--smoke`` (tests/flows/test_bench_smoke.py): the tiny corpus of bench/smokekit.py indexed with the
+tests' fake embedder, with --quality, rerank timed on 2 queries, torch's threads left alone: runs, no figure.
 """
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ env.apply()
 
 import numpy as np  # noqa: E402
 
+from citeline.config import DEFAULT_MODEL  # noqa: E402
 from citeline.evaluation.metrics import contains_needle, first_relevant_rank, hits_at, mrr, recall_at  # noqa: E402
 from citeline.evaluation.stats import paired  # noqa: E402
 from citeline.index.store import Store  # noqa: E402
@@ -47,7 +50,8 @@ from citeline.pipeline.embed import get_embedder  # noqa: E402
 from citeline.query.maxsim import maxsim, mix  # noqa: E402
 from citeline.query.rerank import MaxSimReranker, Passage  # noqa: E402
 from citeline.query.search import Searcher  # noqa: E402
-from citeline.query.thresholds import GateQuery, cosine_cut, sweep  # noqa: E402
+from citeline.query.calibrate import cut_in_use  # noqa: E402
+from citeline.query.thresholds import GateQuery, Uncalibrated, cosine_cut, sweep  # noqa: E402
 from citeline.schemas.retrieval import CHUNK_COLUMNS, COSINE, DEFAULT_RERANK, RERANK, Hit  # noqa: E402
 from citeline.tasks.tokens import fill_token_vectors  # noqa: E402
 
@@ -217,7 +221,10 @@ def quality(searcher: Searcher, in_domain: list[tuple[str, str]], ood: list[str]
             print(f"GATE  MaxSim score cut on the top {GATE_K} of {n}")
             for point in sweep(retrieved + unanswerable, MAXSIM_CUTS, RERANK, GATE_K):
                 print("  " + point.line())
-    cut = cosine_cut(searcher.stamp.embed_model)
+    try:
+        cut = cosine_cut(searcher.stamp.embed_model)
+    except Uncalibrated:  # a model without a legacy cut (the smoke's fake): the cut the index calibrated
+        cut = round(cut_in_use(searcher, searcher.stamp).cut, 3)
     n = "maxsim hybrid25"
 
     def under_cut(hit: Hit) -> float:  # both gates at once: a hit over the cosine cut never passes
@@ -255,7 +262,20 @@ def main() -> None:
     parser.add_argument("--rerank-sample", type=int, default=None, help="time reranking on the first N queries only")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads (default 1: single-threaded, as the timings in SPEC §3)")
+    parser.add_argument("--smoke", action="store_true", help="a tiny corpus on the fake embedder, with --quality")
     args = parser.parse_args()
+    if args.smoke:
+        import smokekit
+
+        with smokekit.fake_models() as model:
+            args.db, args.corpus, args.quality, args.rerank_sample, args.threads = (
+                smokekit.tiny_index(), str(smokekit.tiny_corpus()), True, 2, 0)
+            run(args, model)
+    else:
+        run(args, DEFAULT_MODEL)
+
+
+def run(args, model: str) -> None:
     if args.threads:
         import torch
 
@@ -274,7 +294,7 @@ def main() -> None:
             chunks, size = TokenVectors(store, store.stamp()).size()
             print(f"token vectors: {added} chunks encoded now; {chunks} stored, {size / 2**20:.1f} MiB "
                   f"({size / max(chunks, 1) / 1024:.0f} KiB per chunk)")
-        searcher = Searcher.open(db, get_embedder())
+        searcher = Searcher.open(db, get_embedder(model))
         print(f"index {db}: {searcher.stamp.embed_model}, strategy {searcher.stamp.strategy}, "
               f"{searcher.store.count_chunks()} chunks; encoder precision {searcher.embedder.precision}")
         latency(searcher, [q for q, _ in in_domain] + ood, args.rerank_sample)
