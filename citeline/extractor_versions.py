@@ -11,6 +11,7 @@ constants an import would give; once it is loaded (a library user, a plugin regi
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import sys
 from pathlib import Path
@@ -28,7 +29,7 @@ def extractor_versions() -> dict[str, str]:
     """
     if PACKAGE not in sys.modules:
         try:
-            return _read_from_source()
+            return dict(_read_from_source())
         except (OSError, SyntaxError, ValueError):
             pass  # a layout this reader does not know: ask the package itself
     from citeline import extractors
@@ -36,6 +37,7 @@ def extractor_versions() -> dict[str, str]:
     return {name: module.VERSION for name, module in extractors.registered().items()}
 
 
+@functools.cache  # a sync's plan asks once per stored document
 def _read_from_source() -> dict[str, str]:
     """The versions the package's ``register(module)`` calls would register, read with ``ast``.
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from citeline import extractors
+from citeline.extractor_versions import extractor_versions
 from citeline.pipeline.prepare import Known, doc_id_for
 from citeline.pipeline.record import Prior
 from citeline.pipeline.reuse import Reuse, StoredWork
@@ -76,8 +76,9 @@ def is_current_record(record: dict, stamp: IndexStamp) -> bool:
     still registered at the version that wrote it (looked up by name: no file is read)."""
     if record.get("status") != DocStatus.INDEXED:
         return False
-    module = extractors.registered().get(record.get("extractor"))
-    return module is not None and is_current(record, Stamp(stamp, module.NAME, module.VERSION))
+    name = record.get("extractor")
+    version = extractor_versions().get(name)  # read without importing the extractors: a no-op sync needs none
+    return version is not None and is_current(record, Stamp(stamp, name, version))
 
 
 def stat_matches(record: dict, seen: FileStat | None) -> bool:

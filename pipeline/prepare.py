@@ -14,10 +14,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
-from citeline import extractors
-from citeline.extractors.clean import Deadline
 from citeline.pipeline import objects
 from citeline.pipeline.beneath import Escapes, open_beneath
 from citeline.pipeline.blame import library_errors
@@ -35,6 +33,9 @@ from citeline.schemas.options import ExtractOptions
 from citeline.schemas.paths import is_remote, os_path
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp, Stamp
+
+if TYPE_CHECKING:
+    from citeline.extractors.clean import Deadline
 from citeline.schemas.status import DocStatus, Stage
 
 SNIFF_BYTES = 8192
@@ -208,9 +209,23 @@ def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
+def _extractors():
+    """The extractor registry, imported on first use: importing it loads every extractor's library
+    (PyMuPDF, lxml, Pillow ...: ~0.9 s), which a sync whose files are all unchanged never needs."""
+    from citeline import extractors
+
+    return extractors
+
+
+def _deadline(seconds: float) -> Deadline:
+    from citeline.extractors.clean import Deadline
+
+    return Deadline(seconds)
+
+
 def extract_bytes(data: bytes, name: str, options: ExtractOptions) -> Canonical:
     """Pick the extractor by magic bytes then suffix, and run it (isolated if it asks to be)."""
-    module = extractors.for_bytes(data[:SNIFF_BYTES], name)
+    module = _extractors().for_bytes(data[:SNIFF_BYTES], name)
     if getattr(module, "ISOLATE", False):
         return extract_isolated(module.__name__, data, name, options)
     with library_errors(module):  # as the worker does: a library's exception is the file's failure
@@ -239,7 +254,7 @@ def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: I
             exception is tagged too (an OSError of reading or extracting is bad input as well,
             anything else a bug).
     """
-    deadline = Deadline(settings.timeout_s)
+    deadline = _deadline(settings.timeout_s)
     done = extract_chunks(file, stamp, settings, known, deadline, reuse)
     if isinstance(done, Unchanged):
         return done
@@ -344,7 +359,7 @@ def is_known(data: bytes, sha256: str, name: str, known: Known) -> bool:
     if sha256 != known.sha256:
         return False
     try:
-        module = extractors.for_bytes(data[:SNIFF_BYTES], name)
+        module = _extractors().for_bytes(data[:SNIFF_BYTES], name)
     except UnsupportedType:  # no extractor claims it now: index it again, to record why it fails
         return False
     return (module.NAME, module.VERSION) == (known.extractor, known.extractor_version)
@@ -442,7 +457,7 @@ def prepare_group(files: list[tuple[SourceFile, Known | None, Reuse | None]], em
     results: list[Prepared | Unchanged | Exception] = []
     extracted: list[tuple[int, list[Chunk], Deadline, float]] = []
     for file, known, reuse in files:
-        deadline = Deadline(settings.timeout_s)
+        deadline = _deadline(settings.timeout_s)
         try:
             done = extract_chunks(file, stamp, settings, known, deadline, reuse)
             if isinstance(done, tuple) and done[2]:

@@ -34,11 +34,17 @@ print("LOADED " + json.dumps({"exit": code, "loaded": [m for m in forbidden if m
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory, prefect_harness) -> str:
+def synced(tmp_path_factory, prefect_harness) -> tuple[str, str]:
+    """(folder, index) synced once."""
     folder = tmp_path_factory.mktemp("docs")
     for name in ("04-dropout.md", "10-lr-scheduler.md"):
         shutil.copy(EXAMPLES / name, folder / name)
-    return synced_index(folder, tmp_path_factory, indexed=2).uri
+    return str(folder), synced_index(folder, tmp_path_factory, indexed=2).uri
+
+
+@pytest.fixture(scope="module")
+def db(synced) -> str:
+    return synced[1]
 
 
 @pytest.mark.parametrize("command", [["status"], ["check"], ["chunks", "04-dropout.md"], ["gc"]], ids=" ".join)
@@ -64,3 +70,28 @@ def test_status_still_tells_current_rows_without_importing_the_extractors(db):
     assert done.returncode == 0, done.stderr
     docs = json.loads(done.stdout)["documents"]
     assert len(docs) == 2 and all(d["current"] for d in docs), docs
+
+
+# The fake embedder registered as the tests' session does, and nothing else: tests/fixtures/fake_cli.py
+# also registers the hostile test extractors, which would import the package this test looks for.
+FAKE_RUN = """
+import sys
+sys.path.insert(0, sys.argv.pop(1))
+from citeline.pipeline import embed
+from fakes import FAKE, HashEmbedder
+embed.register(FAKE, lambda precision, batch_size: HashEmbedder())
+""" + RUN
+
+
+def test_a_sync_with_nothing_changed_imports_no_extractor_and_no_model(synced, cli_env):
+    """A scheduled sync of an unchanged folder reads no file, so it needs no extractor: importing
+    them (PyMuPDF, lxml, Pillow ...) was ~1 s of CPU of every such run (docs/benchmarks.md)."""
+    folder, db = synced
+    done = subprocess.run([sys.executable, "-c", FAKE_RUN, str(ROOT / "tests" / "fixtures"), json.dumps(FORBIDDEN),
+                           "index", folder, "--db", db, "--no-progress"],
+                          capture_output=True, text=True, cwd=ROOT, env=cli_env, timeout=300)
+    line = [ln for ln in done.stdout.splitlines() if ln.startswith("LOADED ")]
+    assert line, done.stdout + done.stderr
+    report = json.loads(line[-1].removeprefix("LOADED "))
+    assert report["exit"] == 0 and "indexed 0, failed 0, skipped 2" in done.stdout, done.stdout + done.stderr
+    assert report["loaded"] == [], f"a no-op sync imported {report['loaded']}"
