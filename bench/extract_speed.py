@@ -1,12 +1,13 @@
 """Extraction speed: text-PDF pages/s, seconds per OCR page, speech real-time factor.
 
-    .venv/bin/python bench/extract_speed.py [--pages 120] [--ocr-pages 3] [--speech-repeats 5]
+    .venv/bin/python bench/extract_speed.py [--pages 120] [--ocr-pages 3] [--speech-repeats 5] [--smoke]
 
 Inputs are generated (tests/fixtures/make.py): a text PDF of --pages pages, full
 letter-size scans rendered at 300 dpi (50 lines of text each, no text layer), and the
 committed espeak-ng clip repeated --speech-repeats times. Tesseract runs with
 OMP_THREAD_LIMIT=1; Whisper is tiny.en int8 on 2 threads. One-off costs (word list,
-model load) are measured apart from the rates.
+model load) are measured apart from the rates. ``--smoke`` (tests/flows/test_bench_smoke.py): 2 text pages,
+1 scanned page, the clip once: runs, no figure.
 """
 from __future__ import annotations
 
@@ -93,7 +94,10 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=120)
     parser.add_argument("--ocr-pages", type=int, default=3)
     parser.add_argument("--speech-repeats", type=int, default=5)
+    parser.add_argument("--smoke", action="store_true", help="2 text pages, 1 scanned page, the clip once")
     args = parser.parse_args()
+    if args.smoke:
+        args.pages, args.ocr_pages, args.speech_repeats = 2, 1, 1
     make = _make()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     text_pdf(make, args.pages)

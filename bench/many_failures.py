@@ -1,6 +1,7 @@
 """Thousands of failing files in one run: wall time, commits and size of the documents table.
 
     .venv/bin/python bench/many_failures.py [N]        # N empty files, default 5000
+    .venv/bin/python bench/many_failures.py --smoke    # 20, the good document on the tests' fake embedder
 
 Each empty file fails `empty` at extraction; the run then records every failure. Before
 issue 18.7 each failure was one LanceDB commit (0.13 s at #100, 1.48 s at #2,000: the run
@@ -38,7 +39,7 @@ def folder_size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def main(n: int) -> None:
+def main(n: int, model: str = IndexSettings.model) -> None:
     work = Path(tempfile.mkdtemp(prefix="many-failures-"))
     docs, db = work / "docs", work / "index"
     docs.mkdir()
@@ -55,9 +56,13 @@ def main(n: int) -> None:
         return result
 
     ingest.run_documents = timed_run
-    started = time.perf_counter()
-    summary = index_folder(str(docs), IndexSettings(db=str(db)), return_state=True).result(raise_on_failure=False)
-    ended = time.perf_counter()
+    try:
+        started = time.perf_counter()
+        summary = index_folder(str(docs), IndexSettings(db=str(db), model=model),
+                               return_state=True).result(raise_on_failure=False)
+        ended = time.perf_counter()
+    finally:
+        ingest.run_documents = real_run
     table = Store(str(db)).documents()
     print(f"{n} empty files + 1 document, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"  {summary.line()}")
@@ -70,4 +75,10 @@ def main(n: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5000)
+    if sys.argv[1:2] == ["--smoke"]:
+        import smokekit
+
+        with smokekit.fake_models() as fake:
+            main(20, fake)
+    else:
+        main(int(sys.argv[1]) if len(sys.argv) > 1 else 5000)

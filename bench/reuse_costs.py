@@ -1,6 +1,7 @@
 """What a sync encodes and extracts when most of the work is already stored (issue 15, items 2 and 3).
 
     .venv/bin/python bench/reuse_costs.py [PAGES] [FILES]     # defaults: 300 pages, 1,000 files
+    .venv/bin/python bench/reuse_costs.py --smoke             # 4 pages, 10 files: runs, no figure
 
 1. Chunk-level reuse: a PDF of PAGES pages (generated here: a heading every two pages,
    four paragraphs a page) is indexed; one paragraph on the middle page is edited (a few
@@ -30,12 +31,12 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fixtures"))
 
 import pymupdf  # noqa: E402
-from fakes import FAKE, HashEmbedder  # noqa: E402
+from fakes import FAKE  # noqa: E402
+from smokekit import fake_models  # noqa: E402
 
 from citeline.flows.ingest import index_folder  # noqa: E402
 from citeline.index.check import check_index  # noqa: E402
 from citeline.index.store import Store  # noqa: E402
-from citeline.pipeline import embed  # noqa: E402
 from citeline.schemas.settings import IndexSettings  # noqa: E402
 from citeline.tasks.store import embedder_for  # noqa: E402
 
@@ -118,11 +119,14 @@ def rename_bench(tmp: Path, files: int) -> None:
 
 def main(pages: int, files: int) -> None:
     load = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory() as tmp, embed.registered(FAKE, lambda precision, batch_size: HashEmbedder()):
+    with tempfile.TemporaryDirectory() as tmp, fake_models():
         edit_bench(Path(tmp), pages)
         rename_bench(Path(tmp), files)
     print(f"machine {os.cpu_count()} cpus; load average {load:.2f} at start, {os.getloadavg()[0]:.2f} at end")
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 300, int(sys.argv[2]) if len(sys.argv) > 2 else 1000)
+    if sys.argv[1:2] == ["--smoke"]:
+        main(4, 10)
+    else:
+        main(int(sys.argv[1]) if len(sys.argv) > 1 else 300, int(sys.argv[2]) if len(sys.argv) > 2 else 1000)

@@ -1,6 +1,7 @@
 """What LanceDB's own commits do when two processes upsert the same keys into one S3 table at once.
 
     .venv/bin/python bench/s3_commit_race.py [ROUNDS]      # default 8
+    .venv/bin/python bench/s3_commit_race.py --smoke       # one round: runs, no figure
 
 Each round, two processes open the table, meet at a barrier, and ``merge_insert`` the
 same 20 new keys (the upsert citeline's writes use). Prints how many commits succeeded
@@ -56,7 +57,7 @@ def race(uri: str, rounds: int) -> None:
 
 
 def main() -> None:
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 8
+    rounds = 1 if sys.argv[1:2] == ["--smoke"] else int(sys.argv[1]) if len(sys.argv) > 1 else 8
     from moto.server import ThreadedMotoServer
 
     with socket.socket() as probe:

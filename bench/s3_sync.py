@@ -1,6 +1,6 @@
 """The dev corpus synced from a local folder into a local index, against from S3 into an index on S3.
 
-    .venv/bin/python bench/s3_sync.py [--fake] [--corpus DIR] [--repeat N]
+    .venv/bin/python bench/s3_sync.py [--fake] [--corpus DIR] [--repeat N] [--smoke]
 
 S3 is a moto server on a loopback port (the tests' server): what is measured is
 citeline's own cost on object storage (listing, one GET per document read, LanceDB's
@@ -9,7 +9,8 @@ into an empty index, then a no-op re-sync (stat first: nothing is read). Prints 
 per run (the median of ``--repeat`` runs, local and S3 alternating, each into a fresh
 index) and S3 / local as a ratio, the CPU model and the load average. ``--fake`` uses
 the tests' hashed bag-of-words embedder, leaving only the storage cost; the default is
-the packaged model, as a user runs it.
+the packaged model, as a user runs it. ``--smoke`` (tests/flows/test_bench_smoke.py): ``--fake``,
+examples/docs, one repeat: runs, no figure.
 """
 from __future__ import annotations
 
@@ -85,7 +86,10 @@ def main() -> None:
     parser.add_argument("--fake", action="store_true", help="the tests' fake embedder instead of the model")
     parser.add_argument("--corpus", type=Path, default=DEV)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="--fake, examples/docs, one repeat")
     args = parser.parse_args()
+    if args.smoke:
+        args.fake, args.corpus, args.repeat = True, Path(__file__).resolve().parents[1] / "examples" / "docs", 1
     model = FAKE if args.fake else DEFAULT_MODEL
     if args.fake:
         embed.register(FAKE, lambda precision, batch_size: HashEmbedder())

@@ -1,6 +1,7 @@
 """What re-syncs cost, as ratios of a full index measured in the same run.
 
     .venv/bin/python bench/sync_costs.py [CORPUS_DOCS]
+    .venv/bin/python bench/sync_costs.py --smoke   # the tests' two fake embedders, three documents
 
 1. full index of the corpus (fresh index, strategy E, model already loaded);
 2. no-op re-sync of the same folder (every file's stat unchanged: skipped unread);
@@ -12,6 +13,8 @@
 Every extraction is counted (``pipeline.prepare.extract_bytes`` wrapped): the re-indexes
 must show 0. The load average is printed with the figures: ratios hold on a shared
 machine, absolute seconds do not.
+``--smoke`` (tests/flows/test_bench_smoke.py): examples/docs, the fake embedder re-indexed to the 32-d fake
+in place of the int8 model (bench/smokekit.py): runs, no figure.
 """
 from __future__ import annotations
 
@@ -57,15 +60,15 @@ def timed(fn, *args):
     return time.perf_counter() - started, result, EXTRACTIONS[0]
 
 
-def main() -> None:
-    docs = Path(sys.argv[1] if len(sys.argv) > 1 else DEFAULT_DOCS)
+def main(docs: Path, model: str = IndexSettings.model, second: str = "minilm-int8") -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "docs"
         shutil.copytree(docs, folder)
-        settings = IndexSettings(db=f"{tmp}/index")
+        settings = IndexSettings(db=f"{tmp}/index", model=model)
         get_embedder(settings.model).embed_documents(["warm-up"])
-        get_embedder("minilm-int8").embed_documents(["warm-up"])
-        index_folder(str(Path(tmp) / "docs" / next(p.name for p in folder.iterdir())), IndexSettings(db=f"{tmp}/w"))
+        get_embedder(second).embed_documents(["warm-up"])
+        index_folder(str(Path(tmp) / "docs" / next(p.name for p in folder.iterdir())),
+                     IndexSettings(db=f"{tmp}/w", model=model))
 
         load = os.getloadavg()[0]
         full_s, full, full_x = timed(index_folder, str(folder), settings)
@@ -74,8 +77,8 @@ def main() -> None:
         first = sorted(folder.iterdir())[0]
         first.write_text(first.read_text() + "\n\nOne more closing paragraph.\n")
         one_s, one, one_x = timed(index_folder, str(folder), settings)
-        re_s, re, re_x = timed(reindex, IndexSettings(db=settings.db, model="minilm-int8"))
-        st_s, st, st_x = timed(reindex, IndexSettings(db=settings.db, model="minilm-int8", strategy="C"))
+        re_s, re, re_x = timed(reindex, IndexSettings(db=settings.db, model=second))
+        st_s, st, st_x = timed(reindex, IndexSettings(db=settings.db, model=second, strategy="C"))
         load = (load, os.getloadavg()[0])
 
     print(f"corpus            {docs} ({full.indexed} documents, {full.chunks} chunks)")
@@ -85,11 +88,17 @@ def main() -> None:
     print(f"no-op --verify    {ver_s:8.2f} s   {ver_s / full_s:.3f}  (skipped {ver.skipped}, extractions {ver_x})")
     print(f"one file changed  {one_s:8.2f} s   {one_s / full_s:.3f}  (indexed {one.indexed}, skipped {one.skipped}, "
           f"extractions {one_x})")
-    print(f"re-index (int8)   {re_s:8.2f} s   {re_s / full_s:.3f}  ({re.rows} rows, switched={re.switched}, "
+    print(f"re-index ({second.rsplit('-', 1)[-1]:>4})   {re_s:8.2f} s   {re_s / full_s:.3f}  ({re.rows} rows, switched={re.switched}, "
           f"extractions {re_x})")
     print(f"strategy E -> C   {st_s:8.2f} s   {st_s / full_s:.3f}  ({st.rows} rows, switched={st.switched}, "
           f"extractions {st_x})")
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--smoke"]:
+        import smokekit
+
+        with smokekit.fake_models() as fake:
+            main(smokekit.EXAMPLES, fake, smokekit.SECOND_FAKE)
+    else:
+        main(Path(sys.argv[1] if len(sys.argv) > 1 else DEFAULT_DOCS))
