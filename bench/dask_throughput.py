@@ -13,7 +13,9 @@ encode seconds per chunk (on the worker that prepared it).
                                               [--no-threads] [--no-calibrate]
 
 ``--small N`` indexes N generated notes of one or two chunks each (bench/small_files.py's)
-instead of DOCS.
+instead of DOCS. ``--smoke`` (tests/flows/test_bench_smoke.py): 6 notes, in process and on one
+worker, on the tests' fake embedder (each worker preloads bench/smokekit.py to register it), against
+the Prefect server of PREFECT_API_URL when one is set: runs, no figure.
 """
 from __future__ import annotations
 
@@ -30,6 +32,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from small_files import cpu_model, write_corpus  # noqa: E402
 
+from citeline.schemas.settings import IndexSettings  # noqa: E402
+
+FAKE = "fake/hashed-bag-of-words"  # tests/fixtures/fakes.py's name, registered by bench/smokekit.py
+
 DEFAULT_DOCS = ROOT.parent / "shared" / "corpora" / "dev" / "docs"
 
 RUN = """
@@ -41,6 +47,11 @@ from citeline.flows.runners import task_runner_for
 from citeline.schemas.settings import IndexSettings
 from citeline.tasks.log import LOGGER, configure
 docs, db, dask, workers, grouping = sys.argv[1], sys.argv[2], sys.argv[3] or None, int(sys.argv[4]), sys.argv[5]
+model = sys.argv[7]
+if model != IndexSettings.model:  # the smoke's fake, registered here as its workers register it
+    sys.path.insert(0, "bench")
+    import smokekit
+    smokekit.register_fakes()
 if grouping == "off":
     ingest.GROUP_DOCS = 1  # every document its own task run, as before grouping
 if sys.argv[6] == "skip":
@@ -63,16 +74,23 @@ configure()
 logging.getLogger(LOGGER).addHandler(Events())
 flow = ingest.index_folder.with_options(task_runner=task_runner_for(dask, workers))
 started = time.perf_counter()
-summary = flow(docs, IndexSettings(db=db))
+summary = flow(docs, IndexSettings(db=db, model=model))
 print(json.dumps({"seconds": time.perf_counter() - started, "chunks": summary.chunks, "indexed": summary.indexed,
                   **Events.seen}))
 """
 
 
-def run(docs: str, db: str, dask: str | None, workers: int, grouping: str, calibrate: bool) -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+SMOKE_ENV = {"DASK_DISTRIBUTED__WORKER__PRELOAD": json.dumps([str(ROOT / "bench" / "smokekit.py")])}
+
+
+def run(docs: str, db: str, dask: str | None, workers: int, grouping: str, calibrate: bool,
+        smoke: bool = False) -> dict:
+    # a temporary Prefect server per run, as an operator's `citeline index` starts one (a smoke keeps the caller's)
+    env = {k: v for k, v in os.environ.items() if smoke or k != "PREFECT_API_URL"}
+    if smoke:
+        env.update(SMOKE_ENV)
     done = subprocess.run([sys.executable, "-c", RUN, docs, db, dask or "", str(workers), grouping,
-                           "run" if calibrate else "skip"], cwd=ROOT,
+                           "run" if calibrate else "skip", FAKE if smoke else IndexSettings.model], cwd=ROOT,
                           env=env, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(done.stderr[-3000:])
@@ -96,18 +114,23 @@ def main() -> None:
     parser.add_argument("--no-threads", action="store_true", help="skip the in-process run")
     parser.add_argument("--no-calibrate", action="store_true",
                         help="skip the refusal gate's calibration after the documents (wall time only)")
+    parser.add_argument("--smoke", action="store_true", help="6 notes, one worker, the fake embedder")
     args = parser.parse_args()
+    if args.smoke:
+        args.small, args.workers, args.grouping = 6, [1], ["on"]
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         docs = args.docs
         if args.small:
             docs = f"{tmp}/notes"
             write_corpus(Path(docs), args.small)
-        runs = [] if args.no_threads else [("in-process (2 threads)", run(docs, f"{tmp}/threads", None, 2, "on", not args.no_calibrate))]
+        runs = [] if args.no_threads else [("in-process (2 threads)", run(docs, f"{tmp}/threads", None, 2, "on",
+                                                                          not args.no_calibrate, args.smoke))]
         for n in args.workers:
             for grouping in args.grouping:
                 name = f"LocalCluster, {n} worker(s), grouping {grouping}"
-                runs.append((name, run(docs, f"{tmp}/dask{n}{grouping}", "local", n, grouping, not args.no_calibrate)))
+                runs.append((name, run(docs, f"{tmp}/dask{n}{grouping}", "local", n, grouping, not args.no_calibrate,
+                                       args.smoke)))
                 print(report(name, runs[-1][1], runs[0][1]["seconds"]), flush=True)
     print(f"corpus {docs if not args.small else f'{args.small} generated notes'}; {os.cpu_count()} CPUs "
           f"({cpu_model()}); load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")

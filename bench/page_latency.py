@@ -10,6 +10,11 @@ counted. With ``--wait-warm`` the service's background encoding of the index's w
 that encoding off (the "before").
 
     .venv/bin/python bench/page_latency.py --db INDEX [--questions 40] [--wait-warm]
+    .venv/bin/python bench/page_latency.py --smoke
+
+``--smoke`` (tests/flows/test_bench_smoke.py, marked slow: it needs Chromium): the tiny corpus of
+bench/smokekit.py indexed with the tests' fake embedder, served by ``citeline`` on that fake
+(tests/fixtures/fake_cli.py), 2 questions after 1 warm-up: runs, no figure.
 """
 from __future__ import annotations
 
@@ -45,20 +50,33 @@ def free_port() -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--db", required=True)
+    parser.add_argument("--db")
     parser.add_argument("--questions", type=int, default=40)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--wait-warm", action="store_true", help="wait for the service's word-piece encoding first")
     parser.add_argument("--corpus", type=Path, default=DEV)
     parser.add_argument("--log", type=Path, default=Path("/tmp/page_latency_api.log"))
+    parser.add_argument("--smoke", action="store_true", help="a tiny corpus on the fake embedder, 2 questions")
     args = parser.parse_args()
+    if args.smoke:
+        import smokekit
 
+        with smokekit.fake_models():
+            args.db, args.corpus, args.questions, args.warmup = smokekit.tiny_index(), smokekit.tiny_corpus(), 2, 1
+            serve_and_ask(args, (sys.executable, str(smokekit.FAKE_CLI)))
+    elif args.db:
+        serve_and_ask(args, (sys.executable, "-m", "citeline"))
+    else:
+        parser.error("--db is required")
+
+
+def serve_and_ask(args, citeline: tuple[str, ...]) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CITELINE_LLM_", "OPENAI_"))}
     log = open(args.log, "w")
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "citeline", "api", "--db", args.db, "--port", str(port)],
+    proc = subprocess.Popen([*citeline, "api", "--db", args.db, "--port", str(port)],
                             stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         while True:

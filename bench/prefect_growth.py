@@ -1,6 +1,7 @@
 """What one sync costs the Prefect server's database: rows and bytes, SQLite and PostgreSQL.
 
     .venv/bin/python bench/prefect_growth.py [N] [CHANGED]   # N notes (default 10000), CHANGED of them edited (default N/100)
+    .venv/bin/python bench/prefect_growth.py --smoke         # 10 notes, 1 edited, counts stable for 2 s: no figure
 
 A folder of N notes (bench/small_files.py's) is indexed once, serverless (not measured). Then,
 for each server database (SQLite: `prefect server start`'s default; PostgreSQL: a throwaway
@@ -33,6 +34,7 @@ sys.path.insert(0, str(BENCH))
 TABLES = ("flow_run", "flow_run_state", "task_run", "task_run_state", "log", "artifact", "artifact_collection",
           "events", "event_resources")
 ENV = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1"}
+QUIET_S = [10.0]  # how long the counts must stay still before they are read (the smoke waits less)
 
 
 def child(mode: str, folder: str, db: str) -> None:
@@ -89,8 +91,9 @@ def postgres_sizes(psql: list[str]) -> dict[str, tuple[int, int]]:
     return {name: (int(rows), int(size)) for name, rows, size in (line.split("\t") for line in out.splitlines())}
 
 
-def settled(read, quiet_s: float = 10.0, limit_s: float = 180.0) -> dict:
-    """The sizes once they stopped changing for ``quiet_s`` (the server writes events in batches)."""
+def settled(read, limit_s: float = 180.0) -> dict:
+    """The sizes once they stopped changing for ``QUIET_S`` (the server writes events in batches)."""
+    quiet_s = QUIET_S[0]
     last, since, deadline = read(), time.monotonic(), time.monotonic() + limit_s
     while time.monotonic() < deadline:
         time.sleep(2)
@@ -186,6 +189,9 @@ def main(n: int, changed: int) -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--child"]:
         child(*sys.argv[2:5])
+    elif sys.argv[1:2] == ["--smoke"]:
+        QUIET_S[0] = 2.0
+        main(10, 1)
     else:
         count = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
         main(count, int(sys.argv[2]) if len(sys.argv) > 2 else max(count // 100, 1))

@@ -1,6 +1,9 @@
 """Peak memory and time per chunk of a fresh index at 1x, 4x and 16x the dev corpus.
 
-    .venv/bin/python bench/rss_scaling.py [CORPUS_DOCS] [--scales 1 4 16] [--work DIR]
+    .venv/bin/python bench/rss_scaling.py [CORPUS_DOCS] [--scales 1 4 16] [--work DIR] [--smoke]
+
+``--smoke`` (tests/flows/test_bench_smoke.py): examples/docs at 2x on the tests' fake embedder, in a
+temporary --work: runs, no figure.
 
 Copy c of a document is named ``<stem>-c<c>.md`` and has one word changed in every
 paragraph (the first word of five letters or more becomes a word picked by copy and
@@ -13,6 +16,7 @@ per chunk moves with the neighbours' load, CPU time much less.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import re
@@ -94,7 +98,7 @@ class Sampler(threading.Thread):
                 "seconds": finished["seconds"]}
 
 
-def child(folder: str, db: str) -> None:
+def child(folder: str, db: str, smoke: bool = False) -> None:
     """Index ``folder`` into a fresh ``db`` in this process and print one JSON line."""
     sys.path.insert(0, str(ROOT))
     from citeline.tasks import env, log
@@ -112,7 +116,12 @@ def child(folder: str, db: str) -> None:
     logging.getLogger(LOGGER).addHandler(sampler.handler())
     sampler.start()
 
-    settings = IndexSettings(db=db)
+    if smoke:
+        sys.path.insert(0, str(ROOT / "bench"))
+        import smokekit
+
+        smokekit.register_fakes()  # for this process's life
+    settings = IndexSettings(db=db, model="fake/hashed-bag-of-words") if smoke else IndexSettings(db=db)
     embedder = get_embedder(settings.model, settings.precision, settings.batch_size)
     embedder.embed_documents(["warm-up"])
     rss_loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -137,10 +146,16 @@ def main() -> None:
     parser.add_argument("--scales", type=int, nargs="+", default=[1, 4, 16])
     parser.add_argument("--work", default="/tmp/citeline-rss")
     parser.add_argument("--child", nargs=2, metavar=("FOLDER", "DB"), help=argparse.SUPPRESS)
+    parser.add_argument("--smoke", action="store_true", help="examples/docs at 2x on the fake embedder")
     args = parser.parse_args()
     if args.child:
-        child(*args.child)
+        child(*args.child, smoke=args.smoke)
         return
+    if args.smoke:
+        import tempfile
+
+        args.docs, args.scales, args.work = str(ROOT / "examples" / "docs"), [2], tempfile.mkdtemp(prefix="rss-smoke-")
+        atexit.register(shutil.rmtree, args.work, True)
 
     work = Path(args.work)
     print(f"machine: {os.cpu_count()} cpus, load average at start {os.getloadavg()}", flush=True)
@@ -153,7 +168,7 @@ def main() -> None:
         # Prefect gives its temporary server 20 s to start; on a loaded 2-core machine that
         # failed once (the run dies before indexing anything), so the child waits longer.
         child_env = {"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120", **os.environ}
-        proc = subprocess.run([sys.executable, __file__, "--child", str(folder), str(db)],
+        proc = subprocess.run([sys.executable, __file__, "--child", str(folder), str(db), *["--smoke"][:args.smoke]],
                               cwd=ROOT, capture_output=True, text=True, env=child_env)
         line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
         if proc.returncode or line is None:

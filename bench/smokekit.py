@@ -33,10 +33,8 @@ from fakes import FAKE, HashEmbedder  # noqa: E402
 SECOND_FAKE = "fake/hashed-bag-of-words-32"  # a second model, for the benches that compare or re-index to one
 
 
-@contextmanager
-def fake_models() -> Iterator[str]:
-    """The fake embedder (and a 32-d second one) registered for the block, unless already there
-    (the test session registers the first for itself); yields the first's name."""
+def register_fakes() -> list[str]:
+    """Register the fakes not registered yet; their names."""
     from citeline.pipeline import embed
 
     added = []
@@ -44,11 +42,27 @@ def fake_models() -> Iterator[str]:
         if name not in embed.model_names():
             embed.register(name, lambda precision, batch_size, name=name, dim=dim: HashEmbedder(name, dim))
             added.append(name)
+    return added
+
+
+@contextmanager
+def fake_models() -> Iterator[str]:
+    """The fake embedder (and a 32-d second one) registered for the block, unless already there
+    (the test session registers the first for itself); yields the first's name."""
+    from citeline.pipeline import embed
+
+    added = register_fakes()
     try:
         yield FAKE
     finally:
         for name in added:
             embed.unregister(name)
+
+
+def dask_setup(worker) -> None:
+    """Run by a Dask worker that preloads this file (``distributed.worker.preload``): the fakes
+    registered there too, for as long as the worker lives."""
+    register_fakes()
 
 
 def _scratch() -> Path:

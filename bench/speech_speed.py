@@ -1,7 +1,10 @@
 """Speech recognition speed: citeline's Whisper settings against variations, in alternating rounds.
 
     .venv/bin/python bench/speech_speed.py [--seconds 120] [--rounds 3] [--document 04-dropout.md]
-        [--variants base,beam1,...] [--model DIR]
+        [--variants base,beam1,...] [--model DIR] [--smoke]
+
+``--smoke`` (tests/flows/test_bench_smoke.py): 5 s of speech, citeline's settings only, one round, on the
+packaged tiny.en: runs, no figure.
 
 About --seconds of a dev chapter is read aloud by espeak-ng exactly as the format
 evaluation renders it (``evaluation.render.render_speech``, the chapter's first blocks),
@@ -181,7 +184,10 @@ def main() -> None:
     parser.add_argument("--model", default="", help="a CTranslate2 Whisper folder (default: the packaged tiny.en)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--wav", help=argparse.SUPPRESS)
+    parser.add_argument("--smoke", action="store_true", help="5 s, citeline's settings, one round")
     args = parser.parse_args()
+    if args.smoke:
+        args.seconds, args.rounds, args.variants = 5.0, 1, "citeline"
     model_dir = args.model or media.default_model_path()
     if args.child:
         print(json.dumps(transcribe(VARIANTS[args.child], Path(args.wav), model_dir)))

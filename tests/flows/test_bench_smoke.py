@@ -75,6 +75,15 @@ SMOKES = {
     # a moto S3 server and AWS variables set in the bench's process for good: in its own
     "s3_commit_race": Smoke(("--smoke",), ("s3://race/index: 1 rounds", "lancedb "), True),
     "s3_sync": Smoke(("--smoke",), ("s3 prefix -> s3 index: first sync", "S3 / local: first sync"), True),
+    # each index or transcription in a child process, as the bench measures it
+    "rss_scaling": Smoke(("--smoke",), ("2x     8 docs", "peak RSS by phase")),
+    "speech_speed": Smoke(("--smoke",), ("round 1 done", "| citeline |")),
+    # tens of seconds or a browser: `make test` only
+    "dask_throughput": Smoke(("--smoke",), ("in-process (2 threads)", "LocalCluster, 1 worker(s), grouping on",
+                                            "(6 documents, "), marks=(pytest.mark.slow,)),
+    "prefect_growth": Smoke(("--smoke",), ("## sqlite", "## postgres", "no-op sync:", "1 files changed:",
+                                           "| **all** |"), marks=(pytest.mark.slow,)),
+    "page_latency": Smoke(("--smoke",), ('"n": 2', '"p50_ms"'), marks=(pytest.mark.slow,)),
 }
 
 
@@ -124,8 +133,7 @@ def scripts() -> set[str]:
 
 
 # Benches still being given a smoke (issue 28 item 6, landing a few at a time); empty when done.
-NOT_YET = {"dask_throughput", "encoder_backends", "model_cost", "omp_wait_policy", "page_latency",
-           "prefect_growth", "query_precision", "rss_scaling", "speech_speed", "trained_reranker"}
+NOT_YET = {"encoder_backends", "model_cost", "omp_wait_policy", "query_precision", "trained_reranker"}
 
 
 def test_every_bench_has_a_smoke():
