@@ -1,6 +1,9 @@
 """Encoder backends on the dev chunks: speed against fp32, agreement with fp32, dev R@20.
 
-    .venv/bin/python bench/encoder_backends.py [CORPUS] [--sweep 4 8 16 32 64] [--sweep-texts 256]
+    .venv/bin/python bench/encoder_backends.py [CORPUS] [--sweep 4 8 16 32 64] [--sweep-texts 256] [--smoke]
+
+``--smoke`` (tests/flows/test_bench_smoke.py, marked model: its subject is the real backends): the tiny
+corpus of bench/smokekit.py, its first 16 chunks, 8 texts timed, sweep 4 and 16: runs, no figure.
 
 For fp32, bf16 autocast and the int8 ONNX export (``minilm-int8``), every dev chunk
 (strategy E, as indexed) is embedded with the pipeline's own path
@@ -82,7 +85,12 @@ def main() -> None:
     parser.add_argument("--sweep-texts", type=int, default=128)
     parser.add_argument("--speed-texts", type=int, default=128)
     parser.add_argument("--limit", type=int, default=None, help="only the first N chunks (a smoke test)")
+    parser.add_argument("--smoke", action="store_true", help="a tiny corpus, 16 chunks, 8 texts timed")
     args = parser.parse_args()
+    if args.smoke:
+        import smokekit
+
+        args.corpus, args.limit, args.speed_texts, args.sweep_texts, args.sweep = smokekit.tiny_corpus(), 16, 8, 8, [4, 16]
 
     settings = IndexSettings()
     corpus = load_corpus(args.corpus)

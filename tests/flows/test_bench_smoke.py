@@ -84,6 +84,15 @@ SMOKES = {
     "prefect_growth": Smoke(("--smoke",), ("## sqlite", "## postgres", "no-op sync:", "1 files changed:",
                                            "| **all** |"), marks=(pytest.mark.slow,)),
     "page_latency": Smoke(("--smoke",), ('"n": 2', '"p50_ms"'), marks=(pytest.mark.slow,)),
+    # their subject is the real models: `make test` only (each still on the smallest input)
+    "encoder_backends": Smoke(("--smoke",), ("16 chunks (strategy E), 12 queries", "int8 ", "batch-size sweep"),
+                              marks=(pytest.mark.model,)),
+    "model_cost": Smoke(("--smoke",), ("all-mpnet-base-v2     768", "MPNet / MiniLM per chunk:"),
+                        marks=(pytest.mark.model,)),
+    "omp_wait_policy": Smoke(("--smoke",), ("| 1 | | **PASSIVE / default** |",), marks=(pytest.mark.model,)),
+    "query_precision": Smoke(("--smoke",), ("8 questions", "round 1: bf16 "), marks=(pytest.mark.model,)),
+    "trained_reranker": Smoke(("--smoke",), ("training groups of 1 + 3", "| trained cross-encoder + cos0.5 | ticket |"),
+                              marks=(pytest.mark.model, pytest.mark.slow)),
 }
 
 
@@ -132,14 +141,10 @@ def scripts() -> set[str]:
     return {p.stem for p in BENCH.glob("*.py") if is_script(p.read_text())}
 
 
-# Benches still being given a smoke (issue 28 item 6, landing a few at a time); empty when done.
-NOT_YET = {"encoder_backends", "model_cost", "omp_wait_policy", "query_precision", "trained_reranker"}
-
-
 def test_every_bench_has_a_smoke():
     """A new bench without an entry above fails here; a file of bench/ that is no script must be a
     helper some bench imports."""
-    assert sorted(scripts() - set(SMOKES) - NOT_YET) == [], "benches without a smoke entry in SMOKES"
+    assert sorted(scripts() - set(SMOKES)) == [], "benches without a smoke entry in SMOKES"
     assert sorted(set(SMOKES) - scripts()) == [], "SMOKES names a bench that is not in bench/"
     sources = "\n".join(p.read_text() for p in BENCH.glob("*.py"))
     for helper in {p.stem for p in BENCH.glob("*.py")} - scripts():
