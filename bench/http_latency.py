@@ -80,7 +80,7 @@ def in_process(index, kind: str, qs: list[str], seconds: float) -> dict:
     def client() -> list[float]:
         call(qs[0])  # warm: model, reranker, caches, this thread
         samples, i, stop = [], 0, time.monotonic() + seconds
-        while time.monotonic() < stop:
+        while not samples or time.monotonic() < stop:  # one timed call at least, however short the cell
             start = time.perf_counter()
             call(qs[i % len(qs)])
             samples.append(time.perf_counter() - start)
@@ -143,7 +143,7 @@ def over_http(port: int, kind: str, qs: list[str], clients: int, seconds: float)
         request(conn, kind, qs[offset])  # warm this connection
         i = offset
         mine, served = [], []
-        while time.monotonic() < stop:
+        while not mine or time.monotonic() < stop:  # one timed request at least: the warm-up may outlast the cell
             q = qs[i % len(qs)]
             start = time.perf_counter()
             served.append(request(conn, kind, q))

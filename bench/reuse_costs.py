@@ -1,7 +1,7 @@
 """What a sync encodes and extracts when most of the work is already stored (issue 15, items 2 and 3).
 
     .venv/bin/python bench/reuse_costs.py [PAGES] [FILES]     # defaults: 300 pages, 1,000 files
-    .venv/bin/python bench/reuse_costs.py --smoke             # 4 pages, 10 files: runs, no figure
+    .venv/bin/python bench/reuse_costs.py --smoke             # 2 pages, 10 files: runs, no figure
 
 1. Chunk-level reuse: a PDF of PAGES pages (generated here: a heading every two pages,
    four paragraphs a page) is indexed; one paragraph on the middle page is edited (a few
@@ -127,6 +127,6 @@ def main(pages: int, files: int) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--smoke"]:
-        main(4, 10)
+        main(2, 10)
     else:
         main(int(sys.argv[1]) if len(sys.argv) > 1 else 300, int(sys.argv[2]) if len(sys.argv) > 2 else 1000)

@@ -10,12 +10,13 @@ per run (the median of ``--repeat`` runs, local and S3 alternating, each into a 
 index) and S3 / local as a ratio, the CPU model and the load average. ``--fake`` uses
 the tests' hashed bag-of-words embedder, leaving only the storage cost; the default is
 the packaged model, as a user runs it. ``--smoke`` (tests/flows/test_bench_smoke.py): ``--fake``,
-examples/docs, one repeat: runs, no figure.
+one document of examples/docs, one repeat: runs, no figure.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -86,10 +87,11 @@ def main() -> None:
     parser.add_argument("--fake", action="store_true", help="the tests' fake embedder instead of the model")
     parser.add_argument("--corpus", type=Path, default=DEV)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--smoke", action="store_true", help="--fake, examples/docs, one repeat")
+    parser.add_argument("--smoke", action="store_true", help="--fake, one document, one repeat")
     args = parser.parse_args()
     if args.smoke:
-        args.fake, args.corpus, args.repeat = True, Path(__file__).resolve().parents[1] / "examples" / "docs", 1
+        args.fake, args.corpus, args.repeat = True, Path(tempfile.mkdtemp(prefix="s3-sync-smoke-")), 1
+        shutil.copy(Path(__file__).resolve().parents[1] / "examples" / "docs" / "04-dropout.md", args.corpus)
     model = FAKE if args.fake else DEFAULT_MODEL
     if args.fake:
         embed.register(FAKE, lambda precision, batch_size: HashEmbedder())

@@ -68,7 +68,7 @@ SMOKES = {
     "api_rss": Smoke(("--smoke",), ('"grown"', '"chunks": 300', '"peak_mb"')),
     # the sync benches: what a sync reads, encodes and records, on the fake embedder
     "many_failures": Smoke(("--smoke",), ("20 empty files + 1 document", "indexed 1, failed 20", "documents table:")),
-    "reuse_costs": Smoke(("--smoke",), ("edit    4-page PDF", "extracted 1, encoded 1", "rename  10 files",
+    "reuse_costs": Smoke(("--smoke",), ("edit    2-page PDF", "extracted 1, encoded 1", "rename  10 files",
                                         "extracted 0, encoded 0")),
     "sync_costs": Smoke(("--smoke",), ("(skipped 4, extractions 0)", "re-index (  32)", "switched=True, extractions 0")),
     "extract_speed": Smoke(("--smoke",), ("text PDF", "OCR ", "speech     RTF")),
