@@ -15,6 +15,7 @@ one document of examples/docs, one repeat: runs, no figure.
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import shutil
 import socket
@@ -92,6 +93,7 @@ def main() -> None:
     if args.smoke:
         args.fake, args.corpus, args.repeat = True, Path(tempfile.mkdtemp(prefix="s3-sync-smoke-")), 1
         shutil.copy(Path(__file__).resolve().parents[1] / "examples" / "docs" / "04-dropout.md", args.corpus)
+        atexit.register(shutil.rmtree, args.corpus, True)
     model = FAKE if args.fake else DEFAULT_MODEL
     if args.fake:
         embed.register(FAKE, lambda precision, batch_size: HashEmbedder())
