@@ -42,6 +42,8 @@ SMOKES = {
     "rename_costs": Smoke(("--smoke",), ("rename  flow", "deleted 20", "(0 encoded, "), True),
     "cold_commands": Smoke(("--smoke",), ("smoke --help: exit 0", "smoke status: exit 0", "smoke search: exit 0"),
                            True),
+    # issue 28 item 3: Prefect's share of a no-op sync against a running server (the session's)
+    "prefect_start": Smoke(("--smoke",), ("Prefect outside the run", "prefect outside the run: first call"), True),
     # the scale bench: grown past the vector-index threshold, served by citeline api
     "ann_scaling": Smoke(("--smoke", "--service"), ("vector index built automatically: True", "recall@10",
                                                     "index on disk:", "citeline api GET /search over HTTP"), True),
