@@ -460,7 +460,7 @@ def calibrate(db, wait_s, answerability, as_json):
 @output_options
 def status(db, failed, as_json):
     """Documents in the index: status, failure reason, chunk count, stamps."""
-    from citeline.extractor_versions import extractor_versions  # read from source: no extractor imported
+    from citeline.pipeline.extractor_versions import extractor_versions  # read from source: no extractor imported
     from citeline.index.store import Store
 
     with cli_errors():

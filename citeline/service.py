@@ -479,7 +479,7 @@ def can_generate() -> bool:
 
 
 def extractor_versions() -> dict[str, str]:
-    from citeline.extractor_versions import extractor_versions as versions
+    from citeline.pipeline.extractor_versions import extractor_versions as versions
 
     return versions()
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from citeline.extractor_versions import extractor_versions
+from citeline.pipeline.extractor_versions import extractor_versions
 from citeline.pipeline.prepare import Known, doc_id_for
 from citeline.pipeline.record import Prior
 from citeline.pipeline.reuse import Reuse, StoredWork

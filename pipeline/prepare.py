@@ -33,10 +33,10 @@ from citeline.schemas.options import ExtractOptions
 from citeline.schemas.paths import is_remote, os_path
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp, Stamp
+from citeline.schemas.status import DocStatus, Stage
 
 if TYPE_CHECKING:
     from citeline.extractors.clean import Deadline
-from citeline.schemas.status import DocStatus, Stage
 
 SNIFF_BYTES = 8192
 # Chunks embedded between two looks at the time limit: four encoder batches of 16 (a second

@@ -102,14 +102,14 @@ class Searcher:
         fused = rrf([[cid for cid, _ in dense], [cid for cid, _ in lexical]], k=RRF_K, limit=k,
                     weights=(dense_weight, 1.0))
         # Only the fused rows are read, with the vectors of those only BM25 found (the gate needs
-        # every hit's distance): a few rows instead of 2 x depth.
+        # every hit's distance): a few rows instead of 2 x depth. A row gone meanwhile is left out.
         distances = dict(dense)
         rows = self.reader.rows_of([f.chunk_id for f in fused], vectors=any(f.chunk_id not in distances for f in fused))
         q = self.query_vector(query)
         return [Hit(f.chunk_id, f.rank, f.score, HYBRID, ChunkRow.from_row(rows[f.chunk_id]),
                     distance=distances[f.chunk_id] if f.chunk_id in distances
                     else float(1.0 - np.asarray(rows[f.chunk_id]["vector"], dtype=np.float32) @ q))
-                for f in fused]
+                for f in fused if f.chunk_id in rows]
 
     def union(self, query: str, depth: int, filters: Filters | None = None) -> list[Hit]:
         """The dense top ``depth``, then the BM25 top ``depth`` that dense did not find (up to 2 x depth)."""

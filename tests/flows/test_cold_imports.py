@@ -61,7 +61,7 @@ def test_read_only_command_imports_no_extractor_and_no_model(db, command):
 def test_status_still_tells_current_rows_without_importing_the_extractors(db):
     """The versions read from the extractors' source are the ones their import registers."""
     from citeline import extractors
-    from citeline.extractor_versions import _read_from_source
+    from citeline.pipeline.extractor_versions import _read_from_source
 
     assert _read_from_source() == {name: m.VERSION for name, m in extractors.registered().items()
                                    if m.__name__.startswith("citeline.extractors.")}
