@@ -460,26 +460,30 @@ def calibrate(db, wait_s, answerability, as_json):
 @output_options
 def status(db, failed, as_json):
     """Documents in the index: status, failure reason, chunk count, stamps."""
+    from citeline.index import status_cache
     from citeline.pipeline.extractor_versions import extractor_versions  # read from source: no extractor imported
-    from citeline.index.store import Store
 
-    with cli_errors():
-        store = Store.existing(db)
-    columns = ["path", "status", "stage", "reason", "chunk_count", "truncated", "attempts", "notes", *STAMP_COLUMNS]
-    docs = _named(store.document_rows(["doc_id", "source", *columns]), failed)
-    active = store.stamp()
-    gate = _gate_status(store, active)
     versions = extractor_versions()
-    report = {"documents": [_status_doc(d, active, versions) for d in docs], "rows": store.count_chunks(),
-              "active": asdict(active) if active else None, "gate": gate.to_dict() if gate else None}
+    # A local index unchanged since the last status answers from the report kept beside its
+    # tables, without importing LanceDB (index/status_cache.py).
+    index_dir = status_cache.local_dir(db)
+    key = status_cache.cache_key(index_dir, {"extractors": versions}) if index_dir else None
+    report = status_cache.load(index_dir, key) if key else None
+    if report is None:
+        with cli_errors():
+            report = _status_report(db, versions)
+        if key:
+            status_cache.save(index_dir, key, report)
+    gate_line = report.pop("gate_line")
+    if failed:
+        report["documents"] = [d for d in report["documents"] if d["status"] == DocStatus.FAILED]
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
-    stamp = store.stamp()
-    if stamp:
-        click.echo(f"index {db}: {stamp.embed_model} ({stamp.embed_dim}-d), strategy {stamp.strategy}, "
-                   f"pipeline v{stamp.pipeline_version}; {report['rows']} chunk rows")
-        click.echo(gate.line() if gate else "gate: not calibrated: run `citeline calibrate` (or pass ask --cut)")
+    if stamp := report["active"]:
+        click.echo(f"index {db}: {stamp['embed_model']} ({stamp['embed_dim']}-d), strategy {stamp['strategy']}, "
+                   f"pipeline v{stamp['pipeline_version']}; {report['rows']} chunk rows")
+        click.echo(gate_line)
     for d in report["documents"]:
         rows = "-" if d["status"] == DocStatus.FAILED else "current" if d["current"] else "STALE"  # failed: no rows
         line = f"{d['status']:<8} {rows:<7} {d['chunk_count']:>5} chunks  {visible(d['name'])}"
@@ -489,6 +493,21 @@ def status(db, failed, as_json):
         for note in visible_lines(d["notes"] or ""):
             if note:
                 click.echo(f"{'':17}note: {note}")
+
+
+def _status_report(db: str, versions: dict[str, str]) -> dict:
+    """What ``status`` shows, read from the index: every document, the row count, the active
+    stamp and the gate (``gate_line``: the gate as the text output words it)."""
+    from citeline.index.store import Store
+
+    store = Store.existing(db)
+    columns = ["path", "status", "stage", "reason", "chunk_count", "truncated", "attempts", "notes", *STAMP_COLUMNS]
+    docs = _named(store.document_rows(["doc_id", "source", *columns]), failed_only=False)
+    active = store.stamp()
+    gate = _gate_status(store, active)
+    return {"documents": [_status_doc(d, active, versions) for d in docs], "rows": store.count_chunks(),
+            "active": asdict(active) if active else None, "gate": gate.to_dict() if gate else None,
+            "gate_line": gate.line() if gate else "gate: not calibrated: run `citeline calibrate` (or pass ask --cut)"}
 
 
 def _named(rows: list[dict], failed_only: bool) -> list[dict]:

@@ -1,0 +1,104 @@
+"""`citeline status` answers an unchanged local index from the report kept beside its
+tables, without importing LanceDB (issue 28: ~0.7-1.0 s of a cold status here), and is
+never stale: any commit to any table makes the next status read the tables again."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from testkit import EXAMPLES, ROOT, synced_index
+from citeline.index import status_cache
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+# `citeline status --json` as the console script runs it, then whether LanceDB was imported.
+RUN = """
+import json, sys
+from citeline.cli import main
+sys.argv = ["citeline", *sys.argv[1:]]
+code = 0
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code or 0
+print("LANCEDB " + json.dumps({"exit": code, "imported": "lancedb" in sys.modules}))
+"""
+
+
+def status(db: str) -> tuple[dict, bool]:
+    """(the JSON report, whether the process imported lancedb) of a fresh `citeline status`."""
+    done = subprocess.run([sys.executable, "-c", RUN, "status", "--json", "--db", db],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    out, _, marker = done.stdout.rpartition("LANCEDB ")
+    assert marker, done.stdout + done.stderr
+    result = json.loads(marker)
+    assert result["exit"] == 0, done.stdout + done.stderr
+    return json.loads(out), result["imported"]
+
+
+@pytest.fixture
+def index(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("docs")
+    for name in ("04-dropout.md", "10-lr-scheduler.md"):
+        shutil.copy(EXAMPLES / name, folder / name)
+    return folder, synced_index(folder, tmp_path_factory, indexed=2)
+
+
+def names(report: dict) -> list[str]:
+    return [d["name"] for d in report["documents"]]
+
+
+def test_an_unchanged_index_is_reported_without_lancedb_and_identically(index):
+    _, idx = index
+    first, imported_first = status(idx.uri)
+    second, imported_second = status(idx.uri)
+    assert imported_first and not imported_second
+    assert second == first and names(first) == ["04-dropout.md", "10-lr-scheduler.md"]
+
+
+def test_every_change_is_seen_by_the_next_status(index):
+    folder, idx = index
+    status(idx.uri)
+    idx.delete(str(folder / "04-dropout.md"))
+    after_rm, imported = status(idx.uri)
+    assert imported and names(after_rm) == ["10-lr-scheduler.md"]
+    shutil.copy(EXAMPLES / "07-lstm.md", folder / "07-lstm.md")
+    assert idx.sync(str(folder)).indexed == 2  # the deleted one is back, and the new one
+    after_sync, imported = status(idx.uri)
+    assert imported and names(after_sync) == ["04-dropout.md", "07-lstm.md", "10-lr-scheduler.md"]
+    assert after_sync["rows"] > after_rm["rows"]
+
+
+def test_a_corrupt_or_foreign_cache_file_is_computed_again(index):
+    _, idx = index
+    truth, _ = status(idx.uri)
+    cache = Path(idx.uri) / status_cache.CACHE_FILE
+    for junk in ("{not json", json.dumps({"key": "another", "report": {"documents": []}}), "[]"):
+        cache.write_text(junk)
+        report, imported = status(idx.uri)
+        assert imported and report == truth
+    assert status(idx.uri) == (truth, False)  # and stored again
+
+
+def test_the_key_changes_with_a_commit_and_with_the_inputs(index):
+    folder, idx = index
+    where = Path(idx.uri)
+    before = status_cache.cache_key(where, {"extractors": {"md": "1"}})
+    assert before == status_cache.cache_key(where, {"extractors": {"md": "1"}})
+    assert before != status_cache.cache_key(where, {"extractors": {"md": "2"}})
+    idx.delete(str(folder / "04-dropout.md"))
+    assert status_cache.cache_key(where, {"extractors": {"md": "1"}}) != before
+
+
+def test_a_folder_it_cannot_write_leaves_status_working(tmp_path):
+    status_cache.save(tmp_path / "no-such-folder", "k", {"documents": []})  # no exception
+    (tmp_path / "a-file").write_text("")
+    status_cache.save(tmp_path / "a-file", "k", {"documents": []})
+    assert status_cache.load(tmp_path / "no-such-folder", "k") is None
+    assert status_cache.cache_key(tmp_path / "no-such-folder", {}) is None
+    assert status_cache.cache_key(tmp_path, {}) is None  # no table: nothing to key
