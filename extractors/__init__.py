@@ -3,22 +3,53 @@
 An extractor is a module with ``NAME``, ``VERSION`` (bump when its output for the
 same bytes changes), ``SUFFIXES``, ``MAGIC`` (byte prefixes it claims, may be
 empty) and ``extract(data, name, options) -> Canonical``.
+
+The built-in extractors are imported on the registry's first use, not with the package:
+their libraries (PyMuPDF, lxml, python-docx ...) cost a second, and code that needs only
+a pure helper of a submodule (``query.table_cell`` reads quotes with
+``extractors.tables``) must not pay it (issue 28: ~0.9 s of every cold ``ask``).
 """
 from __future__ import annotations
 
+import importlib
+import threading
 from pathlib import PurePath
 from types import ModuleType
 
 from citeline.schemas.errors import UnsupportedType
 
-from citeline.extractors import calc, delimited, docx, epub, html, media, ocr, odt, pdf, pptx, sheet, text
 from citeline.extractors.sniff import describe, has_no_real_suffix, looks_like_text
 
+# The built-in extractor modules in registry order: magic-sniffed binary formats first;
+# text (no magic) last, reached by suffix only. pipeline/extractor_versions.py reads this
+# literal from source.
+BUILTINS = ("pdf", "ocr", "sheet", "calc", "odt", "epub", "docx", "pptx", "media", "html", "delimited", "text")
+
 _REGISTRY: dict[str, ModuleType] = {}
+_BUILTINS_LOCK = threading.Lock()
+_builtins_loaded = False
+
+
+def _load_builtins() -> None:
+    """Register the built-in extractors, once, before anything else is registered or asked."""
+    global _builtins_loaded
+    if _builtins_loaded:
+        return
+    with _BUILTINS_LOCK:
+        if _builtins_loaded:
+            return
+        for name in BUILTINS:
+            _add(importlib.import_module(f"{__name__}.{name}"))
+        _builtins_loaded = True
 
 
 def register(module: ModuleType) -> None:
     """Add an extractor; its NAME must be new."""
+    _load_builtins()
+    _add(module)
+
+
+def _add(module: ModuleType) -> None:
     for attr in ("NAME", "VERSION", "SUFFIXES", "MAGIC", "extract"):
         if not hasattr(module, attr):
             raise TypeError(f"extractor {module.__name__} lacks {attr}")
@@ -29,15 +60,23 @@ def register(module: ModuleType) -> None:
 
 def unregister(name: str) -> None:
     """Remove an extractor by NAME (plugins and tests)."""
+    _load_builtins()
     _REGISTRY.pop(name, None)
 
 
+def builtins_loaded() -> bool:
+    """Whether the registry has been used (and so may hold plugins beside the built-ins)."""
+    return _builtins_loaded
+
+
 def registered() -> dict[str, ModuleType]:
+    _load_builtins()
     return dict(_REGISTRY)
 
 
 def sniff(head: bytes) -> ModuleType | None:
     """The extractor whose magic bytes open ``head``, if any."""
+    _load_builtins()
     for module in _REGISTRY.values():
         if any(head.startswith(magic) for magic in module.MAGIC):
             return module
@@ -57,7 +96,7 @@ def for_bytes(head: bytes, name: str) -> ModuleType:
         UnsupportedType: nothing claims the bytes or the suffix; the reason is one line
             naming what the bytes look like.
     """
-    by_magic = sniff(head)
+    by_magic = sniff(head)  # loads the built-ins
     if by_magic is not None:
         return by_magic
     suffix = PurePath(name).suffix.lower()
@@ -66,20 +105,8 @@ def for_bytes(head: bytes, name: str) -> ModuleType:
             return module
     # LICENSE, README, Apache-2.0: plain text under a name without a real suffix.
     if has_no_real_suffix(name) and looks_like_text(head):
+        from citeline.extractors import text
+
         return text
     raise UnsupportedType(describe(head, name))  # the kind, unsupported-type, says the rest
 
-
-# Magic-sniffed binary formats first; text (no magic) last, reached by suffix only.
-register(pdf)
-register(ocr)
-register(sheet)
-register(calc)
-register(odt)
-register(epub)
-register(docx)
-register(pptx)
-register(media)
-register(html)
-register(delimited)
-register(text)

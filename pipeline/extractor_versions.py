@@ -1,12 +1,12 @@
 """Each registered extractor's NAME and VERSION, without importing the extractors (issue 28).
 
 ``citeline status`` says whether a document's rows are current: made by today's version of
-the extractor that made them. Importing ``citeline.extractors`` to ask loads every extractor
+the extractor that made them. Asking ``citeline.extractors``' registry loads every extractor
 and its library (PyMuPDF, lxml, Pillow, pytesseract …): a second of a command that reads one
-table. So when the package is not loaded yet, the built-in extractors' ``NAME`` and
-``VERSION`` are read from their source (the modules its ``__init__`` registers), the very
-constants an import would give; once it is loaded (a library user, a plugin registered with
-``extractors.register``), its registry is asked instead.
+table. So until the registry has been used, the built-in extractors' ``NAME`` and
+``VERSION`` are read from their source (the modules its ``BUILTINS`` names), the very
+constants an import would give; once it has (a library user, a plugin registered with
+``extractors.register``), the registry is asked instead.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def extractor_versions() -> dict[str, str]:
     >>> versions["pdf"] == pdf.VERSION, "text" in versions
     (True, True)
     """
-    if PACKAGE not in sys.modules:
+    if PACKAGE not in sys.modules or not sys.modules[PACKAGE].builtins_loaded():
         try:
             return dict(_read_from_source())
         except (OSError, SyntaxError, ValueError):
@@ -39,23 +39,24 @@ def extractor_versions() -> dict[str, str]:
 
 @functools.cache  # a sync's plan asks once per stored document
 def _read_from_source() -> dict[str, str]:
-    """The versions the package's ``register(module)`` calls would register, read with ``ast``.
+    """The versions the package's ``BUILTINS`` would register, read with ``ast``.
 
     Raises:
-        ValueError: the package or a registered module is not laid out as expected (a
-            ``NAME`` or ``VERSION`` that is not a string literal, a module not found).
+        ValueError: the package or a registered module is not laid out as expected (no
+            ``BUILTINS`` tuple of string literals, a ``NAME`` or ``VERSION`` that is not a
+            string literal, a module not found).
     """
     spec = importlib.util.find_spec(PACKAGE)  # imports citeline only, not the package
     if spec is None or not spec.submodule_search_locations:
         raise ValueError(f"{PACKAGE} not found")
     folder = Path(next(iter(spec.submodule_search_locations)))
     init = ast.parse((folder / "__init__.py").read_text(encoding="utf-8"))
-    names = [call.value.args[0].id for call in init.body
-             if isinstance(call, ast.Expr) and isinstance(call.value, ast.Call)
-             and isinstance(call.value.func, ast.Name) and call.value.func.id == "register"
-             and len(call.value.args) == 1 and isinstance(call.value.args[0], ast.Name)]
+    names = [element.value for node in init.body if isinstance(node, ast.Assign) and len(node.targets) == 1
+             and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "BUILTINS"
+             and isinstance(node.value, ast.Tuple)
+             for element in node.value.elts if isinstance(element, ast.Constant) and isinstance(element.value, str)]
     if not names:
-        raise ValueError(f"no register(...) call in {folder / '__init__.py'}")
+        raise ValueError(f"no BUILTINS tuple in {folder / '__init__.py'}")
     versions = {}
     for module in names:
         constants = _constants(folder / f"{module}.py")

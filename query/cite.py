@@ -18,6 +18,7 @@ from citeline.schemas.locator import (
 )
 from citeline.schemas.paths import is_remote
 from citeline.schemas.retrieval import ChunkRow, Citation, Hit
+from citeline.query.table_cell import SEPARATOR, answer_cell
 
 FRAGMENT_SAFE = "!:,'=."  # what a fragment keeps unencoded: page=3, t=1.5,2, 'Sheet'!A1:D9
 
@@ -153,10 +154,6 @@ def cell_label(title: str, section: str, locators: Sequence[Locator], quote: str
     label = locator_label(title, section, locators)
     if not query:  # search and `citeline chunks` name no cell
         return label
-    # Here, not at the top: query.table_cell reads tables with citeline.extractors' rules, and
-    # importing that package loads every extractor (PyMuPDF …): `citeline chunks` must not (issue 28).
-    from citeline.query.table_cell import SEPARATOR, answer_cell
-
     cell = answer_cell(quote, locators, query)
     if cell is None:
         return label

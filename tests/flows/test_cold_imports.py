@@ -13,10 +13,13 @@ import sys
 import pytest
 
 from testkit import EXAMPLES, ROOT, synced_index
+from citeline.extractors import BUILTINS
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
-FORBIDDEN = ("fitz", "pymupdf", "torch", "sentence_transformers", "transformers", "citeline.extractors")
+# The package itself (its registry and pure helpers) is cheap; its extractors are not.
+FORBIDDEN = ("fitz", "pymupdf", "torch", "sentence_transformers", "transformers",
+             *(f"citeline.extractors.{name}" for name in BUILTINS))
 
 # The CLI as `.venv/bin/citeline` runs it, then the forbidden modules it left in sys.modules.
 RUN = """
@@ -95,3 +98,19 @@ def test_a_sync_with_nothing_changed_imports_no_extractor_and_no_model(synced, c
     report = json.loads(line[-1].removeprefix("LOADED "))
     assert report["exit"] == 0 and "indexed 0, failed 0, skipped 2" in done.stdout, done.stdout + done.stderr
     assert report["loaded"] == [], f"a no-op sync imported {report['loaded']}"
+
+
+@pytest.mark.parametrize("command", [["ask", "Why does dropout only apply during training?"], ["search", "dropout"]],
+                         ids=lambda c: c[0])
+def test_a_question_imports_no_extractor_and_no_model(db, command, cli_env):
+    """`ask` names the cell a table quote answers with citeline.extractors.tables' rules; that
+    import loaded every extractor (PyMuPDF, lxml ...: ~0.9 s of a cold ask) until the registry
+    loaded its built-ins on first use."""
+    done = subprocess.run([sys.executable, "-c", FAKE_RUN, str(ROOT / "tests" / "fixtures"), json.dumps(FORBIDDEN),
+                           *command, "--db", db],
+                          capture_output=True, text=True, cwd=ROOT, env=cli_env, timeout=300)
+    line = [ln for ln in done.stdout.splitlines() if ln.startswith("LOADED ")]
+    assert line, done.stdout + done.stderr
+    report = json.loads(line[-1].removeprefix("LOADED "))
+    assert report["exit"] == 0 and "04-dropout.md" in done.stdout, done.stdout + done.stderr
+    assert report["loaded"] == [], f"`citeline {command[0]}` imported {report['loaded']}"
