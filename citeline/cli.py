@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -700,14 +701,16 @@ def _print_violations(violations, indent: str = "") -> None:
 
 def _check_ocr_lang(lang: str) -> None:
     """Every language of e.g. ``deu+eng`` must be installed, or every scan would fail."""
+    if lang == "auto":  # each page's language is chosen among those installed: tesseract itself is enough
+        if shutil.which("tesseract") is None:  # the command pytesseract runs by default
+            raise click.UsageError("tesseract is not installed (Debian: apt-get install tesseract-ocr)")
+        return
     import pytesseract
 
     try:
         installed = set(pytesseract.get_languages(config=""))
     except pytesseract.TesseractNotFoundError:
         raise click.UsageError("tesseract is not installed (Debian: apt-get install tesseract-ocr)") from None
-    if lang == "auto":
-        return
     missing = [code for code in lang.split("+") if code not in installed]
     if missing:
         raise click.UsageError(f"--ocr-lang: {', '.join(missing)} not installed; installed: "

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Iterator
 
-import botocore.session
 from botocore.exceptions import BotoCoreError, ClientError
 
 from citeline.schemas.errors import IndexBusy, WriterLost
@@ -48,6 +47,8 @@ class LockObject:
 
 def s3_client():
     """A client configured as s3fs and LanceDB are: by AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ..."""
+    import botocore.session  # ~0.1 s: only an S3 index pays it, not every local sync (issue 28)
+
     session = botocore.session.get_session()
     return session.create_client("s3", region_name=session.get_config_variable("region") or "us-east-1")
 

@@ -135,6 +135,13 @@ def test_bad_arguments_exit_2(args, message):
     assert result.exit_code == 2 and message in result.output
 
 
+@pytest.mark.parametrize("lang", ["auto", "eng"])
+def test_index_without_tesseract_says_so_and_exits_2(lang, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no tesseract on it
+    result = invoke("index", "--ocr-lang", lang, str(tmp_path))
+    assert result.exit_code == 2 and "tesseract is not installed" in result.output, result.output
+
+
 @pytest.mark.parametrize("command", sorted(cli.commands))
 def test_every_command_has_help(command):
     result = invoke(command, "--help")

@@ -18,7 +18,7 @@ from citeline.extractors import BUILTINS
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 # The package itself (its registry and pure helpers) is cheap; its extractors are not.
-FORBIDDEN = ("fitz", "pymupdf", "torch", "sentence_transformers", "transformers",
+FORBIDDEN = ("fitz", "pymupdf", "torch", "sentence_transformers", "transformers", "pytesseract", "botocore.session",
              *(f"citeline.extractors.{name}" for name in BUILTINS))
 
 # The CLI as `.venv/bin/citeline` runs it, then the forbidden modules it left in sys.modules.
