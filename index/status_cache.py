@@ -68,7 +68,14 @@ def load(index_dir: Path, key: str) -> dict | None:
 
 def save(index_dir: Path, key: str, report: dict) -> None:
     """Store ``report`` under ``key``: whole or not at all (a temporary file renamed over
-    the old one), and silently not when the folder is read-only or full."""
+    the old one), and silently not when the folder is read-only or full. Temporary files a
+    killed ``status`` left behind go first (one still being written by another ``status``
+    makes that one's rename fail: it stores nothing, as if the disk were full)."""
+    for leftover in index_dir.glob(f"{CACHE_FILE}*.tmp"):
+        try:
+            leftover.unlink()
+        except OSError:
+            pass
     try:
         handle, temporary = tempfile.mkstemp(dir=index_dir, prefix=CACHE_FILE, suffix=".tmp")
     except OSError:

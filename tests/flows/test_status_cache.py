@@ -3,6 +3,7 @@ tables, without importing LanceDB (issue 28: ~0.7-1.0 s of a cold status here), 
 never stale: any commit to any table makes the next status read the tables again."""
 from __future__ import annotations
 
+import errno
 import json
 import shutil
 import subprocess
@@ -102,3 +103,18 @@ def test_a_folder_it_cannot_write_leaves_status_working(tmp_path):
     assert status_cache.load(tmp_path / "no-such-folder", "k") is None
     assert status_cache.cache_key(tmp_path / "no-such-folder", {}) is None
     assert status_cache.cache_key(tmp_path, {}) is None  # no table: nothing to key
+
+
+def test_a_full_disk_or_a_killed_status_leaves_the_kept_report_whole(tmp_path, monkeypatch):
+    status_cache.save(tmp_path, "old", {"documents": ["kept"]})
+    (tmp_path / f"{status_cache.CACHE_FILE}12345.tmp").write_text('{"key": "half')  # kill -9 mid-write
+
+    def full_disk(obj, out):
+        out.write('{"key": "new", "rep')
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(status_cache.json, "dump", full_disk)
+    status_cache.save(tmp_path, "new", {"documents": []})
+    assert status_cache.load(tmp_path, "old") == {"documents": ["kept"]}
+    assert status_cache.load(tmp_path, "new") is None
+    assert [p.name for p in tmp_path.iterdir()] == [status_cache.CACHE_FILE]  # no temporary file left
