@@ -38,8 +38,11 @@ def _load_builtins() -> None:
     with _BUILTINS_LOCK:
         if _builtins_loaded:
             return
-        for name in BUILTINS:
-            _add(importlib.import_module(f"{__name__}.{name}"))
+        # All imported before any is added: an import that fails registers none, as the
+        # package's import failing did, and the next use tries again.
+        modules = [importlib.import_module(f"{__name__}.{name}") for name in BUILTINS]
+        for module in modules:
+            _add(module)
         _builtins_loaded = True
 
 
