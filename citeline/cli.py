@@ -503,7 +503,7 @@ def _status_report(db: str, versions: dict[str, str]) -> dict:
 
     store = Store.existing(db)
     columns = ["path", "status", "stage", "reason", "chunk_count", "truncated", "attempts", "notes", *STAMP_COLUMNS]
-    docs = _named(store.document_rows(["doc_id", "source", *columns]), failed_only=False)
+    docs = _named(store.document_rows(["doc_id", "source", *columns]))
     active = store.stamp()
     gate = _gate_status(store, active)
     return {"documents": [_status_doc(d, active, versions) for d in docs], "rows": store.count_chunks(),
@@ -511,13 +511,13 @@ def _status_report(db: str, versions: dict[str, str]) -> dict:
             "gate_line": gate.line() if gate else "gate: not calibrated: run `citeline calibrate` (or pass ask --cut)"}
 
 
-def _named(rows: list[dict], failed_only: bool) -> list[dict]:
+def _named(rows: list[dict]) -> list[dict]:
     """Document rows with the name each is shown by (``name``: a path that tells two synced
-    folders apart, index/lookup.py), sorted by it; only the failed ones with ``failed_only``."""
+    folders apart, index/lookup.py), sorted by it."""
     from citeline.index.lookup import shown_names
 
     names = shown_names({r["doc_id"]: (r["source"], r["path"]) for r in rows})
-    named = [{**r, "name": names[r["doc_id"]]} for r in rows if not failed_only or r["status"] == DocStatus.FAILED]
+    named = [{**r, "name": names[r["doc_id"]]} for r in rows]
     return sorted(named, key=lambda d: (d["name"], d["source"]))
 
 
