@@ -86,17 +86,20 @@ embed.register(FAKE, lambda precision, batch_size: HashEmbedder())
 """ + RUN
 
 
+def run_on_fake(args: list[str], env: dict[str, str]) -> tuple[dict, str]:
+    """({"exit", "loaded"}, stdout) of `citeline ARGS` in a fresh interpreter on the fake embedder."""
+    done = subprocess.run([sys.executable, "-c", FAKE_RUN, str(ROOT / "tests" / "fixtures"), json.dumps(FORBIDDEN),
+                           *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    line = [ln for ln in done.stdout.splitlines() if ln.startswith("LOADED ")]
+    assert line, done.stdout + done.stderr
+    return json.loads(line[-1].removeprefix("LOADED ")), done.stdout + done.stderr
+
 def test_a_sync_with_nothing_changed_imports_no_extractor_and_no_model(synced, cli_env):
     """A scheduled sync of an unchanged folder reads no file, so it needs no extractor: importing
     them (PyMuPDF, lxml, Pillow ...) was ~1 s of CPU of every such run (docs/benchmarks.md)."""
     folder, db = synced
-    done = subprocess.run([sys.executable, "-c", FAKE_RUN, str(ROOT / "tests" / "fixtures"), json.dumps(FORBIDDEN),
-                           "index", folder, "--db", db, "--no-progress"],
-                          capture_output=True, text=True, cwd=ROOT, env=cli_env, timeout=300)
-    line = [ln for ln in done.stdout.splitlines() if ln.startswith("LOADED ")]
-    assert line, done.stdout + done.stderr
-    report = json.loads(line[-1].removeprefix("LOADED "))
-    assert report["exit"] == 0 and "indexed 0, failed 0, skipped 2" in done.stdout, done.stdout + done.stderr
+    report, stdout = run_on_fake(["index", folder, "--db", db, "--no-progress"], cli_env)
+    assert report["exit"] == 0 and "indexed 0, failed 0, skipped 2" in stdout, stdout
     assert report["loaded"] == [], f"a no-op sync imported {report['loaded']}"
 
 
@@ -106,11 +109,6 @@ def test_a_question_imports_no_extractor_and_no_model(db, command, cli_env):
     """`ask` names the cell a table quote answers with citeline.extractors.tables' rules; that
     import loaded every extractor (PyMuPDF, lxml ...: ~0.9 s of a cold ask) until the registry
     loaded its built-ins on first use."""
-    done = subprocess.run([sys.executable, "-c", FAKE_RUN, str(ROOT / "tests" / "fixtures"), json.dumps(FORBIDDEN),
-                           *command, "--db", db],
-                          capture_output=True, text=True, cwd=ROOT, env=cli_env, timeout=300)
-    line = [ln for ln in done.stdout.splitlines() if ln.startswith("LOADED ")]
-    assert line, done.stdout + done.stderr
-    report = json.loads(line[-1].removeprefix("LOADED "))
-    assert report["exit"] == 0 and "04-dropout.md" in done.stdout, done.stdout + done.stderr
+    report, stdout = run_on_fake([*command, "--db", db], cli_env)
+    assert report["exit"] == 0 and "04-dropout.md" in stdout, stdout
     assert report["loaded"] == [], f"`citeline {command[0]}` imported {report['loaded']}"
