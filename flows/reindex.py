@@ -106,10 +106,15 @@ STOP_POLL_S = 0.2  # how often the wait for the documents looks for a stop reque
 
 
 def wait_unless_stopped(futures: list) -> bool:
-    """Wait for every future; False as soon as the run is told to stop (SIGTERM, SIGINT)."""
+    """Wait for every future; False as soon as the run is told to stop (SIGTERM, SIGINT).
+
+    Asked once more after the wait: the documents a signal stops all end within one poll
+    (each raises Stopped), and read as failures they turned a Ctrl-C into "documents failed"."""
     while wait(futures, timeout=STOP_POLL_S).not_done:
         if interrupt.requested():
             return False
+    if interrupt.requested():
+        return False
     for future in futures:
         # Prefect's wait with a timeout leaves a done future's state to be read back from the
         # API, where it may still say Running; wait() takes the final state from the future itself
