@@ -110,9 +110,8 @@ def wait_unless_stopped(futures: list) -> bool:
 
     Asked once more after the wait: the documents a signal stops all end within one poll
     (each raises Stopped), and read as failures they turned a Ctrl-C into "documents failed"."""
-    while wait(futures, timeout=STOP_POLL_S).not_done:
-        if interrupt.requested():
-            return False
+    while wait(futures, timeout=STOP_POLL_S).not_done and not interrupt.requested():
+        pass
     if interrupt.requested():
         return False
     for future in futures:

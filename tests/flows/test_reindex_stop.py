@@ -22,14 +22,14 @@ def ends_at_once(n: int) -> int:
 
 
 @pytest.fixture
-def stop_requested(monkeypatch):
-    """This process's stop flag, set as SIGINT sets it, and put back afterwards."""
+def own_stop_flag(monkeypatch):
+    """A stop flag of this test's own, so the one SIGINT would set is put back afterwards."""
     monkeypatch.setattr(interrupt, "_requested", threading.Event())
     monkeypatch.setattr(interrupt, "_signal", [])
 
 
 @pytest.mark.parametrize("asked", [False, True])
-def test_the_wait_says_stopped_when_asked_even_if_every_document_has_ended(stop_requested, asked):
+def test_the_wait_says_stopped_when_asked_even_if_every_document_has_ended(own_stop_flag, asked):
     @flow
     def run() -> bool:
         futures = [ends_at_once.submit(n) for n in range(4)]
