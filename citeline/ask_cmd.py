@@ -43,12 +43,15 @@ QUOTE_WIDTH = 100  # characters of the quote shown in the sources table
               help="Cosine-distance cut: sources must be strictly under it (default: calibrated for the model).")
 @click.option("--min-rerank-score", type=float, default=None,
               help="Also require a rerank score strictly over this (only when reranking).")
+@click.option("--name-check/--no-name-check", "check_names", default=True, show_default=True,
+              help="Refuse a question that names something no passage mentions (GRU, cargo-nextest), "
+                   "whatever the distances.")
 @click.option("--generate", is_flag=True,
               help="Send the prompt to CITELINE_LLM_URL / CITELINE_LLM_MODEL and check the answer's citations.")
 @filter_options
 @output_options
 def ask(query, db, model, as_json, k, retriever, rerank_flag, reranker, cosine_weight, cut, min_rerank_score,
-        generate, filters):
+        check_names, generate, filters):
     """Answer QUERY from the index with numbered, located sources, or refuse.
 
     Without --generate, prints the sources and the prompt a model would get. When no
@@ -63,7 +66,8 @@ def ask(query, db, model, as_json, k, retriever, rerank_flag, reranker, cosine_w
     from citeline.query.ask import ask as run_ask
     from citeline.query.ask import generate as run_generate
 
-    options = AskOptions(k=k, retriever=retriever, rerank=rerank_flag, cut=cut, min_rerank_score=min_rerank_score)
+    options = AskOptions(k=k, retriever=retriever, rerank=rerank_flag, cut=cut, min_rerank_score=min_rerank_score,
+                         check_names=check_names)
     with cli_errors():
         client = _chat_client() if generate else None  # an endpoint not configured fails before retrieval
         searcher = _searcher(db, model, reranker if reranking else None, cosine_weight)

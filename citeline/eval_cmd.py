@@ -100,6 +100,9 @@ def _split(value: str, param) -> list[str]:
 @click.option("--answerability", is_flag=True,
               help="Calibrate each index with the answerability score, as `calibrate --answerability` does, "
                    "so rerank's 'answered honestly' is gated by it.")
+@click.option("--name-check/--no-name-check", "check_names", default=True, show_default=True,
+              help="Gate as ask does, refusing a question that names what no passage mentions; "
+                   "--no-name-check measures the gate without it.")
 @click.option("--rerank-configs", "rerank_configs", default=None, callback=_rerank_configs,
               help="More rerank configurations to run beside the default and compare with it, "
                    "comma-separated LIST[*W]@N[+cosW], e.g. dense@50,union@25,hybrid*2@50+cos0.25.")
@@ -114,7 +117,7 @@ def _split(value: str, param) -> list[str]:
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
 @output_options
 def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model, precision, timeout_s, cut,
-                 answerability, rerank_configs, formats, documents, whisper_model, progress, as_json):
+                 answerability, check_names, rerank_configs, formats, documents, whisper_model, progress, as_json):
     """Index CORPUS_DIR once per strategy, run every retriever over its queries, and report.
 
     CORPUS_DIR holds docs/, ground_truth.jsonl and out_of_domain.jsonl. Writes
@@ -137,7 +140,7 @@ def eval_command(corpus_dir, out_dir, strategies, retrievers, ks, db_dir, model,
             corpus = corpus.only(documents)
         config = EvalConfig(strategies=strategies, retrievers=retrievers, ks=ks, model=model, precision=precision,
                             timeout_s=timeout_s, cut=cut, answerability=answerability,
-                            rerank_variants=rerank_configs, whisper_model=whisper_model)
+                            check_names=check_names, rerank_variants=rerank_configs, whisper_model=whisper_model)
         with _bar(progress and verbosity() >= 0 and sys.stderr.isatty()) as bar:
             if formats:
                 from citeline.evaluation.formats import run_formats, write as write_formats

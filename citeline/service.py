@@ -73,6 +73,8 @@ class AskRequest(BaseModel):
     retriever: Retriever = DEFAULT_RETRIEVER
     rerank: bool = False
     cut: float | None = Field(None, ge=0, le=2)
+    # Refuse a question that names what no passage mentions (``ask --no-name-check`` turns it off).
+    check_names: bool = True
     generate: bool = False
     # Query-time filters, as ``citeline ask --path/--type/--since`` (docs/query.md, "Filters").
     path: list[str] = Field(default_factory=list, max_length=MAX_FILTERS)
@@ -349,7 +351,7 @@ def _json_routes(app: FastAPI, index: Index) -> None:
                 return _error(400, "LLMError", _message(exc))
             return StreamingResponse(_generation(answer, client), media_type="text/event-stream",
                                      headers={"Cache-Control": "no-store"})
-        return _answer_json(answer)
+        return answer.to_dict()
 
     @app.get("/search", tags=["query"])
     def search(q: str = Query(min_length=1, max_length=MAX_QUESTION),
@@ -401,13 +403,6 @@ def _json_routes(app: FastAPI, index: Index) -> None:
         return views.source_response(doc, request.headers.get("range"))
 
 
-def _answer_json(answer) -> dict:
-    data = answer.to_dict()
-    if answer.refused:
-        data["refusal"] = answer.refusal.to_dict()
-    return data
-
-
 def _event(name: str, data) -> str:
     # json.dumps never emits a raw newline, so one data: line carries the whole value.
     return f"event: {name}\ndata: {json.dumps(data)}\n\n"
@@ -415,7 +410,7 @@ def _event(name: str, data) -> str:
 
 def _generation(answer, client) -> Iterator[str]:
     """Server-sent events: the sources, the answer as it arrives, then the checked answer."""
-    yield _event("sources", _answer_json(answer))
+    yield _event("sources", answer.to_dict())
     parts: list[str] = []
     try:
         for text in client.stream(answer.prompt):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,6 +41,7 @@ from citeline.query.rerank import MaxSimReranker, TokenCache
 from citeline.query.search import Searcher
 from citeline.query.calibrate import calibrate, cut_in_use
 from citeline.query.thresholds import Uncalibrated, rerank_cut
+from citeline.query.unmentioned import unmentioned
 from citeline.schemas.errors import CitelineError, DocumentError
 from citeline.schemas.retrieval import DEFAULT_RERANK, RERANK, RETRIEVERS, Hit, RerankConfig
 from citeline.schemas.settings import DEFAULT_MODEL, DOCUMENT_WORKERS, STRATEGIES, IndexSettings
@@ -76,6 +77,7 @@ class EvalConfig:
     cosine_cuts: tuple[float, ...] = tuple(gates.cosine_grid())
     cut: float | None = None  # ask's --cut; None: the cut ask itself resolves for the model
     answerability: bool = False  # calibrate with the opt-in answerability score (calibrate --answerability)
+    check_names: bool = True  # ask's refusal of questions naming what no passage mentions (--no-name-check)
     rerank_variants: tuple[RerankConfig, ...] = ()  # more rerank configurations, run beside the default
     format: str = "md"  # what the documents were rendered as: decides the needle rule (evaluation.match)
     whisper_model: str = ""  # speech: as `index --whisper-model` ("" = the packaged default)
@@ -107,7 +109,7 @@ class EvalConfig:
             "overlap": self.overlap, "gate_window": self.window, "cosine_cuts": list(self.cosine_cuts),
             "cut": self.cut, "answerability": self.answerability, "rerank_default": DEFAULT_RERANK.spec,
             "rerank_variants": [v.spec for v in self.variants()],
-            "format": self.format,
+            "format": self.format, "check_names": self.check_names,
         }
 
 
@@ -142,6 +144,7 @@ class QueryResult:
     top_relevant: tuple[bool, ...]
     top_scores: tuple[float, ...] | None  # rerank scores, when the rows carry them
     kept: tuple[bool, ...] | None = None  # per source ask keeps, holds the needle; () refused; None: no cut
+    unmentioned: tuple[str, ...] = ()  # the question's names no passage holds (ask refuses it for them)
 
 
 @dataclass(frozen=True)
@@ -152,6 +155,7 @@ class AskGate:
     min_rerank_score: float | None = None
     answerability: Answerability | None = None  # reranked lists: the calibrated score replaces the cut
     table_cut: float | None = None  # the calibrated cut for table chunks
+    mentions: Callable[[str], bool] | None = None  # ask's check of the question's names; None: off
 
 
 @dataclass
@@ -341,10 +345,11 @@ def ask_gate(searcher: Searcher, reranker, config: EvalConfig) -> AskGate | None
         in_use = cut_in_use(searcher.store, searcher.stamp, config.cut)
     except Uncalibrated:
         return None
+    mentions = searcher.mentions if config.check_names else None
     if reranker is None:
-        return AskGate(in_use.cut, table_cut=in_use.table_cut)
+        return AskGate(in_use.cut, table_cut=in_use.table_cut, mentions=mentions)
     return AskGate(in_use.cut, rerank_cut(model, reranker.name), in_use.answerability_for(reranker.name),
-                   in_use.table_cut)
+                   in_use.table_cut, mentions)
 
 
 def unavailable(searcher: Searcher, retriever: str, probe: str) -> str | None:
@@ -454,15 +459,16 @@ def judge(query: Query, hits: Sequence[Hit], config: EvalConfig, in_domain: bool
     rank = next((i for i, hit in enumerate(relevant, 1) if hit), None)
     window = hits[: config.window]
     scores = tuple(_number(h.rerank_score) for h in window)
+    names = unmentioned(query.text, gate.mentions) if gate is not None and gate.mentions is not None else ()
     kept = None if gate is None else gated(hits, relevant, query.text, gate.cut, config.window, gate.min_rerank_score,
-                                             gate.answerability, gate.table_cut)
+                                             gate.answerability, gate.table_cut, names)
     return QueryResult(
         id=query.id, phrasing=query.phrasing, in_domain=in_domain, rank=rank,
         distance=_number(hits[rank - 1].distance) if rank else None,
         top_distances=tuple(_number(h.distance) for h in window),
         top_relevant=tuple(relevant[: config.window]),
         top_scores=scores if window and all(not math.isnan(s) for s in scores) else None,
-        kept=kept,
+        kept=kept, unmentioned=names,
     )
 
 

@@ -21,7 +21,7 @@ from citeline.schemas.retrieval import Hit, Refusal
 
 def gated(hits: Sequence[Hit], relevant: Sequence[bool], query: str, cut: float, k: int,
           min_rerank_score: float | None = None, answerability: Answerability | None = None,
-          table_cut: float | None = None) -> tuple[bool, ...]:
+          table_cut: float | None = None, unmentioned: Sequence[str] = ()) -> tuple[bool, ...]:
     """Which of the sources ``ask`` keeps hold the needle: one flag per kept source, () when refused.
 
     Args:
@@ -33,9 +33,10 @@ def gated(hits: Sequence[Hit], relevant: Sequence[bool], query: str, cut: float,
         min_rerank_score: the rerank-score cut ``ask`` adds, if any.
         answerability: the calibrated score ``ask`` gates reranked lists with, if any.
         table_cut: the cosine cut ``ask`` applies to table chunks, if any.
+        unmentioned: the question's names no passage holds (``ask`` refuses it for them).
     """
     flags = {hit.chunk_id: bool(r) for hit, r in zip(hits, relevant)}
-    kept = apply_gate(list(hits[:k]), query, cut, k, min_rerank_score, answerability, table_cut)
+    kept = apply_gate(list(hits[:k]), query, cut, k, min_rerank_score, answerability, table_cut, unmentioned)
     return () if isinstance(kept, Refusal) else tuple(flags[hit.chunk_id] for hit in kept)
 
 

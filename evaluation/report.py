@@ -161,6 +161,8 @@ def _query_entry(q) -> dict:
         entry["answered" if q.in_domain else "bluff"] = any(q.kept) if q.in_domain else bool(q.kept)
     if q.top_scores is not None:
         entry["top_scores"] = [_round(s) for s in q.top_scores]
+    if q.unmentioned:
+        entry["unmentioned"] = list(q.unmentioned)
     return entry
 
 
@@ -468,13 +470,17 @@ def _honest_section(r: dict) -> str:
                 "(pass --cut, as ask needs one).")
     cfg = r["config"]
     cut = f"cosine cut {cfg['cut']} (--cut)" if cfg.get("cut") is not None else "the cut ask uses for this model"
+    # Older results carry no check_names: they were measured before the check existed.
+    names = ("a question naming what no passage mentions refused (query/unmentioned.py)" if cfg.get("check_names")
+             else "no name check (--no-name-check)")
     phrasings = [p for p in PHRASINGS if any(p in e["by_phrasing"] for e in entries)]
     head = ("| strategy | retriever | " + " | ".join(f"{p} answered" for p in phrasings)
             + " | " + " | ".join(f"{p} within reach" for p in phrasings)
             + " | all answered | refused in-domain | lost (of found in top " + str(cfg["gate_window"])
             + ") | bluffs |")
     rows = ["## Answered honestly", "",
-            f"What `citeline ask` returns: the same retrieval, {cut} and k = {cfg['gate_window']}. **Answered**: an "
+            f"What `citeline ask` returns: the same retrieval, {cut}, {names}, and k = {cfg['gate_window']}. "
+            "**Answered**: an "
             "in-domain question whose sources after the gate include a chunk holding the needle. **Refused**: "
             "nothing passed. **Lost**: the needle was in the top k but the gate cut it. **Within reach**: the "
             "needle is among the sources or, on a refusal, among the closest passages `ask` shows instead (its "

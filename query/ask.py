@@ -18,9 +18,10 @@ from citeline.query.refuse import MAX_CHUNKS, gate, gate_score
 from citeline.query.calibrate import cut_in_use
 from citeline.query.search import Searcher
 from citeline.query.thresholds import rerank_cut
+from citeline.query.unmentioned import unmentioned
 from citeline.schemas.retrieval import (
-    ANSWERABILITY, BM25, CLOSEST_NOTE, COSINE, DEFAULT_RETRIEVER, RERANK, RETRIEVERS, AnswerCheck, Citation,
-    Filters, Hit, Refusal,
+    ANSWERABILITY, BM25, CLOSEST_NOTE, COSINE, DEFAULT_RETRIEVER, RERANK, RETRIEVERS, UNMENTIONED, AnswerCheck,
+    Citation, Filters, Hit, Refusal,
 )
 
 
@@ -32,7 +33,8 @@ class AskOptions:
     reranks the searcher's ``rerank_config`` candidates; ``depth`` None: the config's). ``cut``
     None takes the index's own calibrated cut (query/calibrate.py); ``min_rerank_score`` None
     takes the calibrated reranker cut,
-    if any (none is on by default).
+    if any (none is on by default). ``check_names``: refuse a question that names what no
+    passage mentions (query/unmentioned.py), whatever the distances.
     """
 
     k: int = MAX_CHUNKS
@@ -41,6 +43,7 @@ class AskOptions:
     cut: float | None = None
     min_rerank_score: float | None = None
     depth: int | None = None
+    check_names: bool = True
 
     def __post_init__(self) -> None:
         if self.retriever not in RETRIEVERS:
@@ -81,8 +84,8 @@ class Answer:
         return self.refusal is not None
 
     def to_dict(self) -> dict:
-        """The ``--json`` shape: query, refused, threshold, gate, citations, prompt, closest[, closest_note,
-        answer, answer_checks]."""
+        """The ``--json`` shape: query, refused, threshold, gate, citations, prompt, closest[, refusal,
+        closest_note, answer, answer_checks]."""
         out = {
             "query": self.query,
             "refused": self.refused,
@@ -92,6 +95,8 @@ class Answer:
             "prompt": self.prompt,
             "closest": [c.to_dict() for c in self.closest],
         }
+        if self.refusal is not None:
+            out["refusal"] = self.refusal.to_dict()  # why: its kind, best value and, by name, its terms
         if self.closest:
             out["closest_note"] = CLOSEST_NOTE
         if self.answer is not None:
@@ -115,9 +120,13 @@ def retrieve(searcher: Searcher, query: str, options: AskOptions, filters: Filte
 def apply_gate(
     hits: Sequence[Hit], query: str, cut: float, k: int = MAX_CHUNKS,
     min_rerank_score: float | None = None, answerability: Answerability | None = None,
-    table_cut: float | None = None,
+    table_cut: float | None = None, unmentioned: Sequence[str] = (),
 ) -> list[Hit] | Refusal:
     """Keep at most ``k`` hits under the cosine cut (and over the rerank cut, when given).
+
+    A question that names what no passage mentions (``unmentioned``, from
+    :func:`query.unmentioned.unmentioned`) is refused before any cut is read: the passages
+    near it are about something else, however near.
 
     With ``answerability`` (the index's calibrated score, for reranked hits) a hit must
     pass that score instead of the cosine cut: it reads the distance among other evidence
@@ -131,6 +140,7 @@ def apply_gate(
         k: how many hits to keep at most.
         min_rerank_score: a hit must also have ``rerank_score > min_rerank_score``.
         table_cut: the cosine cut for table chunks (the index's calibration), None: ``cut``.
+        unmentioned: the question's names that no passage holds; any: a refusal.
 
     Returns:
         The kept hits in their order, or the ``Refusal`` of the first gate nothing passed.
@@ -145,7 +155,12 @@ def apply_gate(
     ['b']
     >>> apply_gate(hits, "q", 0.1).message()
     'NO ANSWER: nothing under cosine distance 0.1 for "q"'
+    >>> apply_gate(hits, "GRU?", 0.4, unmentioned=("GRU",)).message()
+    'NO ANSWER: no passage mentions "GRU" for "GRU?"'
     """
+    if unmentioned:
+        best = min((h.distance for h in hits if h.distance is not None), default=None)
+        return Refusal(query=query, threshold=cut, kind=UNMENTIONED, best=best, terms=tuple(unmentioned))
     if answerability is not None:
         passed = gate_answerable(hits, query, answerability, max(len(hits), 1))
     else:
@@ -177,7 +192,8 @@ def ask(searcher: Searcher, query: str, options: AskOptions = AskOptions(), filt
     if min_score is None and reranker:
         min_score = rerank_cut(searcher.stamp.embed_model, reranker)
     rows = retrieve(searcher, query, options, filters)
-    kept = apply_gate(rows, query, in_use.cut, options.k, min_score, scored, in_use.table_cut)
+    names = unmentioned(query, lambda word: searcher.mentions(word, filters)) if options.check_names else ()
+    kept = apply_gate(rows, query, in_use.cut, options.k, min_score, scored, in_use.table_cut, names)
     if isinstance(kept, Refusal):
         closest = tuple(build_citations(rows[: options.k], query))
         return Answer(query=query, threshold=threshold, gate=kind, refusal=kept, closest=closest)

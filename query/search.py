@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from citeline.index.filters import sql_string
 from citeline.index.reader import ChunkReader
 from citeline.index.store import Store
 from citeline.pipeline.embed import Embedder
@@ -89,6 +90,16 @@ class Searcher:
 
     def bm25(self, query: str, k: int = 8, filters: Filters | None = None) -> list[Hit]:
         return hits_from_rows(self.reader.bm25(query, k, self.store.predicate(filters)), BM25, "score")
+
+    def mentions(self, word: str, filters: Filters | None = None, outside: str | None = None) -> bool:
+        """Whether any chunk (of those ``filters`` keep, and not of document ``outside``) holds
+        ``word`` by the full-text index's analyser (lower case, stemmed, accents folded): one
+        look-up, no row read."""
+        where = self.store.predicate(filters)
+        if outside is not None:
+            other = f"doc_id != {sql_string(outside)}"
+            where = other if where is None else f"({where}) AND {other}"
+        return bool(self.reader.bm25_ranked(word, 1, where))
 
     def hybrid(self, query: str, k: int = 8, depth: int = FUSION_DEPTH, dense_weight: float = 1.0,
                filters: Filters | None = None) -> list[Hit]:

@@ -94,7 +94,8 @@ DEFAULT_RERANK = RerankConfig(UNION, 50)  # chosen on dev with the paired test (
 COSINE = "cosine"
 CUT_KINDS = (COSINE, RERANK)
 ANSWERABILITY = "answerability"  # the fitted score of query/answerability.py: higher passes
-REFUSAL_KINDS = (*CUT_KINDS, ANSWERABILITY)
+UNMENTIONED = "unmentioned"  # the question names what no passage holds (query/unmentioned.py)
+REFUSAL_KINDS = (*CUT_KINDS, ANSWERABILITY, UNMENTIONED)
 
 
 @dataclass(frozen=True)
@@ -212,18 +213,23 @@ class Refusal:
     """No chunk passed the gate, so no prompt is built and no model is called.
 
     ``kind`` is ``"cosine"`` (a distance cut: lower passes), ``"rerank"`` (a score cut:
-    higher passes) or ``"answerability"`` (the calibrated answerability score: higher
-    passes); ``best`` is the best value seen, None when nothing was retrieved.
+    higher passes), ``"answerability"`` (the calibrated answerability score: higher
+    passes) or ``"unmentioned"`` (the question names ``terms`` that no passage holds, whatever
+    the distances; ``threshold`` is then the cut that was not consulted); ``best`` is the best
+    value seen, None when nothing was retrieved.
     """
 
     query: str
     threshold: float
     kind: str = COSINE
     best: float | None = None
+    terms: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in REFUSAL_KINDS:
             raise ValueError(f"unknown refusal kind {self.kind!r}; known: {list(REFUSAL_KINDS)}")
+        if (self.kind == UNMENTIONED) != bool(self.terms):
+            raise ValueError("an 'unmentioned' refusal names its terms, and only it does")
 
     def message(self) -> str:
         """The one line the CLI prints.
@@ -234,12 +240,17 @@ class Refusal:
         'NO ANSWER: nothing over rerank score 2.5 for "q"'
         >>> Refusal("q", 0.25, kind="answerability").message()
         'NO ANSWER: nothing over answerability score 0.25 for "q"'
+        >>> Refusal("retry with cargo-nextest?", 0.4, kind="unmentioned", terms=("nextest",)).message()
+        'NO ANSWER: no passage mentions "nextest" for "retry with cargo-nextest?"'
         """
+        if self.kind == UNMENTIONED:
+            named = ", ".join(f'"{t}"' for t in self.terms)
+            return f'NO ANSWER: no passage mentions {named} for "{self.query}"'
         where = {COSINE: "under cosine distance", RERANK: "over rerank score"}.get(self.kind, f"over {self.kind} score")
         return f'NO ANSWER: nothing {where} {_number(self.threshold)} for "{self.query}"'
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "refused": True, "message": self.message()}
+        return {**asdict(self), "terms": list(self.terms), "refused": True, "message": self.message()}
 
 
 def _number(value: float) -> str:

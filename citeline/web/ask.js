@@ -122,7 +122,11 @@ function sourceCard(c, idPrefix, words) {
 function showSources(data, question) {
   const words = questionWords(question);
   if (data.refused) {
-    $("refusal-message").textContent = "Nothing in your documents is close enough to this question to answer it, so no answer is given.";
+    const terms = (data.refusal && data.refusal.terms) || [];
+    $("refusal-message").textContent = terms.length
+      ? "Your documents never mention " + terms.map((t) => "\u201c" + t + "\u201d").join(", ") +
+        ", so no answer is given."
+      : "Nothing in your documents is close enough to this question to answer it, so no answer is given.";
     $("refusal-detail").textContent = data.refusal && data.refusal.message ? data.refusal.message : "";
     $("refusal").hidden = false;
     const closest = data.closest || [];

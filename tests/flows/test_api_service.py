@@ -367,3 +367,34 @@ def test_a_sync_is_seen_after_it_commits_and_queries_never_fail_meanwhile(client
         worker.join()
         os.unlink(folder / "late.md")
     assert statuses and set(statuses) == {200}
+
+
+def test_a_question_naming_what_no_passage_mentions_is_refused_by_that_name(client):
+    """Distances cannot tell an adjacent question from an answerable one (docs/query.md); a name
+    the documents never mention can. The refusal names it and still shows the closest passages."""
+    asked = "When does the Harbour committee meet the Zanzibar ferry crew at the pier?"
+    refused = ask(client, asked, k=2).json()  # the cut lets every passage through: only the name refuses
+    assert refused["refused"] is True and refused["prompt"] is None and refused["citations"] == []
+    assert refused["refusal"]["kind"] == "unmentioned" and refused["refusal"]["terms"] == ["Zanzibar"]
+    assert refused["refusal"]["message"] == f'NO ANSWER: no passage mentions "Zanzibar" for "{asked}"'
+    assert [c["path"] for c in refused["closest"]][:1] == ["notes.md"]
+    unchecked = ask(client, asked, k=2, check_names=False).json()
+    assert unchecked["refused"] is False and unchecked["citations"][0]["path"] == "notes.md"
+    # "PIERS" is a name by its capitals, and the full-text analyser meets "pier" in it: mentioned.
+    answered = ask(client, "Does the committee meet at the PIERS on Fridays?", k=2).json()
+    assert answered["refused"] is False and answered["citations"][0]["path"] == "notes.md"
+
+
+def test_ask_on_the_command_line_names_the_unmentioned_term_and_can_skip_the_check(index):
+    from testkit import invoke
+
+    asked = "When does the committee meet the Zanzibar ferry crew?"
+    common = ["--db", index.uri, "--cut", CUT, "--retriever", "dense", "-k", 1]
+    refused = invoke("ask", asked, *common)
+    assert refused.exit_code == 0, refused.output
+    assert refused.output.startswith(f'NO ANSWER: no passage mentions "Zanzibar" for "{asked}"')
+    assert "NOT AN ANSWER: closest passages" in refused.output
+    as_json = json.loads(invoke("ask", asked, *common, "--json").output)
+    assert as_json["refusal"]["kind"] == "unmentioned" and as_json["refusal"]["terms"] == ["Zanzibar"]
+    answered = invoke("ask", asked, *common, "--no-name-check")
+    assert answered.exit_code == 0 and answered.output.startswith("SOURCES (1 under cosine distance"), answered.output

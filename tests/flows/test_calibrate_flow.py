@@ -128,3 +128,31 @@ def test_the_same_documents_in_another_folder_get_the_same_calibration(docs, tmp
         index_folder(str(folder), s)
         found.append({k: v for k, v in asdict(stored(s.db)).items() if k not in ("table", "created_at")})
     assert found[0] == found[1]
+
+
+def test_an_adjacent_question_naming_what_no_other_document_mentions_never_passes(docs, tmp_path):
+    """ask refuses a question naming what no passage holds (query/unmentioned.py), so the
+    leave-one-document-out simulation must not count such a question as one that passes at its
+    distance: with its document left out, it passes at no cut."""
+    from citeline.query.calibrate import NEVER_PASSES, _asked, measure
+    from citeline.query.search import Searcher
+    from citeline.query.unmentioned import named_terms
+    from citeline.tasks.store import embedder_for
+
+    (docs / "zorblax.md").write_text(
+        "# Zorblax\n\n" + "\n\n".join(
+            f"The Zorblax-{i} engine spins quietly while the Quuxian valves regulate pressure number {i}."
+            for i in range(30)) + "\n")
+    s = IndexSettings(db=str(tmp_path / "index"), model=FAKE)
+    index_folder(str(docs), s)
+    store = Store(s.db)
+    searcher = Searcher(store, embedder_for(s), store.stamp())
+    asked = _asked(store.chunk_rows(["chunk_id", "content", "doc_id"]), 300, 16)
+    checked, unchecked = measure(searcher).adjacent, measure(searcher, check_names=False).adjacent
+    own = [i for i, (q, _, _) in enumerate(asked) if any("Zorblax" in t or "Quuxian" in t for t in named_terms(q))]
+    assert own, "no pseudo-question drawn from the Zorblax document names it"
+    assert all(checked[i] == NEVER_PASSES for i in own)
+    assert all(unchecked[i] is not None and unchecked[i] < NEVER_PASSES for i in own)
+    # A question that names nothing is measured as before.
+    plain = [i for i, (q, _, _) in enumerate(asked) if not named_terms(q)]
+    assert plain and [checked[i] for i in plain] == [unchecked[i] for i in plain]

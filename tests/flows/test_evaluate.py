@@ -75,7 +75,10 @@ def test_token_cache_scores_like_the_query_side(tmp_path):
     for query in [q.text for q in corpus.queries] + [o.query for o in corpus.out_of_domain]:
         a, b = plain.search(query, "rerank", 20), fast.search(query, "rerank", 20)
         assert [r.chunk_id for r in a] == [r.chunk_id for r in b]
-        assert [r.rerank_score for r in a] == pytest.approx([r.rerank_score for r in b], abs=1e-5)
+        # The query side's word pieces come from ONNX, the cache's from the index's torch passes:
+        # their cosines agree to 1e-5 (issue 28's bound), and on AVX512/AMX kernels a score, a mean
+        # of such cosines, moved by 1.1e-5 (2026-12-04). The order above is the claim; this bounds the rest.
+        assert [r.rerank_score for r in a] == pytest.approx([r.rerank_score for r in b], abs=5e-5)
     texts = plain.reader.texts([row["chunk_id"] for row in plain.store.chunk_rows(["chunk_id"])])
     assert captured and set(texts.values()) <= set(captured)  # every chunk's vectors came from indexing
     assert embedder.passage_tokens.keys() == captured.keys()  # so no candidate was encoded again

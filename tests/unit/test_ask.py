@@ -176,6 +176,8 @@ def test_a_refused_question_has_no_prompt_and_never_reaches_the_model():
     data = answer.to_dict()
     assert {k: data[k] for k in JSON_KEYS[:-1]} == {"query": "absurd?", "refused": True, "threshold": 0.45,
                                                     "gate": "cosine", "citations": [], "prompt": None}
+    # the reason, as POST /ask gives it: the CLI's --json and the service print one object
+    assert data["refusal"] == {**answer.refusal.to_dict(), "kind": "cosine", "best": 0.8, "terms": []}
 
 
 def test_a_refusal_shows_the_closest_passages_marked_as_not_an_answer():
