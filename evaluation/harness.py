@@ -156,6 +156,7 @@ class AskGate:
     answerability: Answerability | None = None  # reranked lists: the calibrated score replaces the cut
     table_cut: float | None = None  # the calibrated cut for table chunks
     mentions: Callable[[str], bool] | None = None  # ask's check of the question's names; None: off
+    nearest: Callable[[str], Sequence[Hit]] | None = None  # the k nearest by cosine, read beside a reranked list
 
 
 @dataclass
@@ -348,8 +349,10 @@ def ask_gate(searcher: Searcher, reranker, config: EvalConfig) -> AskGate | None
     mentions = searcher.mentions if config.check_names else None
     if reranker is None:
         return AskGate(in_use.cut, table_cut=in_use.table_cut, mentions=mentions)
-    return AskGate(in_use.cut, rerank_cut(model, reranker.name), in_use.answerability_for(reranker.name),
-                   in_use.table_cut, mentions)
+    min_score, scored = rerank_cut(model, reranker.name), in_use.answerability_for(reranker.name)
+    # As ask: beside a reranked list the cosine gate also reads the k nearest (query.ask.gate_window).
+    nearest = (lambda q: searcher.dense(q, config.window)) if min_score is None and scored is None else None
+    return AskGate(in_use.cut, min_score, scored, in_use.table_cut, mentions, nearest)
 
 
 def unavailable(searcher: Searcher, retriever: str, probe: str) -> str | None:
@@ -460,8 +463,10 @@ def judge(query: Query, hits: Sequence[Hit], config: EvalConfig, in_domain: bool
     window = hits[: config.window]
     scores = tuple(_number(h.rerank_score) for h in window)
     names = unmentioned(query.text, gate.mentions) if gate is not None and gate.mentions is not None else ()
+    nearest = [] if gate is None or gate.nearest is None else [
+        (h, in_domain and bool(query.needle) and contains(query.needle, h.chunk.content)) for h in gate.nearest(query.text)]
     kept = None if gate is None else gated(hits, relevant, query.text, gate.cut, config.window, gate.min_rerank_score,
-                                             gate.answerability, gate.table_cut, names)
+                                             gate.answerability, gate.table_cut, names, nearest)
     return QueryResult(
         id=query.id, phrasing=query.phrasing, in_domain=in_domain, rank=rank,
         distance=_number(hits[rank - 1].distance) if rank else None,

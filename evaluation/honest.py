@@ -15,13 +15,14 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from citeline.query.answerability import Answerability
-from citeline.query.ask import apply_gate
+from citeline.query.ask import apply_gate, gate_window
 from citeline.schemas.retrieval import Hit, Refusal
 
 
 def gated(hits: Sequence[Hit], relevant: Sequence[bool], query: str, cut: float, k: int,
           min_rerank_score: float | None = None, answerability: Answerability | None = None,
-          table_cut: float | None = None, unmentioned: Sequence[str] = ()) -> tuple[bool, ...]:
+          table_cut: float | None = None, unmentioned: Sequence[str] = (),
+          nearest: Sequence[tuple[Hit, bool]] = ()) -> tuple[bool, ...]:
     """Which of the sources ``ask`` keeps hold the needle: one flag per kept source, () when refused.
 
     Args:
@@ -34,9 +35,14 @@ def gated(hits: Sequence[Hit], relevant: Sequence[bool], query: str, cut: float,
         answerability: the calibrated score ``ask`` gates reranked lists with, if any.
         table_cut: the cosine cut ``ask`` applies to table chunks, if any.
         unmentioned: the question's names no passage holds (``ask`` refuses it for them).
+        nearest: the ``k`` nearest chunks by cosine with their relevance, which ``ask``'s cosine
+            gate reads beside a reranked list (:func:`query.ask.gate_window`); () for other lists.
     """
     flags = {hit.chunk_id: bool(r) for hit, r in zip(hits, relevant)}
-    kept = apply_gate(list(hits[:k]), query, cut, k, min_rerank_score, answerability, table_cut, unmentioned)
+    for hit, r in nearest:
+        flags.setdefault(hit.chunk_id, bool(r))
+    window = gate_window(hits, [hit for hit, _ in nearest], k)
+    kept = apply_gate(window, query, cut, k, min_rerank_score, answerability, table_cut, unmentioned)
     return () if isinstance(kept, Refusal) else tuple(flags[hit.chunk_id] for hit in kept)
 
 

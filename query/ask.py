@@ -117,6 +117,25 @@ def retrieve(searcher: Searcher, query: str, options: AskOptions, filters: Filte
     return hits
 
 
+def gate_window(hits: Sequence[Hit], nearest: Sequence[Hit], k: int = MAX_CHUNKS) -> list[Hit]:
+    """What the cosine gate reads: the retriever's first ``k`` hits, then those of the ``k``
+    nearest by cosine (``nearest``, a dense search) that it left out.
+
+    A reranker orders by its own score, so the chunk nearest the question by cosine, the
+    distance the gate reads, can fall out of the reranked top ``k`` while a farther one it
+    preferred is cut: measured on dev and cargo-reference, the nearest chunks let through
+    +2/-0 ticket answers on dev, +1/-0 course on cargo, no bluff more (docs/query.md).
+    The reranked hits still come first among the sources.
+
+    >>> a, b, c = (Hit(x, i, 0.0, "rerank", distance=d) for i, (x, d) in enumerate([("a", .5), ("b", .6), ("c", .3)], 1))
+    >>> [h.chunk_id for h in gate_window([a, b], [c, a], k=2)]
+    ['a', 'b', 'c']
+    """
+    first = list(hits[:k])
+    seen = {hit.chunk_id for hit in first}
+    return [*first, *(hit for hit in nearest[:k] if hit.chunk_id not in seen)]
+
+
 def apply_gate(
     hits: Sequence[Hit], query: str, cut: float, k: int = MAX_CHUNKS,
     min_rerank_score: float | None = None, answerability: Answerability | None = None,
@@ -193,7 +212,11 @@ def ask(searcher: Searcher, query: str, options: AskOptions = AskOptions(), filt
         min_score = rerank_cut(searcher.stamp.embed_model, reranker)
     rows = retrieve(searcher, query, options, filters)
     names = unmentioned(query, lambda word: searcher.mentions(word, filters)) if options.check_names else ()
-    kept = apply_gate(rows, query, in_use.cut, options.k, min_score, scored, in_use.table_cut, names)
+    # The nearest by cosine join the reranked hits only where the cosine alone gates: a score
+    # gate reads rerank scores, which a dense hit has none of.
+    cosine_only = options.reranking and scored is None and min_score is None
+    window = gate_window(rows, searcher.dense(query, options.k, filters) if cosine_only else (), options.k)
+    kept = apply_gate(window, query, in_use.cut, options.k, min_score, scored, in_use.table_cut, names)
     if isinstance(kept, Refusal):
         closest = tuple(build_citations(rows[: options.k], query))
         return Answer(query=query, threshold=threshold, gate=kind, refusal=kept, closest=closest)

@@ -48,6 +48,10 @@ class FakeSearcher:
         self.calls.append(("rerank", candidates, k, depth))
         return self.hits[:k]
 
+    def dense(self, query, k, filters=None):
+        self.calls.append(("dense", k))
+        return sorted(self.hits, key=lambda h: h.distance)[:k]
+
     def fill_distances(self, query, hits):
         self.calls.append(("fill",))
         return list(hits)
@@ -147,7 +151,7 @@ def test_a_hit_without_a_distance_is_never_gated_as_if_it_had_one():
 def test_ask_cites_the_hits_that_pass_and_builds_the_prompt():
     searcher = FakeSearcher([hit(1, 0.30, 0.6), hit(2, 0.60, 0.5), hit(3, 0.20, 0.4)])
     answer = ask(searcher, "What is in part 3?", AskOptions(k=4))
-    assert searcher.calls == [("rerank", None, 4, None)]  # the default: the searcher's own rerank config
+    assert searcher.calls == [("rerank", None, 4, None), ("dense", 4)]  # the default: the searcher's own rerank config
     assert not answer.refused and answer.threshold == cosine_cut(MINILM)
     assert [c.index for c in answer.citations] == [1, 2]
     assert [c.chunk_id for c in answer.citations] == ["c1", "c3"]
@@ -233,7 +237,8 @@ def test_retriever_choice_and_reranking_a_chosen_list():
     ask(searcher, "q", AskOptions(retriever="dense", cut=0.5))
     ask(searcher, "q", AskOptions(retriever="bm25", cut=0.5))
     ask(searcher, "q", AskOptions(retriever="dense", rerank=True, cut=0.5, k=2))
-    assert searcher.calls == [("search", "dense", 4), ("search", "bm25", 4), ("fill",), ("rerank", "dense", 2, None)]
+    assert searcher.calls == [("search", "dense", 4), ("search", "bm25", 4), ("fill",), ("rerank", "dense", 2, None),
+                             ("dense", 2)]  # the nearest, read by the cosine gate beside the reranked list
 
 
 def test_an_uncalibrated_model_needs_an_explicit_cut():
@@ -292,3 +297,21 @@ def test_help():
     for option in ("--json", "-k", "--retriever", "--rerank", "--reranker", "--cut", "--min-rerank-score",
                    "--generate"):
         assert option in result.output
+
+
+def test_beside_a_reranked_list_the_cosine_gate_also_reads_the_nearest_chunks():
+    """The reranker put a far chunk first and the nearest one fifth: the gate, which reads cosine
+    distances, must see the nearest too, or it refuses what it would have passed."""
+    reranked = [hit(1, 0.50, 0.9), hit(2, 0.55, 0.8), hit(3, 0.60, 0.7), hit(4, 0.62, 0.6), hit(5, 0.30, 0.5)]
+    searcher = FakeSearcher(reranked)
+    answer = ask(searcher, "q?", AskOptions(k=4, cut=0.45))
+    assert not answer.refused and [c.chunk_id for c in answer.citations] == ["c5"]
+    assert ("dense", 4) in searcher.calls
+    # a score gate reads rerank scores, which a dense hit has none of: no nearest joins then
+    scored = FakeSearcher(reranked)
+    refused = ask(scored, "q?", AskOptions(k=4, cut=0.45, min_rerank_score=0.1))
+    assert refused.refused and not any(call[0] == "dense" for call in scored.calls)
+    # and a dense list is its own nearest
+    plain = FakeSearcher(reranked)
+    ask(plain, "q?", AskOptions(k=4, cut=0.45, retriever="dense"))
+    assert not any(call[0] == "dense" for call in plain.calls)

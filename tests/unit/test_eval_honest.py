@@ -152,3 +152,12 @@ def test_no_cut_means_not_measured(corpus):
     results = summarize(corpus, config, {"E": IndexCost("E", 2, 20, 0, 0, 256, [], 1.0)}, [run], ("dense",), {})
     assert results["answered_honestly"] == []
     assert "Not measured: no refusal cut" in render(results)
+
+
+def test_the_nearest_chunks_ask_reads_beside_a_reranked_list_are_measured_too():
+    """ask's cosine gate reads the k nearest beside the reranked top k (query.ask.gate_window):
+    the evaluation gates the same window, or it would count an answer ask gives as refused."""
+    listed = hits(0.50, 0.55, 0.60, 0.62, 0.30)  # c5, the nearest, reranked fifth
+    nearest = [(listed[4], True), (listed[0], False)]
+    assert gated(listed, relevant_at(5, 5), "q", cut=0.45, k=4) == ()
+    assert gated(listed, relevant_at(5, 5), "q", cut=0.45, k=4, nearest=nearest) == (True,)
