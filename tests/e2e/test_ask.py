@@ -81,9 +81,12 @@ def test_an_absurd_question_is_refused_with_exit_0(db):
     result = run(db, ABSURD, "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    closest, note = data.pop("closest"), data.pop("closest_note")
+    closest, note, refusal = data.pop("closest"), data.pop("closest_note"), data.pop("refusal")
     assert data == {"query": ABSURD, "refused": True, "threshold": data["threshold"], "gate": "cosine",
                     "citations": [], "prompt": None}
+    # why, as POST /ask says it: the cut, the nearest distance seen, no name to blame
+    assert refusal["kind"] == "cosine" and refusal["terms"] == [] and refusal["best"] >= data["threshold"]
+    assert refusal["message"] == f'NO ANSWER: nothing under cosine distance {data["threshold"]:.6g} for "{ABSURD}"'
     # The closest passages, to check by hand: all over the cut (that is why it refused), none prompted.
     assert note == CLOSEST_NOTE and 1 <= len(closest) <= 4
     assert all(c["distance"] >= data["threshold"] for c in closest)

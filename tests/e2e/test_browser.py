@@ -48,7 +48,8 @@ QUESTIONS = {  # kind of citation -> a question whose best source is of that kin
     "slide": "Which region led the revenue growth?",
     "time": "When was the quarterly report delivered to the board?",
 }
-ABSURD = "What is the airspeed velocity of an unladen swallow on Jupiter?"
+ABSURD = "What is the airspeed velocity of an unladen swallow on Jupiter?"  # "Jupiter": in no document
+FAR = "What is the airspeed velocity of an unladen swallow?"  # no name: refused by the cosine cut
 WAIT_S = 60
 # No name resolves but loopback's: the pages must work on a machine with no network.
 OFFLINE = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"
@@ -321,6 +322,7 @@ def test_a_refusal_is_one_sentence_and_the_closest_passages_are_marked_not_an_an
     refusal = browser.find_element(By.ID, "refusal")
     sentence = browser.find_element(By.ID, "refusal-message").text
     assert refusal.is_displayed() and sentence.endswith("so no answer is given.") and sentence.count(".") == 1
+    assert sentence.startswith("Your documents never mention \u201cJupiter\u201d")  # the name it refused by
     # The gate's numbers are behind "Why no answer?", said once, not in the sentence.
     assert "cosine" not in refusal.text and "score" not in refusal.text
     detail = browser.find_element(By.ID, "refusal-detail")
@@ -336,6 +338,9 @@ def test_a_refusal_is_one_sentence_and_the_closest_passages_are_marked_not_an_an
         assert item.find_element(By.CSS_SELECTOR, "blockquote.quote").text
     checked(browser, f"refusal ({width})")
     shot(browser, tmp_path, "refusal" if width == "desktop" else "phone-refusal")
+    ask(browser, service.base, FAR)  # nothing close enough, and no name to blame
+    far = browser.find_element(By.ID, "refusal-message").text
+    assert far.startswith("Nothing in your documents is close enough") and "mention" not in far
 
 
 # ---- item 2: the source views -----------------------------------------------------------------
