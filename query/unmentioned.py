@@ -23,6 +23,16 @@ from collections.abc import Callable, Iterable
 from citeline.query.words import STOPWORDS
 
 MIN_PART = 3  # shorter parts ("CI", "OS", "x86" -> "x") are too often abbreviations a corpus spells out
+# What LanceDB's English full-text analyser drops (NLTK's list, contractions' stems included) beyond
+# citeline's own stopwords: such a word is in no index whatever the documents say, so a name made
+# of it ("NOW", "Didn't") must not be looked up (index/store.py TEXT_INDEX: remove_stop_words).
+ANALYSER_STOPWORDS = frozenset(
+    """
+    myself ourselves yourself yourselves himself herself themselves s t don now d ll m o re ve y ain
+    aren couldn didn doesn hadn hasn haven isn ma mightn mustn needn shan shouldn wasn weren won wouldn
+    """.split()
+)
+_SKIPPED = STOPWORDS | ANALYSER_STOPWORDS
 
 _TOKEN = re.compile(r"`[^`\n]+`|[\w][\w.+#/'\-]*[\w+#]|\w")
 _PART = re.compile(r"[^\W\d_]+")
@@ -60,13 +70,14 @@ def _is_name(raw: str, term: str, starts_sentence: bool) -> bool:
     if not letters:
         return False
     inner_capital = any(c.isupper() for c in term[1:])
-    capitalised = term[0].isupper() and not starts_sentence and term.lower() not in STOPWORDS
+    capitalised = term[0].isupper() and not starts_sentence and term.lower() not in _SKIPPED
     with_digits = any(c.isdigit() for c in term)
     return inner_capital or capitalised or with_digits or bool(_JOINERS.search(term))
 
 
 def parts(term: str) -> list[str]:
-    """The parts of a name the index is asked about: runs of letters, three or more, no stopword.
+    """The parts of a name the index is asked about: runs of letters, three or more, no stopword
+    (citeline's or the full-text analyser's).
 
     >>> parts("rust-toolchain.toml")
     ['rust', 'toolchain', 'toml']
@@ -75,7 +86,7 @@ def parts(term: str) -> list[str]:
     >>> parts("cargo fix --edition")
     ['cargo', 'fix', 'edition']
     """
-    return [p for p in _PART.findall(term) if len(p) >= MIN_PART and p.lower() not in STOPWORDS]
+    return [p for p in _PART.findall(term) if len(p) >= MIN_PART and p.lower() not in _SKIPPED]
 
 
 def unmentioned(question: str, mentions: Callable[[str], bool]) -> tuple[str, ...]:
