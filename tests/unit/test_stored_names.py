@@ -14,7 +14,9 @@ from citeline.schemas.paths import escape, os_path
 # UTF-8, and the characters the escapes are made of, so that every near-collision is tried.
 _PIECES = st.sampled_from(["\\", "x", "5", "c", "e", "9", "8", "0", "f", "a", ".md", "é", "/",
                            "\udce9", "\udc80", "\udcff", "\\x"])
-_NAMES = st.lists(_PIECES, max_size=12).map("".join)
+# Only names the OS can hand over: lone surrogates that together spell valid UTF-8 ("\udce9\udc80\udc80"
+# is the bytes of "退") never come from os.fsdecode, which would have decoded them.
+_NAMES = st.lists(_PIECES, max_size=12).map("".join).filter(lambda n: os.fsdecode(os.fsencode(n)) == n)
 
 
 def _old_escape(name: str) -> str:
