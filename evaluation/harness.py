@@ -457,14 +457,16 @@ def judge(query: Query, hits: Sequence[Hit], config: EvalConfig, in_domain: bool
     of its longer one).
     """
     contains = rule_for(config.format)
-    relevant = [in_domain and bool(query.needle) and contains(query.needle, h.chunk.content)
-                for h in hits[: config.depth]]
+
+    def holds(hit: Hit) -> bool:
+        return in_domain and bool(query.needle) and contains(query.needle, hit.chunk.content)
+
+    relevant = [holds(h) for h in hits[: config.depth]]
     rank = next((i for i, hit in enumerate(relevant, 1) if hit), None)
     window = hits[: config.window]
     scores = tuple(_number(h.rerank_score) for h in window)
     names = unmentioned(query.text, gate.mentions) if gate is not None and gate.mentions is not None else ()
-    nearest = [] if gate is None or gate.nearest is None else [
-        (h, in_domain and bool(query.needle) and contains(query.needle, h.chunk.content)) for h in gate.nearest(query.text)]
+    nearest = [] if gate is None or gate.nearest is None else [(h, holds(h)) for h in gate.nearest(query.text)]
     kept = None if gate is None else gated(hits, relevant, query.text, gate.cut, config.window, gate.min_rerank_score,
                                              gate.answerability, gate.table_cut, names, nearest)
     return QueryResult(

@@ -25,7 +25,8 @@ leaving the source document out (:func:`adjacent_cut`), and the cut is lowered t
 most :data:`ADJACENT_RATE` of those through. A chunk that copies the question's phrase
 (:func:`copies`) answers it and is skipped; a question drawn from a table chunk is not
 simulated at all; one that names what no other document mentions is refused by ask's name
-check (query/unmentioned.py) and so passes at no cut (:data:`NEVER_PASSES`). Table chunks get their own cut, bounded by the bank only
+check (query/unmentioned.py) and so passes at no cut (:data:`NEVER_PASSES`). Table chunks get
+their own cut, bounded by the bank only
 (:func:`table_cut`). docs/query.md, "How the gate calibrates itself", has the
 measurements and the limits.
 """

@@ -13,7 +13,8 @@ InfiniBand), a capital where no sentence starts (Kalman), letters with digits (a
 compound joined by ``-_./`` (cargo-nextest, rust-toolchain.toml), or code in backticks. A
 name is unmentioned when one of its parts of three letters or more is in no passage at all,
 asked through the index's own full-text analyser (lower case, stemmed: "GPUs" meets "GPU").
-The check costs one full-text look-up per part; a question without names costs none.
+The check costs one full-text look-up per part (at most :data:`MAX_LOOKUPS`); a question
+without names costs none.
 """
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ from collections.abc import Callable, Iterable
 
 from citeline.query.words import STOPWORDS
 
+# The most parts one question has looked up: a question is a sentence or two, and a pasted page
+# of names must not cost a full-text query per word (the rest are not checked).
+MAX_LOOKUPS = 16
 MIN_PART = 3  # shorter parts ("CI", "OS", "x86" -> "x") are too often abbreviations a corpus spells out
 # What LanceDB's English full-text analyser drops (NLTK's list, contractions' stems included) beyond
 # citeline's own stopwords: such a word is in no index whatever the documents say, so a name made
@@ -51,7 +55,7 @@ def named_terms(question: str) -> list[str]:
     >>> named_terms("My model is weird on new data, what's going on?")
     []
     """
-    found: list[str] = []
+    found: dict[str, None] = {}  # ordered, and a hostile question of many names costs linear time
     for match in _TOKEN.finditer(question):
         raw = match.group(0)
         term = raw.strip("`").strip(".'")
@@ -59,8 +63,8 @@ def named_terms(question: str) -> list[str]:
         before = question[max(0, match.start() - 64): match.start()].rstrip()
         starts_sentence = not before or before[-1] in ".!?:;"
         if term and term not in found and _is_name(raw, term, starts_sentence):
-            found.append(term)
-    return found
+            found[term] = None
+    return list(found)
 
 
 def _is_name(raw: str, term: str, starts_sentence: bool) -> bool:
@@ -92,7 +96,7 @@ def parts(term: str) -> list[str]:
 def unmentioned(question: str, mentions: Callable[[str], bool]) -> tuple[str, ...]:
     """The parts of ``question``'s names that ``mentions`` (does any passage hold this word?) denies.
 
-    Each distinct part is asked once, in the question's order.
+    Each distinct part is asked once, in the question's order, the first :data:`MAX_LOOKUPS` only.
 
     >>> corpus = {"cargo", "test", "tests", "flaky"}
     >>> unmentioned("How do I retry flaky tests with cargo-nextest?", lambda w: w.lower() in corpus)
@@ -100,7 +104,8 @@ def unmentioned(question: str, mentions: Callable[[str], bool]) -> tuple[str, ..
     >>> unmentioned("How do cargo tests run?", lambda w: False)
     ()
     """
-    return tuple(_denied(_unique(p for term in named_terms(question) for p in parts(term)), mentions))
+    asked = _unique(p for term in named_terms(question) for p in parts(term))[:MAX_LOOKUPS]
+    return tuple(word for word in asked if not mentions(word))
 
 
 def _unique(words: Iterable[str]) -> list[str]:
@@ -109,6 +114,3 @@ def _unique(words: Iterable[str]) -> list[str]:
         seen.setdefault(word.lower(), word)
     return list(seen.values())
 
-
-def _denied(words: Iterable[str], mentions: Callable[[str], bool]) -> Iterable[str]:
-    return (word for word in words if not mentions(word))

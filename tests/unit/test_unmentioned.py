@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from citeline.query.unmentioned import named_terms, parts, unmentioned
+from citeline.query.unmentioned import MAX_LOOKUPS, named_terms, parts, unmentioned
 from growth import ratio
 
 
@@ -41,3 +41,15 @@ def test_a_long_hostile_question_costs_linear_time(unit):
     """A question is typed by anyone (the CLI, POST /ask): doubling it must not quadruple the work."""
     small, large = unit * 5_000, unit * 10_000
     assert ratio(lambda q: unmentioned(q, lambda w: True), small, large) < 3.0
+
+
+def test_a_question_of_many_names_costs_linear_time_and_a_bounded_number_of_look_ups():
+    """Distinct names, each a new part: the name list must not grow quadratically, and a pasted
+    page of them must not cost a full-text query per word."""
+    def many(n):
+        return " ".join(f"Zq{chr(97 + i % 26)}{chr(97 + i // 26 % 26)}{chr(97 + i // 676 % 26)}" for i in range(n))
+
+    assert ratio(named_terms, many(4_000), many(8_000)) < 3.0
+    asked = []
+    unmentioned(many(1_000), lambda w: asked.append(w) or True)
+    assert len(asked) == MAX_LOOKUPS
