@@ -267,7 +267,7 @@ class Index:
             generate: also send the prompt to the chat endpoint and check the answer's ``[n]``.
             client: the ``ChatClient`` to use (default: from the environment).
             filters: only chunks these keep are retrieved and judged (none kept: a refusal).
-            **options: ``AskOptions`` fields: k, retriever, rerank, cut, min_rerank_score, depth.
+            **options: ``AskOptions`` fields: k, retriever, rerank, cut, min_rerank_score, depth, check_names.
 
         Raises:
             Uncalibrated: no cut given and none calibrated for the index's model.
