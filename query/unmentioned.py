@@ -70,8 +70,7 @@ def named_terms(question: str) -> list[str]:
 def _is_name(raw: str, term: str, starts_sentence: bool) -> bool:
     if raw.startswith("`"):
         return True
-    letters = [c for c in term if c.isalpha()]
-    if not letters:
+    if not any(c.isalpha() for c in term):
         return False
     inner_capital = any(c.isupper() for c in term[1:])
     capitalised = term[0].isupper() and not starts_sentence and term.lower() not in _SKIPPED
