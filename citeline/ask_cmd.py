@@ -13,7 +13,7 @@ import click
 from citeline.common import cli_errors, filter_options, known_model, model_for, output_options
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 from citeline.schemas.retrieval import (
-    CLOSEST_NOTE, DEFAULT_RERANK, DEFAULT_RETRIEVER, ENV_RERANKER, RERANK, RETRIEVERS,
+    ASK_K, CLOSEST_NOTE, DEFAULT_RERANK, DEFAULT_RETRIEVER, ENV_RERANKER, RERANK, RETRIEVERS,
 )
 from citeline.schemas.text import visible, visible_lines
 
@@ -26,8 +26,8 @@ QUOTE_WIDTH = 100  # characters of the quote shown in the sources table
               help="Index location: a local folder or any LanceDB URI.")
 @click.option("--model", envvar=ENV_MODEL, default=None, callback=known_model,
               help="Embedding model (default: the one the index was built with).")
-@click.option("-k", default=4, show_default=True, type=click.IntRange(1, 20),
-              help="At most this many sources pass the gate.")
+@click.option("-k", default=ASK_K, show_default=True, type=click.IntRange(1, 20),
+              help="At most this many sources pass the gate; the rest of the first k are shown as closest passages.")
 @click.option("--retriever", default=DEFAULT_RETRIEVER, show_default=True, type=click.Choice(RETRIEVERS),
               help=f"rerank = MaxSim over the {DEFAULT_RERANK.candidates} top {DEFAULT_RERANK.depth} "
                    "(best R@1/MRR on dev; see docs/query.md).")
@@ -125,6 +125,9 @@ def _print(answer, generated: bool) -> None:
         return
     click.echo(f"SOURCES ({len(answer.citations)} under cosine distance {answer.threshold:g})")
     _print_sources(answer.citations)
+    if answer.closest:
+        click.echo(f"\nNOT AN ANSWER: {CLOSEST_NOTE}")
+        _print_sources(answer.closest)
     if not generated:
         click.echo("\nPROMPT")
         click.echo("\n".join(visible_lines(answer.prompt)), nl=False)

@@ -80,10 +80,10 @@ def ask_page(can_generate: bool) -> str:
   <div id="answer-text" class="answer"></div><p id="checks" class="muted"></p></section>
 <section id="refusal" class="refusal" hidden aria-labelledby="refusal-message"><p id="refusal-message"></p>
   <details id="refusal-why"><summary>Why no answer?</summary><p id="refusal-detail"></p></details></section>
-<section id="closest" hidden aria-labelledby="closest-heading"><h2 id="closest-heading">Not an answer: the closest passages</h2>
-  <p id="closest-note" class="muted"></p><ol id="closest-list" class="cards"></ol></section>
 <section id="results" hidden aria-labelledby="sources-heading"><h2 id="sources-heading">Sources</h2>
-  <ol id="sources" class="cards"></ol></section>""", current="/")
+  <ol id="sources" class="cards"></ol></section>
+<section id="closest" hidden aria-labelledby="closest-heading"><h2 id="closest-heading">Not an answer: the closest passages</h2>
+  <p id="closest-note" class="muted"></p><ol id="closest-list" class="cards"></ol></section>""", current="/")
 
 
 # ---- library ------------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ from citeline.api import Index, chat_client
 from citeline.query.answer_check import check_answer
 from citeline.query.thresholds import Uncalibrated
 from citeline.schemas.errors import CitelineError, IndexMismatch, LLMError, NoIndex
-from citeline.schemas.retrieval import DEFAULT_RETRIEVER, RETRIEVERS, Filters
+from citeline.schemas.retrieval import ASK_K, DEFAULT_RETRIEVER, RETRIEVERS, Filters
 from citeline import pages, views
 
 MAX_BODY = 16 * 1024  # bytes of a request body: a question and a few options
@@ -69,7 +69,7 @@ class AskRequest(BaseModel):
     # ``query``, as in the answer this returns, ``citeline ask --json`` and ``Index.ask``;
     # ``question`` is the older name of the same field, still accepted.
     query: str = Field(min_length=1, max_length=MAX_QUESTION, validation_alias=AliasChoices("query", "question"))
-    k: int = Field(4, ge=1, le=MAX_ASK_K)
+    k: int = Field(ASK_K, ge=1, le=MAX_ASK_K)
     retriever: Retriever = DEFAULT_RETRIEVER
     rerank: bool = False
     cut: float | None = Field(None, ge=0, le=2)

@@ -36,14 +36,13 @@ from citeline.pipeline.record import Prior, indexed_record
 from citeline.pipeline.walk import list_files
 from citeline.query.answerability import Answerability
 from citeline.query.ask import AskOptions, retrieve
-from citeline.query.refuse import MAX_CHUNKS
 from citeline.query.rerank import MaxSimReranker, TokenCache
 from citeline.query.search import Searcher
 from citeline.query.calibrate import calibrate, cut_in_use
 from citeline.query.thresholds import Uncalibrated, rerank_cut
 from citeline.query.unmentioned import unmentioned
 from citeline.schemas.errors import CitelineError, DocumentError
-from citeline.schemas.retrieval import DEFAULT_RERANK, RERANK, RETRIEVERS, Hit, RerankConfig
+from citeline.schemas.retrieval import ASK_K, DEFAULT_RERANK, RERANK, RETRIEVERS, Hit, RerankConfig
 from citeline.schemas.settings import DEFAULT_MODEL, DOCUMENT_WORKERS, STRATEGIES, IndexSettings
 from citeline.schemas.stamp import PIPELINE_VERSION, IndexStamp
 
@@ -73,7 +72,7 @@ class EvalConfig:
     budget: int = 512
     overlap: int = 64
     timeout_s: float = 300.0  # per document, as `index --timeout`: a bigger model on a busy CPU needs more
-    window: int = MAX_CHUNKS  # chunks the refusal gate looks at, and ask's default k
+    window: int = ASK_K  # ask's default k: chunks the refusal gate looks at and closest passages shown
     cosine_cuts: tuple[float, ...] = tuple(gates.cosine_grid())
     cut: float | None = None  # ask's --cut; None: the cut ask itself resolves for the model
     answerability: bool = False  # calibrate with the opt-in answerability score (calibrate --answerability)

@@ -5,9 +5,9 @@ An in-domain question is **answered** when the sources ``ask`` returns after its
 **refused** when nothing passes the gate, and its answer is **lost** when the needle was
 in the top ``k`` before the gate but cut by it. An out-of-domain question **bluffs**
 when anything passes. It is **within reach** when the person can see the needle: among the
-sources, or, when ``ask`` refused, among the closest passages it shows instead (its top ``k``
-before the gate). The gate itself is :func:`query.ask.apply_gate`, so whatever cut
-``ask`` resolves is what is measured here.
+sources, or among the closest passages ``ask`` shows beside them or instead of them (the rest
+of its top ``k``). The gate itself is :func:`query.ask.apply_gate`, so whatever cut ``ask``
+resolves is what is measured here.
 """
 from __future__ import annotations
 
@@ -73,8 +73,8 @@ class Outcome:
 
     @property
     def within_reach(self) -> bool:
-        """The needle is among the sources, or among the closest passages a refusal shows."""
-        return self.answered or (self.in_domain and self.refused and self.found)
+        """The needle is among the sources, or among the closest passages shown beside them or instead."""
+        return self.answered or self.found
 
 
 @dataclass(frozen=True)

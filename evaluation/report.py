@@ -483,8 +483,9 @@ def _honest_section(r: dict) -> str:
             "**Answered**: an "
             "in-domain question whose sources after the gate include a chunk holding the needle. **Refused**: "
             "nothing passed. **Lost**: the needle was in the top k but the gate cut it. **Within reach**: the "
-            "needle is among the sources or, on a refusal, among the closest passages `ask` shows instead (its "
-            "top k, marked as not an answer). **Bluffs**: out-of-domain questions with any source passing.", "",
+            "needle is among the sources or the closest passages `ask` shows beside them or instead of them (the "
+            "rest of its top k, marked as not an answer). **Bluffs**: out-of-domain questions with any source "
+            "passing.", "",
             head, "|---|---|" + "---:|" * (2 * len(phrasings) + 4)]
     for e in entries:
         cells = [_share(e["by_phrasing"][p]) if p in e["by_phrasing"] else "" for p in phrasings]

@@ -14,13 +14,13 @@ from citeline.query.answerability import Answerability, gate_answerable
 from citeline.query.cite import build_citations
 from citeline.query.llm import ChatClient
 from citeline.query.prompt import build_prompt
-from citeline.query.refuse import MAX_CHUNKS, gate, gate_score
+from citeline.query.refuse import gate, gate_score
 from citeline.query.calibrate import cut_in_use
 from citeline.query.search import Searcher
 from citeline.query.thresholds import rerank_cut
 from citeline.query.unmentioned import unmentioned
 from citeline.schemas.retrieval import (
-    ANSWERABILITY, BM25, CLOSEST_NOTE, COSINE, DEFAULT_RETRIEVER, RERANK, RETRIEVERS, UNMENTIONED, AnswerCheck,
+    ANSWERABILITY, ASK_K, BM25, CLOSEST_NOTE, COSINE, DEFAULT_RETRIEVER, RERANK, RETRIEVERS, UNMENTIONED, AnswerCheck,
     Citation, Filters, Hit, Refusal,
 )
 
@@ -37,7 +37,7 @@ class AskOptions:
     passage mentions (query/unmentioned.py), whatever the distances.
     """
 
-    k: int = MAX_CHUNKS
+    k: int = ASK_K
     retriever: str = DEFAULT_RETRIEVER
     rerank: bool = False
     cut: float | None = None
@@ -60,9 +60,10 @@ class AskOptions:
 class Answer:
     """Everything ``ask`` produced; ``prompt`` is None exactly when the gate refused.
 
-    ``closest`` is empty unless the gate refused: then it holds the retriever's first ``k``
-    passages (:data:`CLOSEST_NOTE`), cited like sources but never put in a prompt, so a person
-    can still check whether the answer is among them.
+    ``closest`` holds the retriever's first ``k`` passages that are not sources
+    (:data:`CLOSEST_NOTE`): all of them on a refusal, those the gate cut beside an answer,
+    numbered on from the sources. They are cited like sources but never put in a prompt, so a
+    person can still check whether the answer is among them.
     """
 
     query: str
@@ -74,10 +75,6 @@ class Answer:
     answer: str | None = None
     check: AnswerCheck | None = None
     closest: tuple[Citation, ...] = ()
-
-    def __post_init__(self) -> None:
-        if self.closest and self.refusal is None:
-            raise ValueError("closest passages belong to a refusal; an answer has sources")
 
     @property
     def refused(self) -> bool:
@@ -117,7 +114,7 @@ def retrieve(searcher: Searcher, query: str, options: AskOptions, filters: Filte
     return hits
 
 
-def gate_window(hits: Sequence[Hit], nearest: Sequence[Hit], k: int = MAX_CHUNKS) -> list[Hit]:
+def gate_window(hits: Sequence[Hit], nearest: Sequence[Hit], k: int = ASK_K) -> list[Hit]:
     """What the cosine gate reads: the retriever's first ``k`` hits, then those of the ``k``
     nearest by cosine (``nearest``, a dense search) that it left out.
 
@@ -137,7 +134,7 @@ def gate_window(hits: Sequence[Hit], nearest: Sequence[Hit], k: int = MAX_CHUNKS
 
 
 def apply_gate(
-    hits: Sequence[Hit], query: str, cut: float, k: int = MAX_CHUNKS,
+    hits: Sequence[Hit], query: str, cut: float, k: int = ASK_K,
     min_rerank_score: float | None = None, answerability: Answerability | None = None,
     table_cut: float | None = None, unmentioned: Sequence[str] = (),
 ) -> list[Hit] | Refusal:
@@ -221,7 +218,13 @@ def ask(searcher: Searcher, query: str, options: AskOptions = AskOptions(), filt
         closest = tuple(build_citations(rows[: options.k], query))
         return Answer(query=query, threshold=threshold, gate=kind, refusal=kept, closest=closest)
     citations = tuple(build_citations(kept, query))
-    return Answer(query=query, threshold=threshold, gate=kind, citations=citations, prompt=build_prompt(query, citations))
+    sources = {hit.chunk_id for hit in kept}
+    # What the gate cut is shown too, marked: the sources may be the wrong passages, and the
+    # right one just under the cut is then still in the person's reach.
+    closest = tuple(build_citations([h for h in rows[: options.k] if h.chunk_id not in sources], query,
+                                    start=len(citations) + 1))
+    return Answer(query=query, threshold=threshold, gate=kind, citations=citations,
+                  prompt=build_prompt(query, citations), closest=closest)
 
 
 def generate(answer: Answer, client: ChatClient) -> Answer:

@@ -23,22 +23,23 @@ from citeline.query.table_cell import SEPARATOR, answer_cell
 FRAGMENT_SAFE = "!:,'=."  # what a fragment keeps unencoded: page=3, t=1.5,2, 'Sheet'!A1:D9
 
 
-def build_citations(hits: Sequence[Hit], query: str = "") -> list[Citation]:
-    """Number the hits from 1, in the order given, as citations.
+def build_citations(hits: Sequence[Hit], query: str = "", start: int = 1) -> list[Citation]:
+    """Number the hits from ``start``, in the order given, as citations.
 
     Args:
         hits: retrieved hits, each with its chunk, in the order the sources appear
             in the prompt.
         query: the question; a table chunk whose quote has one cell it names by row label
             and column header gets that cell in its label (``query.table_cell``).
+        start: the first number (the closest passages shown beside sources go on from them).
 
     Returns:
-        One ``Citation`` per hit, ``index`` 1, 2, ...
+        One ``Citation`` per hit, ``index`` start, start + 1, ...
 
     Raises:
         ValueError: if a hit carries no chunk (a bare fused id).
     """
-    return [citation_from_hit(i, hit, query) for i, hit in enumerate(hits, 1)]
+    return [citation_from_hit(i, hit, query) for i, hit in enumerate(hits, start)]
 
 
 def citation_from_hit(index: int, hit: Hit, query: str = "") -> Citation:

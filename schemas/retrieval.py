@@ -19,8 +19,13 @@ HYBRID = "hybrid"
 RERANK = "rerank"
 RETRIEVERS = (DENSE, BM25, HYBRID, RERANK)
 DEFAULT_RETRIEVER = RERANK  # best R@1 and MRR on dev with the paired test (docs/query.md)
-# What a refusal shows beside its one line: the passages the retriever ranked first, never
-# handed to a model, so the person can check for themselves whether the answer is there.
+# ask's default k: the most sources it keeps and closest passages it shows. Not the study's 4:
+# the gate lets through no more out-of-domain questions at 8 (it reads the nearest chunk either
+# way) while the answer is within the person's reach for 4 more ticket questions on dev and 7 on
+# cargo-reference (docs/query.md, "Eight passages, not four").
+ASK_K = 8
+# What ask shows beside its sources or its refusal: the retriever's first k passages the gate did
+# not keep, never handed to a model, so the person can check for themselves whether the answer is there.
 CLOSEST_NOTE = "closest passages, below the confidence cut — check them yourself"
 ENV_RERANKER = "CITELINE_RERANKER"  # the reranker to use: maxsim, cross-encoder or a CrossEncoder folder
 

@@ -129,21 +129,29 @@ function showSources(data, question) {
       : "Nothing in your documents is close enough to this question to answer it, so no answer is given.";
     $("refusal-detail").textContent = data.refusal && data.refusal.message ? data.refusal.message : "";
     $("refusal").hidden = false;
-    const closest = data.closest || [];
-    if (closest.length) {
-      // The heading already says "closest passages": the note says the rest of the server's words.
-      const note = (data.closest_note || "").replace(/^closest passages,\s*/i, "");
-      $("closest-note").textContent = note ? note.charAt(0).toUpperCase() + note.slice(1) + "." : "";
-      for (const c of closest) $("closest-list").append(sourceCard(c, "closest-", words));
-      $("closest").hidden = false;
-    }
-    setStatus("No answer." + (closest.length ? " " + closest.length + " closest passages are shown below, not as an answer." : ""), true);
+    const shown = showClosest(data, words);
+    setStatus("No answer." + (shown ? " " + shown + " closest passages are shown below, not as an answer." : ""), true);
     return;
   }
   const list = $("sources");
   for (const c of data.citations) list.append(sourceCard(c, "source-", words));
   $("results").hidden = false;
-  setStatus(data.citations.length === 1 ? "1 source." : data.citations.length + " sources.", true);
+  // Beside an answer, the passages the gate cut: the right one may be just over the cut.
+  const shown = showClosest(data, words);
+  setStatus((data.citations.length === 1 ? "1 source." : data.citations.length + " sources.") +
+    (shown ? " " + shown + " closest passages below the cut follow them, not as an answer." : ""), true);
+}
+
+// The passages ask shows but did not keep as sources, marked as not an answer; how many.
+function showClosest(data, words) {
+  const closest = data.closest || [];
+  if (!closest.length) return 0;
+  // The heading already says "closest passages": the note says the rest of the server's words.
+  const note = (data.closest_note || "").replace(/^closest passages,\s*/i, "");
+  $("closest-note").textContent = note ? note.charAt(0).toUpperCase() + note.slice(1) + "." : "";
+  for (const c of closest) $("closest-list").append(sourceCard(c, "closest-", words));
+  $("closest").hidden = false;
+  return closest.length;
 }
 
 function renderAnswer(text, checks) {

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from citeline.cli import cli
-from citeline.schemas.retrieval import CLOSEST_NOTE
+from citeline.schemas.retrieval import ASK_K, CLOSEST_NOTE
 from citeline.index.store import Store
 from citeline.pipeline.embed import get_embedder
 from citeline.query.search import Searcher
@@ -22,7 +22,7 @@ from citeline.schemas.retrieval import RETRIEVERS, Hit
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
 IN_DOMAIN = "What does dropout zero out during training?"
 ABSURD = "How do I bake sourdough bread in a cast iron pot?"
-CANNED = "Dropout zeroes some activations during training [1]. It was invented on the moon [7]. Bread is tasty."
+CANNED = "Dropout zeroes some activations during training [1]. It was invented on the moon [42]. Bread is tasty."
 
 pytestmark = [pytest.mark.model]
 
@@ -56,7 +56,7 @@ def test_an_in_domain_question_gets_exact_located_sources(db):
     result = run(db, IN_DOMAIN, "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert data["refused"] is False and 1 <= len(data["citations"]) <= 4
+    assert data["refused"] is False and 1 <= len(data["citations"]) <= ASK_K
     assert data["citations"][0]["document"] == "04-dropout.md"
     texts = canonical_texts(db)
     for c in data["citations"]:
@@ -66,6 +66,14 @@ def test_an_in_domain_question_gets_exact_located_sources(db):
     assert [c["index"] for c in data["citations"]] == list(range(1, len(data["citations"]) + 1))
     assert data["prompt"].endswith(f"QUESTION\n{IN_DOMAIN}\n")
     assert f"[1] 04-dropout.md - {data['citations'][0]['label']}\n" in data["prompt"]
+    # What the gate cut of the first k follows, numbered on, located the same way, never prompted.
+    closest = data["closest"]
+    assert len(data["citations"]) + len(closest) <= 2 * ASK_K and (not closest or data["closest_note"] == CLOSEST_NOTE)
+    assert [c["index"] for c in closest] == list(range(len(data["citations"]) + 1, len(data["citations"]) + len(closest) + 1))
+    for c in closest:
+        start, end = map(int, re.fullmatch(r"#char=(\d+),(\d+)", c["fragment"]).groups())
+        assert c["quote"] == texts[c["document_id"]][start:end] and c["distance"] >= data["threshold"]
+        assert f"[{c['index']}]" not in data["prompt"]
 
 
 def test_the_text_output_shows_sources_and_the_prompt(db):
@@ -88,7 +96,7 @@ def test_an_absurd_question_is_refused_with_exit_0(db):
     assert refusal["kind"] == "cosine" and refusal["terms"] == [] and refusal["best"] >= data["threshold"]
     assert refusal["message"] == f'NO ANSWER: nothing under cosine distance {data["threshold"]:.6g} for "{ABSURD}"'
     # The closest passages, to check by hand: all over the cut (that is why it refused), none prompted.
-    assert note == CLOSEST_NOTE and 1 <= len(closest) <= 4
+    assert note == CLOSEST_NOTE and 1 <= len(closest) <= ASK_K
     assert all(c["distance"] >= data["threshold"] for c in closest)
     text = run(db, ABSURD, "--retriever", "dense", "--cut", "0.3")
     assert text.exit_code == 0
@@ -139,12 +147,12 @@ def test_generate_reports_unknown_citations_and_uncited_sentences(db, chat_serve
     data = json.loads(result.output)
     assert _Chat.prompts == [data["prompt"]]  # the server got exactly the prompt we show
     assert data["answer"] == "Dropout zeroes some activations during training [1]. It was invented on the moon. Bread is tasty."
-    assert data["answer_checks"] == {"ok": False, "cited": [1], "unknown": [7],
+    assert data["answer_checks"] == {"ok": False, "cited": [1], "unknown": [42],
                                      "uncited": ["It was invented on the moon.", "Bread is tasty."]}
 
     text = run(db, IN_DOMAIN, "--retriever", "hybrid", "--generate", env=chat_server)
     assert text.exit_code == 0, text.output
-    assert "\nANSWER\n" in text.output and "REMOVED citations of sources that do not exist: [7]" in text.output
+    assert "\nANSWER\n" in text.output and "REMOVED citations of sources that do not exist: [42]" in text.output
     assert "UNCITED: Bread is tasty." in text.output
 
 

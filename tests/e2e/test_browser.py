@@ -30,6 +30,8 @@ import pytest
 import make
 from testkit import free_port, invoke
 
+from citeline.schemas.retrieval import ASK_K
+
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 AXE = Path(__file__).resolve().parents[2] / "node_modules" / "axe-core" / "axe.min.js"
 pytestmark = [
@@ -332,7 +334,7 @@ def test_a_refusal_is_one_sentence_and_the_closest_passages_are_marked_not_an_an
     assert closest.is_displayed() and heading.lower().startswith("not an answer")
     assert "check them yourself" in browser.find_element(By.ID, "closest-note").text
     items = browser.find_elements(By.CSS_SELECTOR, "#closest-list li.card")
-    assert 1 <= len(items) <= 4
+    assert 1 <= len(items) <= ASK_K
     for item in items:  # each opens at its place and shows its quote, as a source does
         assert "#cited" in item.find_element(By.CSS_SELECTOR, "a.open").get_attribute("href")
         assert item.find_element(By.CSS_SELECTOR, "blockquote.quote").text
@@ -341,6 +343,30 @@ def test_a_refusal_is_one_sentence_and_the_closest_passages_are_marked_not_an_an
     ask(browser, service.base, FAR)  # nothing close enough, and no name to blame
     far = browser.find_element(By.ID, "refusal-message").text
     assert far.startswith("Nothing in your documents is close enough") and "mention" not in far
+
+
+def test_beside_an_answer_the_passages_the_gate_cut_follow_the_sources_marked_not_an_answer(service, browser, width):
+    """The sources may be the wrong passages: what the gate cut of ask's first k is shown after
+    them, numbered on, dashed and headed "Not an answer"."""
+    from selenium.webdriver.common.by import By
+
+    request = urllib.request.Request(service.base + "/ask", data=json.dumps(
+        {"question": QUESTIONS["char"], "cut": 2}).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        distances = sorted(c["distance"] for c in json.load(response)["citations"])
+    assert len(distances) >= 2 and distances[0] < distances[-1]
+    cut = round((distances[0] + distances[1]) / 2, 6)  # the nearest passes; the others do not
+    ask(browser, service.base, QUESTIONS["char"], cut=cut)
+    sources = browser.find_elements(By.CSS_SELECTOR, "#sources li.card")
+    closest = browser.find_elements(By.CSS_SELECTOR, "#closest-list li.card")
+    assert len(sources) >= 1 and len(closest) >= 1 and len(sources) + len(closest) <= len(distances)
+    numbers = [c.find_element(By.CSS_SELECTOR, ".num").text for c in [*sources, *closest]]
+    assert numbers == [str(i) for i in range(1, len(numbers) + 1)]  # the closest go on from the sources
+    section = browser.find_element(By.ID, "closest")
+    assert section.find_element(By.TAG_NAME, "h2").text.lower().startswith("not an answer")
+    assert rect(browser, section)["top"] >= rect(browser, browser.find_element(By.ID, "results"))["bottom"]
+    assert "not as an answer" in browser.find_element(By.ID, "status").text
+    checked(browser, f"answer with closest passages ({width})")
 
 
 # ---- item 2: the source views -----------------------------------------------------------------

@@ -63,6 +63,7 @@ SMOKES = {
     "gate_query_evidence": Smoke(("--smoke",), ("needle in the reranked top 4: course", "| cosine (today's gate) |",
                                                 "| vsbank5 |")),
     "query_expansion": Smoke(("--smoke",), ("120 chunks, vocabulary", "| original | course |", "| +5 words | ticket |")),
+    "sentence_scoring": Smoke(("--smoke",), ("chunks, ", "| MaxSim (default) | course |", "| best sentence | ticket |")),
     "query_latency": Smoke(("--smoke",), ("LATENCY  medians over 18 queries", "QUALITY  12 in-domain queries",
                                           "GATE  cosine cut", "nearest chunk in the dense top 4")),
     # the service benches start `citeline api` on the fake embedder (tests/fixtures/fake_cli.py)
@@ -102,8 +103,8 @@ SMOKES = {
 DEV = ROOT.parent / "shared" / "corpora" / "dev"
 READS_DEV = {"answerability_frontier", "api_rss", "encoder_backends", "gate_calibration", "gate_query_evidence",
              "gate_transfer", "http_latency", "model_compare", "model_cost", "omp_wait_policy", "page_crossing",
-             "page_latency", "phrase_probes", "query_expansion", "query_latency", "query_precision", "speech_speed",
-             "trained_reranker"}
+             "page_latency", "phrase_probes", "query_expansion", "query_latency", "query_precision", "sentence_scoring",
+             "speech_speed",              "trained_reranker"}
 
 
 def run_here(bench: str, args: tuple[str, ...], monkeypatch, capfd) -> str:

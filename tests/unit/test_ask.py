@@ -10,7 +10,7 @@ from citeline.ask_cmd import ask as ask_command
 from citeline.query.ask import Answer, AskOptions, apply_gate, ask, generate
 from citeline.query.thresholds import COSINE_CUTS, GateQuery, Uncalibrated, cosine_cut, sweep
 from citeline.schemas.errors import CitelineError
-from citeline.schemas.retrieval import ChunkRow, Hit, Refusal
+from citeline.schemas.retrieval import CLOSEST_NOTE, ChunkRow, Hit, Refusal
 from citeline.schemas.stamp import IndexStamp
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -196,8 +196,19 @@ def test_a_refusal_shows_the_closest_passages_marked_as_not_an_answer():
     assert data["closest_note"] == "closest passages, below the confidence cut — check them yourself"
     answered = ask(FakeSearcher([hit(1, 0.2)]), "q?", AskOptions(retriever="dense", cut=0.5))
     assert answered.closest == () and answered.to_dict()["closest"] == [] and "closest_note" not in answered.to_dict()
-    with pytest.raises(ValueError, match="closest passages belong to a refusal"):
-        Answer(query="q", threshold=0.5, closest=answer.closest)
+
+
+def test_an_answer_shows_what_the_gate_cut_as_closest_passages_numbered_after_the_sources():
+    """The sources may be the wrong passages; the right one just over the cut stays in reach,
+    marked, and never reaches the prompt."""
+    answer = ask(FakeSearcher([hit(1, 0.6), hit(2, 0.3), hit(3, 0.7), hit(4, 0.2), hit(5, 0.1)]), "q?",
+                 AskOptions(retriever="dense", cut=0.45, k=4))
+    assert [(c.index, c.chunk_id) for c in answer.citations] == [(1, "c2"), (2, "c4")]
+    assert [(c.index, c.chunk_id) for c in answer.closest] == [(3, "c1"), (4, "c3")]  # the first k, c5 beyond it
+    assert "Sentence number 1 " not in answer.prompt and "Sentence number 2 " in answer.prompt
+    data = answer.to_dict()
+    assert [c["chunk_id"] for c in data["closest"]] == ["c1", "c3"] and data["closest_note"] == CLOSEST_NOTE
+    assert data["refused"] is False and len(data["citations"]) == 2
 
 
 def test_the_cli_prints_the_closest_passages_under_a_refusal():
@@ -210,6 +221,17 @@ def test_the_cli_prints_the_closest_passages_under_a_refusal():
     assert lines[2] == "NOT AN ANSWER: closest passages, below the confidence cut — check them yourself"
     assert lines[3].startswith("[1] notes.md") and "distance 0.900" in lines[3]
     assert lines[4].strip() == "Sentence number 1 of the document."
+
+
+def test_the_cli_prints_the_cut_passages_after_the_sources_of_an_answer():
+    from citeline.ask_cmd import _print
+
+    answer = ask(FakeSearcher([hit(1, 0.9), hit(2, 0.3)]), "q?", AskOptions(retriever="dense", cut=0.45))
+    lines = CliRunner().invoke(click_command(lambda: _print(answer, False))).output.splitlines()
+    assert lines[0] == "SOURCES (1 under cosine distance 0.45)" and lines[1].startswith("[1] notes.md")
+    assert lines[4] == f"NOT AN ANSWER: {CLOSEST_NOTE}"
+    assert lines[5].startswith("[2] notes.md") and "distance 0.900" in lines[5]
+    assert lines.index("PROMPT") > 5
 
 
 def click_command(body):
@@ -237,7 +259,7 @@ def test_retriever_choice_and_reranking_a_chosen_list():
     ask(searcher, "q", AskOptions(retriever="dense", cut=0.5))
     ask(searcher, "q", AskOptions(retriever="bm25", cut=0.5))
     ask(searcher, "q", AskOptions(retriever="dense", rerank=True, cut=0.5, k=2))
-    assert searcher.calls == [("search", "dense", 4), ("search", "bm25", 4), ("fill",), ("rerank", "dense", 2, None),
+    assert searcher.calls == [("search", "dense", 8), ("search", "bm25", 8), ("fill",), ("rerank", "dense", 2, None),
                              ("dense", 2)]  # the nearest, read by the cosine gate beside the reranked list
 
 

@@ -17,7 +17,7 @@ from citeline.evaluation.dataset import load_corpus
 from citeline.evaluation.harness import EvalConfig, EvalError, run_evaluation
 from citeline.evaluation.report import RESULTS, dumps, render
 from citeline.query.search import Searcher
-from citeline.schemas.retrieval import DEFAULT_RERANK, RerankConfig
+from citeline.schemas.retrieval import ASK_K, DEFAULT_RERANK, RerankConfig
 
 CUT = "The zebra protocol retransmits every lost packet after exactly seven heartbeats."
 SECOND = "Quokka caches expire when the lighthouse counter reaches ninety."
@@ -121,7 +121,7 @@ def test_every_strategy_and_retriever_ran(results):
     # A run's every query has a rank within the depth or None, and a gate window.
     for run in results["runs"]:
         assert all(q["rank"] is None or 1 <= q["rank"] <= 20 for q in run["per_query"])
-        assert len(run["ood"]) == 2 and all(len(q["top_distances"]) <= 4 for q in run["ood"])
+        assert len(run["ood"]) == 2 and all(len(q["top_distances"]) <= ASK_K for q in run["ood"])
 
 
 def test_identical_inputs_give_identical_results(corpus, tmp_path):
