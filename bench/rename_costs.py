@@ -1,10 +1,13 @@
 """What renaming a synced folder costs against its first index (issue 28, item 4).
 
-    .venv/bin/python bench/rename_costs.py [FILES]      # default 2,000 Markdown notes
-    .venv/bin/python bench/rename_costs.py --smoke      # 20 notes: runs, no figure asserted
+    .venv/bin/python bench/rename_costs.py [FILES]           # default 2,000 Markdown notes
+    .venv/bin/python bench/rename_costs.py FILES --real      # the first index encodes with the real model
+    .venv/bin/python bench/rename_costs.py --smoke           # 20 notes: runs, no figure asserted
 
 FILES notes (one or two chunks each) are indexed with the tests' fake embedder (encoding costs
-microseconds, so what is measured is citeline's and Prefect's own work); then, each step in a
+microseconds, so what is measured is citeline's and Prefect's own work) or, with ``--real``, with
+the default model (all-MiniLM-L6-v2, as ``citeline index`` runs: the first index the issue's
+ratios were taken against, encoding and calibration included); then, each step in a
 fresh process as cron would run ``citeline index``: a no-op re-sync, every file renamed (half
 of them moved into a new subfolder) and synced, and a no-op re-sync again. Logs are set up as
 the CLI sets them (per-document lines not printed). Each step prints the seconds of its
@@ -27,8 +30,9 @@ WORDS = ("the report board region revenue harbour column meeting budget contract
          "warranty delivery committee project archive pump bridge tender audit ledger survey").split()
 
 
-def step(mode: str, base: Path, files: int) -> None:
-    """One step in this process: ``first`` (write and index the notes), ``sync`` or ``rename``."""
+def step(mode: str, base: Path, files: int, real: bool = False) -> None:
+    """One step in this process: ``first`` (write and index the notes), ``sync`` or ``rename``;
+    ``real``: the default model instead of the fake embedder."""
     started = time.perf_counter()
     from citeline import progress
     from citeline.tasks import env, log
@@ -41,7 +45,7 @@ def step(mode: str, base: Path, files: int) -> None:
     from citeline.index.check import check_index
     from citeline.index.store import Store
     from citeline.pipeline import embed
-    from citeline.schemas.settings import IndexSettings
+    from citeline.schemas.settings import DEFAULT_MODEL, IndexSettings
 
     log.configure()
     progress.configure_terminal(progress.DEFAULT)
@@ -56,7 +60,7 @@ def step(mode: str, base: Path, files: int) -> None:
         (folder / "moved").mkdir()
         for i, name in enumerate(sorted(p.name for p in folder.glob("note-*.md"))):
             (folder / name).rename((folder / "moved" if i % 2 else folder) / name.replace("note-", "renamed-"))
-    settings = IndexSettings(db=str(base / "index"), model=FAKE)
+    settings = IndexSettings(db=str(base / "index"), model=DEFAULT_MODEL if real else FAKE)
     finished = {}
 
     class Finished(logging.Handler):  # the run's own breakdown: plan, documents, finish
@@ -66,7 +70,7 @@ def step(mode: str, base: Path, files: int) -> None:
                 finished.update(event.get("seconds") or {})
 
     logging.getLogger(log.LOGGER).addHandler(Finished())
-    with embed.registered(FAKE, lambda precision, batch_size: HashEmbedder()):
+    with embed.registered(FAKE, lambda precision, batch_size: HashEmbedder()):  # unused with the real model
         called = time.perf_counter()
         summary = index_folder(str(folder), settings)
         flow_s = time.perf_counter() - called
@@ -75,13 +79,13 @@ def step(mode: str, base: Path, files: int) -> None:
     print(f"RESULT {mode} {flow_s:.2f} {time.perf_counter() - started:.2f} {summary.line()} [{parts}]", flush=True)
 
 
-def main(files: int) -> None:
+def main(files: int, real: bool = False) -> None:
     load = os.getloadavg()[0]
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for mode in ("first", "sync", "rename", "sync"):
-            done = subprocess.run([sys.executable, __file__, "--step", mode, tmp, str(files)], cwd=ROOT,
-                                  capture_output=True, text=True)
+            done = subprocess.run([sys.executable, __file__, "--step", mode, tmp, str(files),
+                                   *(["--real"] if real else [])], cwd=ROOT, capture_output=True, text=True)
             if done.returncode != 0:
                 sys.exit(f"step {mode} exited {done.returncode}:\n{done.stderr[-3000:]}")
             line = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")][-1].split(" ", 4)
@@ -90,11 +94,14 @@ def main(files: int) -> None:
     for mode, flow_s, process_s, summary in results:
         print(f"{mode:<7} flow {flow_s:7.2f} s ({flow_s / first:.3f} of the first index), process {process_s:7.2f} s; "
               f"{summary}")
-    print(f"machine {os.cpu_count()} cpus; load average {load:.2f} at start, {os.getloadavg()[0]:.2f} at end")
+    print(f"first index with the {'real model' if real else 'fake embedder'}; machine {os.cpu_count()} cpus; "
+          f"load average {load:.2f} at start, {os.getloadavg()[0]:.2f} at end")
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--step"]:
-        step(sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]))
+    args = [a for a in sys.argv[1:] if a != "--real"]
+    real = "--real" in sys.argv[1:]
+    if args[:1] == ["--step"]:
+        step(args[1], Path(args[2]), int(args[3]), real)
     else:
-        main(20 if sys.argv[1:2] == ["--smoke"] else int(sys.argv[1]) if len(sys.argv) > 1 else 2000)
+        main(20 if args[:1] == ["--smoke"] else int(args[0]) if args else 2000, real)
