@@ -9,7 +9,7 @@ microseconds, so what is measured is citeline's and Prefect's own work) or, with
 the default model (all-MiniLM-L6-v2, as ``citeline index`` runs: the first index the issue's
 ratios were taken against, encoding and calibration included); then, each step in a
 fresh process as cron would run ``citeline index``: a no-op re-sync, every file renamed (half
-of them moved into a new subfolder) and synced, and a no-op re-sync again. Logs are set up as
+of them moved into a new subfolder) and synced, and a no-op re-sync again. Logs and Prefect settings are set up as
 the CLI sets them (per-document lines not printed). Each step prints the seconds of its
 ``index_folder`` call and of its whole process, its summary, and its share of the first index;
 ``check_index`` is ``[]`` after the last.
@@ -42,6 +42,7 @@ def step(mode: str, base: Path, files: int, real: bool = False) -> None:
     from fakes import FAKE, HashEmbedder
 
     from citeline.flows.ingest import index_folder
+    from citeline.flows.runners import command_run
     from citeline.index.check import check_index
     from citeline.index.store import Store
     from citeline.pipeline import embed
@@ -70,13 +71,34 @@ def step(mode: str, base: Path, files: int, real: bool = False) -> None:
                 finished.update(event.get("seconds") or {})
 
     logging.getLogger(log.LOGGER).addHandler(Finished())
-    with embed.registered(FAKE, lambda precision, batch_size: HashEmbedder()):  # unused with the real model
+    # command_run: the Prefect settings `citeline index` runs its flow with
+    with embed.registered(FAKE, lambda precision, batch_size: HashEmbedder()), command_run():  # FAKE unused if real
         called = time.perf_counter()
         summary = index_folder(str(folder), settings)
         flow_s = time.perf_counter() - called
     assert check_index(Store(settings.db)) == []
     parts = ", ".join(f"{k} {v:.2f} s" for k, v in finished.items())
     print(f"RESULT {mode} {flow_s:.2f} {time.perf_counter() - started:.2f} {summary.line()} [{parts}]", flush=True)
+    if real and mode == "first":
+        bare_encoder(settings, finished.get("documents"), files)
+
+
+def bare_encoder(settings, documents_s: float | None, files: int) -> None:
+    """The issue's other bound on a first index: the same model, in the same process and precision,
+    encoding the chunks the index holds with nothing around it; against the documents phase."""
+    from citeline.index.store import Store
+    from citeline.pipeline.embed import get_embedder
+
+    texts = [row["text"] for row in Store(settings.db).chunk_rows(["text"])]
+    embedder = get_embedder(settings.model, settings.precision)
+    embedder.embed_documents(texts[:32])  # loaded and warm, as in the run
+    started = time.perf_counter()
+    embedder.embed_documents(texts)
+    bare = len(texts) / (time.perf_counter() - started)
+    if documents_s:
+        indexed = len(texts) / documents_s
+        print(f"ENCODER bare {bare:.1f} chunks/s; first index {indexed:.1f} chunks/s, {files / documents_s:.1f} "
+              f"documents/s in its documents phase ({indexed / bare:.2f} of the bare encoder)", flush=True)
 
 
 def main(files: int, real: bool = False) -> None:
@@ -88,6 +110,8 @@ def main(files: int, real: bool = False) -> None:
                                    *(["--real"] if real else [])], cwd=ROOT, capture_output=True, text=True)
             if done.returncode != 0:
                 sys.exit(f"step {mode} exited {done.returncode}:\n{done.stderr[-3000:]}")
+            for encoder_line in (ln for ln in done.stdout.splitlines() if ln.startswith("ENCODER ")):
+                print(encoder_line)
             line = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")][-1].split(" ", 4)
             results.append((mode, float(line[2]), float(line[3]), line[4]))
     first = results[0][1]

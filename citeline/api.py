@@ -372,10 +372,12 @@ class Index:
                 more than ``max_failed`` failures); a bug's exception as it was raised.
         """
         from citeline.flows.ingest import index_folder
+        from citeline.flows.runners import command_run
         from citeline.schemas.settings import IndexSettings
 
         settings = IndexSettings(db=self.uri, model=self.model, **options)
-        state = index_folder(str(path), settings, max_failed=max_failed, wait_s=wait_s, return_state=True)
+        with command_run():
+            state = index_folder(str(path), settings, max_failed=max_failed, wait_s=wait_s, return_state=True)
         summary = _result(state)
         self.refresh()
         return summary
@@ -411,11 +413,13 @@ class Index:
             The ``ReindexSummary``; ``switched`` says whether queries moved to the new model.
         """
         from citeline.flows.reindex import reindex as reindex_flow
+        from citeline.flows.runners import command_run
         from citeline.schemas.settings import IndexSettings
 
         stamp = Store.existing(self.uri).require_stamp()
         settings = IndexSettings(db=self.uri, model=model, strategy=(strategy or stamp.strategy).upper())
-        summary = _result(reindex_flow(settings, wait_s=wait_s, return_state=True))
+        with command_run():
+            summary = _result(reindex_flow(settings, wait_s=wait_s, return_state=True))
         if summary.switched:
             with self._lock:
                 self.model, self._embedder, self._snapshot = model, None, None

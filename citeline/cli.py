@@ -135,13 +135,13 @@ def index(path, db, model, strategy, budget, overlap, precision, max_failed, max
     _check_ocr_lang(ocr_lang)
     from citeline.progress import index_progress
     from citeline.flows.ingest import index_folder
-    from citeline.flows.runners import task_runner_for
+    from citeline.flows.runners import command_run, task_runner_for
     from citeline.schemas.settings import IndexSettings
 
     settings = IndexSettings(db=db, model=model_for(db, model), strategy=strategy.upper(), budget=budget, overlap=overlap,
                              precision=precision, max_bytes=max_bytes, timeout_s=timeout_s, ocr_lang=ocr_lang,
                              whisper_model=whisper_model, token_vectors=token_vectors)
-    with _stops_on_signals(), index_progress(progress and verbosity() >= 0), cli_errors():
+    with _stops_on_signals(), index_progress(progress and verbosity() >= 0), cli_errors(), command_run():
         flow = index_folder.with_options(task_runner=task_runner_for(dask)) if dask else index_folder
         state = flow(path, settings, max_failed=max_failed, wait_s=wait_s, selection=selection, verify=verify,
                      return_state=True)
@@ -279,10 +279,11 @@ def _check_server(api_url: str) -> None:
 def retry(path, db, model, wait_s, as_json):
     """Index again only the documents that failed (under PATH if given)."""
     from citeline.flows.retry import retry_failed
+    from citeline.flows.runners import command_run
     from citeline.schemas.settings import IndexSettings
     from citeline.index.store import Store
 
-    with _stops_on_signals(), cli_errors():
+    with _stops_on_signals(), cli_errors(), command_run():
         stamp = Store.existing(db).require_stamp()
         settings = IndexSettings(db=db, model=model_for(db, model), strategy=stamp.strategy)
         state = retry_failed(settings, path, wait_s=wait_s, return_state=True)
@@ -305,6 +306,7 @@ def reindex(db, model, strategy, wait_s, as_json):
     every document is done; an interrupted run resumes where it stopped.
     """
     from citeline.flows.reindex import reindex as reindex_flow
+    from citeline.flows.runners import command_run
     from citeline.index.store import Store
     from citeline.pipeline.embed import ModelNotFound, get_embedder
     from citeline.schemas.settings import IndexSettings
@@ -313,7 +315,7 @@ def reindex(db, model, strategy, wait_s, as_json):
         get_embedder(model)  # an unknown name or a missing extra: one clear line, not a failed flow
     except ModelNotFound as exc:
         raise click.ClickException(error_text(exc)) from None
-    with _stops_on_signals(), cli_errors():
+    with _stops_on_signals(), cli_errors(), command_run():
         stamp = Store.existing(db).require_stamp()
         settings = IndexSettings(db=db, model=model, strategy=(strategy or stamp.strategy).upper())
         state = reindex_flow(settings, wait_s=wait_s, return_state=True)
@@ -443,8 +445,9 @@ def calibrate(db, wait_s, answerability, as_json):
     (docs/query.md, "How the gate calibrates itself"). `ask --cut` still overrides it.
     """
     from citeline.flows.calibrate import calibrate_index
+    from citeline.flows.runners import command_run
 
-    with cli_errors():
+    with cli_errors(), command_run():
         state = calibrate_index(_existing_settings(db), wait_s=wait_s, answerability=answerability,
                                 return_state=True)
         found = state.result(raise_on_failure=False)
@@ -664,8 +667,9 @@ def check(db, as_json, repair, wait_s):
 
 def _check_and_repair(db: str, as_json: bool, wait_s: float) -> None:
     from citeline.flows.repair import repair_index
+    from citeline.flows.runners import command_run
 
-    with cli_errors():
+    with cli_errors(), command_run():
         state = repair_index(_existing_settings(db), wait_s=wait_s, return_state=True)
         report = state.result(raise_on_failure=False)
         if isinstance(report, CitelineError):

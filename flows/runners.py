@@ -1,5 +1,10 @@
-"""Where per-document preparation runs: threads in this process, or a Dask cluster."""
-from prefect.context import FlowRunContext
+"""Where per-document preparation runs: threads in this process, or a Dask cluster; and the
+Prefect settings of a flow run a command starts."""
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from citeline.schemas.settings import DOCUMENT_WORKERS
@@ -25,12 +30,23 @@ def task_runner_for(dask: str | None = None, workers: int = DOCUMENT_WORKERS):
     return DaskTaskRunner(address=dask)
 
 
-def groups_documents() -> bool:
-    """Whether this flow run prepares small documents in groups (flows/ingest.py ``work_groups``):
-    on a Dask cluster, where each task run is a scheduler round trip and a result shipped back,
-    and a worker's encoder batch would otherwise hold one small document's one or two chunks.
 
-    In process (threads) each document keeps its own task run, named by its path.
+HEARTBEAT_VARIABLES = ("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "PREFECT_RUNNER_HEARTBEAT_FREQUENCY")
+
+
+@contextmanager
+def command_run() -> Iterator[None]:
+    """Settings for a flow run a command (CLI or ``Index``) starts and waits for: no heartbeats.
+
+    Prefect 3.9 sends a flow run's heartbeat from a thread that sleeps a second at a time and is
+    joined when the run ends, so every run waits up to a second for it to wake: a no-op sync of
+    2,000 files took 1.23 s with it and 0.63 s without (docs/benchmarks.md). Heartbeats serve only
+    a zombie-detection automation, which neither Prefect nor citeline's server creates, and a
+    command that dies is seen by the person who ran it. Runs of a served schedule (``citeline
+    serve``) keep them; an operator who set ``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` keeps them too.
     """
-    context = FlowRunContext.get()
-    return context is not None and not isinstance(context.task_runner, ThreadPoolTaskRunner)
+    if any(name in os.environ for name in HEARTBEAT_VARIABLES):
+        yield
+        return
+    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        yield

@@ -1,9 +1,7 @@
-"""Small documents prepared in groups (what a Dask run does): their chunks share encoder
-batches, the rows are the ones a per-document run writes, and each document still fails alone.
-
-Grouping is chosen by the task runner (flows/runners.py ``groups_documents``: on Dask); here it
-is switched on for the in-process runner, so the real flow, Prefect and LanceDB run it with the
-fake embedder (Dask workers are separate processes without the test's fake registered).
+"""Small documents prepared in groups (what every run does, in process and on Dask): their chunks
+share encoder batches, the rows are the ones a per-document run writes, and each document still
+fails alone. The real flow, Prefect and LanceDB run it in process with the fake embedder; the
+per-document run it is compared with is the flow with ``work_groups`` leaving every file alone.
 """
 from pathlib import Path
 
@@ -55,7 +53,7 @@ def encoder_calls(monkeypatch) -> list[int]:
 
 
 def index(folder: Path, db: Path, grouped: bool, monkeypatch):
-    monkeypatch.setattr(ingest, "groups_documents", lambda: grouped)
+    monkeypatch.setattr(ingest, "work_groups", work_groups if grouped else list)
     state = index_folder(str(folder), IndexSettings(db=str(db), model=FAKE), return_state=True)
     return state, state.result(raise_on_failure=False)
 
