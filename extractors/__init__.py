@@ -89,6 +89,16 @@ def sniff(head: bytes) -> ModuleType | None:
     return None
 
 
+def runs_in_process(name: str) -> bool:
+    """Whether the extractor ``name``'s suffix chooses runs in this process: text a parser reads
+    in bounded time, not a binary format parsed in a killable worker (``ISOLATE``), whose hang
+    lasts until its time-out. An unknown suffix: False. (The bytes may still choose another.)"""
+    _load_builtins()
+    suffix = PurePath(name).suffix.lower()
+    module = next((m for m in _REGISTRY.values() if suffix in m.SUFFIXES), None)
+    return module is not None and not getattr(module, "ISOLATE", False)
+
+
 def for_bytes(head: bytes, name: str) -> ModuleType:
     """Choose the extractor for a file from its first bytes, then its suffix.
 

@@ -11,6 +11,7 @@ from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
+from citeline.extractors import runs_in_process
 from citeline.index.faults import is_storage_error
 from citeline.index.lease import check_writer
 from citeline.index.lock import writer_lock
@@ -188,17 +189,21 @@ def run_documents(todo: list[Todo], stamp: IndexStamp, settings: IndexSettings
 
 # Small files are prepared GROUP_DOCS at a time, up to GROUP_BYTES in all: about EMBED_GROUP
 # chunks of 512 characters, so their encoder batches are full (docs/benchmarks.md, section 11).
+# Only local files whose extractor runs in process: a group is one task, so one member stuck in
+# a binary parser until its time-out, or an object store's transient error (retried alone, its
+# back-off starting over), would hold back or re-time the others.
 SMALL_BYTES = 8 * 1024
 GROUP_BYTES = 32 * 1024
 GROUP_DOCS = 32
 
 
 def work_groups(todo: list[Todo]) -> list[Todo | list[Todo]]:
-    """The documents as task-run work: small files in groups, in order; a large one (or one
-    whose size the listing did not give) alone."""
+    """The documents as task-run work: small local text files in groups, in order; a large one,
+    one whose size the listing did not give, a remote one or one a binary parser reads, alone."""
     works, group, size = [], [], 0
     for item in todo:
-        small = item.file.stat is not None and item.file.stat.size <= SMALL_BYTES
+        small = (item.file.stat is not None and item.file.stat.size <= SMALL_BYTES
+                 and not is_remote(item.file.source) and runs_in_process(item.file.path))
         if group and (not small or size + item.file.stat.size > GROUP_BYTES or len(group) == GROUP_DOCS):
             works.append(group if len(group) > 1 else group[0])
             group, size = [], 0

@@ -40,6 +40,7 @@ SMOKES = {
     "small_files": Smoke(("20",), ("documents   20 indexed, 0 failed", "run  "), True),
     # issue 28 items 4 and 2/3: renames as a metadata write; each command in a fresh process
     "rename_costs": Smoke(("--smoke",), ("rename  flow", "deleted 20", "(0 encoded, "), True),
+    "one_file_index": Smoke(("--smoke",), ("smoke one-file index: exit 0",), True),
     "cold_commands": Smoke(("--smoke",), ("smoke --help: exit 0", "smoke status: exit 0", "smoke search: exit 0"),
                            True),
     # issue 28 item 3: Prefect's share of a no-op sync against a running server (the session's)

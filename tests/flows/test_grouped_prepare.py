@@ -108,20 +108,31 @@ def test_a_transient_error_in_a_group_is_retried_alone(notes, tmp_path, monkeypa
     assert check_index(Store(str(tmp_path / "db"))) == []
 
 
-def todo(name: str, size: int | None) -> Todo:
+def todo(name: str, size: int | None, root: str = "/r") -> Todo:
     stat = None if size is None else FileStat(size, 0, 0, 0)
-    return Todo(SourceFile(f"/r/{name}", "/r", name, stat))
+    return Todo(SourceFile(f"{root}/{name}", root, name, stat))
 
 
 def test_work_groups_keep_order_and_leave_large_or_unlisted_files_alone(monkeypatch):
     monkeypatch.setattr(ingest, "GROUP_DOCS", 3)
-    small = [todo(f"s{i}", 100) for i in range(5)]
-    large, unlisted = todo("large", ingest.SMALL_BYTES + 1), todo("unlisted", None)
+    small = [todo(f"s{i}.md", 100) for i in range(5)]
+    large, unlisted = todo("large.md", ingest.SMALL_BYTES + 1), todo("unlisted.md", None)
     works = work_groups([small[0], small[1], large, *small[2:], unlisted])
     assert works == [[small[0], small[1]], large, small[2:5], unlisted]
     monkeypatch.setattr(ingest, "GROUP_DOCS", 10)
-    full = [todo(f"f{i}", ingest.SMALL_BYTES) for i in range(5)]
+    full = [todo(f"f{i}.txt", ingest.SMALL_BYTES) for i in range(5)]
     assert work_groups(full) == [full[:4], full[4]]  # four fill GROUP_BYTES; a group of one is a lone task
+
+
+def test_a_file_a_binary_parser_reads_or_a_remote_one_is_prepared_alone():
+    """A group is one task: a member stuck in an isolated parser until its time-out, or an object
+    store's transient error retried alone, would hold back or re-time the rest of its group."""
+    notes = [todo(f"n{i}.md", 100) for i in range(2)]
+    pdf, unknown = todo("scan.pdf", 100), todo("blob.xyz", 100)
+    remote = [todo(f"o{i}.md", 100, root="s3://bucket/docs") for i in range(2)]
+    works = work_groups([notes[0], pdf, notes[1], unknown, *remote])
+    assert works == [notes[0], pdf, notes[1], unknown, remote[0], remote[1]]
+    assert work_groups(notes) == [notes]
 
 
 def test_grouped_documents_keep_their_stored_vectors(notes, tmp_path, monkeypatch):

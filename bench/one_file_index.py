@@ -1,0 +1,82 @@
+"""A one-file ``citeline index``: how far above its own encode time (issue 28's cold-command goal)?
+
+    .venv/bin/python bench/one_file_index.py [--runs N] [--server-home DIR] [--smoke]
+
+A copy of examples/docs is indexed once with the packaged MiniLM. Then, ``--runs`` times, one new
+Markdown note (one chunk) is written into it and ``citeline index`` syncs the folder in a fresh
+process, as cron does when one file arrives: imports, Prefect's flow run (against the citeline
+server under ``--server-home`` if given, else Prefect's temporary server), the plan, loading the
+model, encoding the one chunk, the write. Its **encode time** is what encoding that note costs a
+fresh process with nothing else: importing the embedding stack, loading the model and encoding
+its text (``embed_documents``), timed the same way beside each run. Printed: best and median of
+both and of their difference, which the goal bounds (≤ 3 s), and the CPU and load.
+
+``--smoke``: one run on the tests' fake embedder (tests/flows/test_bench_smoke.py): runs, no figure.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cold_commands import EXAMPLES, ROOT, cpu_model, timed  # noqa: E402
+
+from citeline.schemas.settings import DEFAULT_MODEL  # noqa: E402
+
+NOTE = ("# Harbour note {i}\n\nThe harbour committee moved its meeting {i} to the old pier, where the "
+        "pump house and the tender board share a room; the minutes of meeting {i} are kept in the archive.\n")
+ENCODE = ("from citeline.tasks import env; env.apply()\n"
+          "import sys\n"
+          "from citeline.pipeline.embed import get_embedder\n"
+          "get_embedder(sys.argv[1]).embed_documents([open(sys.argv[2]).read()])\n")
+FAKE_CLI = ROOT / "tests" / "fixtures" / "fake_cli.py"
+FAKE = "fake/hashed-bag-of-words"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--server-home", help="a CITELINE_HOME whose citeline server runs (`citeline server start`)")
+    parser.add_argument("--smoke", action="store_true")
+    args = parser.parse_args()
+    env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1"}
+    if args.server_home:
+        env["CITELINE_HOME"] = args.server_home
+    cli = [sys.executable, str(FAKE_CLI)] if args.smoke else [sys.executable, "-m", "citeline"]
+    model = ["--model", FAKE] if args.smoke else []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder, db = Path(tmp) / "docs", str(Path(tmp) / "db")
+        shutil.copytree(EXAMPLES, folder)
+        subprocess.run([*cli, "index", str(folder), "--db", db, "--no-progress", *model], cwd=ROOT, env=env,
+                       check=True, stdout=subprocess.DEVNULL)
+        load = os.getloadavg()[0]
+        index_s, encode_s = [], []
+        for i in range(1 if args.smoke else args.runs):
+            note = folder / f"harbour-{i}.md"
+            note.write_text(NOTE.format(i=i))
+            wall, _, code = timed([*cli, "index", str(folder), "--db", db, "--no-progress", *model], env)
+            assert code == 0, f"index exited {code}"
+            index_s.append(wall)
+            if args.smoke:  # the fake embedder lives in the fake CLI's process only
+                continue
+            wall, _, code = timed([sys.executable, "-c", ENCODE, DEFAULT_MODEL, str(note)], env)
+            assert code == 0, f"the encoder exited {code}"
+            encode_s.append(wall)
+    if args.smoke:
+        print(f"smoke one-file index: exit 0, {index_s[0]:.2f} s")
+        return
+    above = [a - b for a, b in zip(index_s, encode_s)]
+    print(f"{cpu_model()}, {os.cpu_count()} CPUs; load average {load:.2f} before, {os.getloadavg()[0]:.2f} after; "
+          f"{args.runs} runs, {'against the citeline server' if args.server_home else 'temporary Prefect server'}")
+    for name, values in (("one-file index", index_s), ("its encode time", encode_s), ("index - encode", above)):
+        print(f"{name:<16} best {min(values):6.2f} s  median {statistics.median(values):6.2f} s")
+
+
+if __name__ == "__main__":
+    main()
