@@ -93,10 +93,15 @@ def runs_in_process(name: str) -> bool:
     """Whether the extractor ``name``'s suffix chooses runs in this process: text a parser reads
     in bounded time, not a binary format parsed in a killable worker (``ISOLATE``), whose hang
     lasts until its time-out. An unknown suffix: False. (The bytes may still choose another.)"""
+    module = _by_suffix(name)
+    return module is not None and not getattr(module, "ISOLATE", False)
+
+
+def _by_suffix(name: str) -> ModuleType | None:
+    """The extractor registered for ``name``'s suffix, if any."""
     _load_builtins()
     suffix = PurePath(name).suffix.lower()
-    module = next((m for m in _REGISTRY.values() if suffix in m.SUFFIXES), None)
-    return module is not None and not getattr(module, "ISOLATE", False)
+    return next((module for module in _REGISTRY.values() if suffix in module.SUFFIXES), None)
 
 
 def for_bytes(head: bytes, name: str) -> ModuleType:
@@ -112,10 +117,8 @@ def for_bytes(head: bytes, name: str) -> ModuleType:
     by_magic = sniff(head)  # loads the built-ins
     if by_magic is not None:
         return by_magic
-    suffix = PurePath(name).suffix.lower()
-    for module in _REGISTRY.values():
-        if suffix in module.SUFFIXES:
-            return module
+    if (by_suffix := _by_suffix(name)) is not None:
+        return by_suffix
     # LICENSE, README, Apache-2.0: plain text under a name without a real suffix.
     if has_no_real_suffix(name) and looks_like_text(head):
         from citeline.extractors import text

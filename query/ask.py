@@ -214,15 +214,15 @@ def ask(searcher: Searcher, query: str, options: AskOptions = AskOptions(), filt
     cosine_only = options.reranking and scored is None and min_score is None
     window = gate_window(rows, searcher.dense(query, options.k, filters) if cosine_only else (), options.k)
     kept = apply_gate(window, query, in_use.cut, options.k, min_score, scored, in_use.table_cut, names)
-    if isinstance(kept, Refusal):
-        closest = tuple(build_citations(rows[: options.k], query))
-        return Answer(query=query, threshold=threshold, gate=kind, refusal=kept, closest=closest)
-    citations = tuple(build_citations(kept, query))
-    sources = {hit.chunk_id for hit in kept}
-    # What the gate cut is shown too, marked: the sources may be the wrong passages, and the
-    # right one just under the cut is then still in the person's reach.
-    closest = tuple(build_citations([h for h in rows[: options.k] if h.chunk_id not in sources], query,
+    refused = isinstance(kept, Refusal)
+    citations = () if refused else tuple(build_citations(kept, query))
+    # What the gate did not keep of the first k is shown too, marked: on a refusal all of it; beside
+    # an answer the sources may be the wrong passages, and the right one just over the cut stays in reach.
+    shown = {c.chunk_id for c in citations}
+    closest = tuple(build_citations([h for h in rows[: options.k] if h.chunk_id not in shown], query,
                                     start=len(citations) + 1))
+    if refused:
+        return Answer(query=query, threshold=threshold, gate=kind, refusal=kept, closest=closest)
     return Answer(query=query, threshold=threshold, gate=kind, citations=citations,
                   prompt=build_prompt(query, citations), closest=closest)
 
