@@ -6,6 +6,7 @@ import json
 import shutil
 import sys
 from dataclasses import asdict
+from gc import freeze as freeze_objects
 from pathlib import Path
 
 import click
@@ -739,4 +740,10 @@ def main() -> None:
         from citeline import prefect_server
 
         prefect_server.connect()  # a running citeline server, if any: no temporary one (issue 28, item 3)
-    cli(prog_name="citeline")
+    try:
+        cli(prog_name="citeline")
+    finally:
+        # Shutdown's collections walk every object the imports made (torch, transformers, Prefect's
+        # models): 0.7-1.2 s after the work was done (docs/benchmarks.md, "Exit"). Frozen objects are
+        # left to the OS; atexit handlers, flushes and closes run as before.
+        freeze_objects()

@@ -12,9 +12,9 @@ import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pymupdf
 from PIL import Image
 
 from citeline.schemas.document import Canonical, Segment
@@ -28,6 +28,9 @@ from citeline.extractors.clean import Deadline, clean
 from citeline.extractors.headings import Fonts, line_style, mark_headings
 from citeline.extractors.ocr import (Block, Line, PageText, base_language, blocks_text, language_notes, ocr_image,
                                     reading_order, vocabulary)
+
+if TYPE_CHECKING:
+    import pymupdf
 
 NAME = "pdf"
 # 2: a page whose content stream MuPDF cannot decode is reported (a note, or "corrupt"
@@ -55,7 +58,17 @@ ISOLATE = True
 SUFFIXES = (".pdf",)
 MAGIC = (b"%PDF-",)
 
-_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP | pymupdf.TEXT_PRESERVE_LIGATURES
+# PyMuPDF is imported where a PDF is read, not with this module: the registry imports every
+# extractor in every indexing process, and a PDF is read in its isolated worker (issue 28:
+# 0.4 s of a one-file sync of Markdown).
+def _text_flags() -> int:
+    """get_text's flags: whitespace as printed, text clipped to the media box, ligatures kept
+    (``ligatures_in_order`` splits them)."""
+    import pymupdf
+
+    return pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP | pymupdf.TEXT_PRESERVE_LIGATURES
+
+
 _ZONE = 0.12  # running headers/footers live in the top and bottom 12% of a page
 _GIVE_UP_AFTER = 3  # re-OCRs that were no better before a text layer is trusted as is
 _FEW_WORDS = 20  # a page this short that is mostly image is OCR'd
@@ -101,7 +114,7 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
         pages = [_read(doc, i, run) for i in range(doc.page_count)]
         # Tables where PyMuPDF finds them, laid out as sheets are (extractors/pdf_tables.py).
         tables = pdf_tables.find(doc, [p.number for p in pages if not p.ocr and p.text.blocks], run.deadline,
-                                 _FLAGS, run.notes)
+                                 _text_flags(), run.notes)
         title = (doc.metadata or {}).get("title", "").strip() or PurePath(name).stem
     removed = remove_running_lines(pages)
     fonts = Fonts(line for page in pages if not page.ocr for block in page.text.blocks for line in block.lines)
@@ -132,6 +145,8 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
 
 
 def _open(data: bytes, options: ExtractOptions) -> pymupdf.Document:
+    import pymupdf
+
     if not data:
         raise Empty("empty file (0 bytes)")
     # Readers accept up to 1 KB of junk before the header; sniffing does not (a Markdown
@@ -154,6 +169,8 @@ def _open(data: bytes, options: ExtractOptions) -> pymupdf.Document:
 
 
 def _check(doc: pymupdf.Document, data: bytes, options: ExtractOptions) -> None:
+    import pymupdf
+
     if doc.needs_pass and not doc.authenticate(""):
         raise Encrypted("the PDF is encrypted with a user password; it cannot be read without it")
     if doc.is_repaired and b"%%EOF" not in data[-2048:]:
@@ -179,6 +196,8 @@ def page_damage(warnings: str) -> str:
 
 
 def _read(doc: pymupdf.Document, index: int, run: _Run) -> _Page:
+    import pymupdf
+
     number = index + 1
     run.deadline.check(f"page {number} of {doc.page_count}")
     pymupdf.TOOLS.mupdf_warnings(reset=True)
@@ -229,6 +248,8 @@ def _read(doc: pymupdf.Document, index: int, run: _Run) -> _Page:
 
 def _image_cover(page: pymupdf.Page) -> float:
     """Share of the page area under images (overlaps counted twice, capped at 1)."""
+    import pymupdf
+
     area = abs(page.rect)
     if not area:
         return 0.0
@@ -252,7 +273,7 @@ def _text_layer(page: pymupdf.Page) -> tuple[PageText, int]:
     """Blocks of the page's text layer, in MuPDF's order (see ``order_blocks``), less rotated
     margin text; and how many such lines were left out."""
     blocks, turned = [], []
-    for raw in _rtl_in_order(page, page.get_text("dict", flags=_FLAGS)["blocks"]):
+    for raw in _rtl_in_order(page, page.get_text("dict", flags=_text_flags())["blocks"]):
         if raw.get("type") != 0:
             continue
         lines = []
@@ -284,7 +305,7 @@ def _rtl_in_order(page: pymupdf.Page, blocks: list[dict]) -> list[dict]:
     if not any(_RTL.search(span["text"]) for block in blocks for line in block.get("lines", ())
                for span in line["spans"]):
         return blocks
-    raw = page.get_text("rawdict", flags=_FLAGS)["blocks"]
+    raw = page.get_text("rawdict", flags=_text_flags())["blocks"]
     for block, raw_block in zip(blocks, raw):
         for line, raw_line in zip(block.get("lines", ()), raw_block.get("lines", ())):
             for span, raw_span in zip(line["spans"], raw_line["spans"]):
@@ -347,12 +368,16 @@ def _raw(text: PageText) -> str:
 
 def _has_ink(page: pymupdf.Page) -> bool:
     """Anything visible at all: a blank page needs no OCR."""
+    import pymupdf
+
     pix = page.get_pixmap(dpi=24, colorspace=pymupdf.csGRAY, alpha=False)
     return bool(pix.samples) and min(pix.samples) < 200
 
 
 def _ocr(page: pymupdf.Page, run: _Run) -> PageText:
     """Render at ocr_dpi (less if the page would exceed ocr_max_pixels) and OCR."""
+    import pymupdf
+
     inches = (page.rect.width / 72) * (page.rect.height / 72)
     dpi = min(run.options.ocr_dpi, (run.options.ocr_max_pixels / max(inches, 1e-6)) ** 0.5)
     pix = page.get_pixmap(dpi=max(int(dpi), 36), colorspace=pymupdf.csGRAY, alpha=False)

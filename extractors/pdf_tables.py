@@ -24,13 +24,15 @@ import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import pymupdf
+from typing import TYPE_CHECKING
 
 from citeline.extractors.clean import Deadline
 from citeline.extractors.ocr import Block, Line, PageText
 from citeline.extractors.tables import MAX_TITLE_CHARS, grid, table_blocks
 from citeline.schemas.options import ExtractOptions
+
+if TYPE_CHECKING:  # imported where a page is read: see extractors/pdf.py
+    import pymupdf
 
 MIN_RULES = 3  # horizontal rules (lines or rectangle edges) a page needs before tables are looked for
 MIN_RULE_LENGTH = 20.0  # points; shorter strokes are glyph parts, underlines of a word, ticks
@@ -66,6 +68,8 @@ def find(doc: pymupdf.Document, numbers: Sequence[int], deadline: Deadline, flag
     table budget: past :data:`BUDGET_S` seconds of searching, the remaining pages keep their
     text lines (a note says from which page), so a long ruled document cannot spend its
     whole time limit here."""
+    import pymupdf
+
     found: dict[int, list[Found]] = {}
     spent = 0.0
     for number in numbers:
@@ -93,6 +97,8 @@ def detect(page: pymupdf.Page, deadline: Deadline, flags: int) -> list[Found]:
         deadline: the document's time limit, checked before the search.
         flags: the text flags the page's text layer was read with (the cells' words use them too).
     """
+    import pymupdf
+
     try:
         if not _ruled(page):
             return []

@@ -112,3 +112,16 @@ def test_a_question_imports_no_extractor_and_no_model(db, command, cli_env):
     report, stdout = run_on_fake([*command, "--db", db], cli_env)
     assert report["exit"] == 0 and "04-dropout.md" in stdout, stdout
     assert report["loaded"] == [], f"`citeline {command[0]}` imported {report['loaded']}"
+
+
+def test_a_sync_of_a_markdown_note_leaves_the_pdf_library_to_the_worker_that_reads_a_pdf(synced, cli_env, tmp_path):
+    """Reading a note loads the registry, which imports every extractor module for its suffixes and
+    magic bytes; PyMuPDF itself is imported where a PDF is read, in the isolated worker (0.4 s of a
+    one-file sync before, docs/benchmarks.md "One file")."""
+    folder = tmp_path / "notes"
+    shutil.copytree(synced[0], folder)
+    (folder / "harbour.md").write_text("# Harbour\n\nThe committee meets at the old pier.\n")
+    report, stdout = run_on_fake(["index", str(folder), "--db", str(tmp_path / "db"), "--no-progress"], cli_env)
+    assert report["exit"] == 0 and "indexed 3, failed 0" in stdout, stdout
+    assert "citeline.extractors.pdf" in report["loaded"]  # the registry did load: the check below means something
+    assert not {"pymupdf", "fitz"} & set(report["loaded"]), report["loaded"]
