@@ -10,12 +10,14 @@ the default model (all-MiniLM-L6-v2, as ``citeline index`` runs: the first index
 ratios were taken against, encoding and calibration included); then, each step in a
 fresh process as cron would run ``citeline index``: a no-op re-sync, every file renamed (half
 of them moved into a new subfolder) and synced, and a no-op re-sync again. Logs and Prefect settings are set up as
-the CLI sets them (per-document lines not printed). Each step prints the seconds of its
-``index_folder`` call and of its whole process, its summary, and its share of the first index;
-``check_index`` is ``[]`` after the last.
+the CLI sets them (per-document lines not printed), and the process ends as the CLI's does
+(``gc.freeze()``). Each step prints the seconds of its ``index_folder`` call and of its whole
+process (start to exit, timed by the parent), its summary, and its share of the first index;
+``check_index`` is ``[]`` after the last, checked in a process of its own, untimed.
 """
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import random
@@ -30,10 +32,27 @@ WORDS = ("the report board region revenue harbour column meeting budget contract
          "warranty delivery committee project archive pump bridge tender audit ledger survey").split()
 
 
-def step(mode: str, base: Path, files: int, real: bool = False) -> None:
-    """One step in this process: ``first`` (write and index the notes), ``sync`` or ``rename``;
-    ``real``: the default model instead of the fake embedder."""
-    started = time.perf_counter()
+def write_notes(folder: Path, files: int) -> None:
+    folder.mkdir(parents=True)
+    rng = random.Random(2)
+    for i in range(files):
+        body = " ".join(rng.choice(WORDS) for _ in range(40 + (i % 4) * 40))
+        (folder / f"note-{i:05}.md").write_text(f"# Note {i}\n\n{body.capitalize()}.\n")
+
+
+def step(mode: str, base: Path, files: int, real: bool = False, documents_s: float = 0.0) -> None:
+    """One step in this process: ``first`` (index the notes), ``sync``, ``rename``; or, untimed,
+    ``encoder`` (the bare encoder on the index's chunks, against the first index's documents
+    phase ``documents_s``) or ``check`` (the index's consistency). ``real``: the default model
+    instead of the fake embedder."""
+    if mode == "encoder":
+        return bare_encoder(str(base / "index"), documents_s, files)
+    if mode == "check":
+        from citeline.index.check import check_index
+        from citeline.index.store import Store
+
+        assert check_index(Store(str(base / "index"))) == []
+        return
     from citeline import progress
     from citeline.tasks import env, log
 
@@ -43,21 +62,13 @@ def step(mode: str, base: Path, files: int, real: bool = False) -> None:
 
     from citeline.flows.ingest import index_folder
     from citeline.flows.runners import command_run
-    from citeline.index.check import check_index
-    from citeline.index.store import Store
     from citeline.pipeline import embed
     from citeline.schemas.settings import DEFAULT_MODEL, IndexSettings
 
     log.configure()
     progress.configure_terminal(progress.DEFAULT)
     folder = base / "notes"
-    if mode == "first":
-        folder.mkdir(parents=True)
-        rng = random.Random(2)
-        for i in range(files):
-            body = " ".join(rng.choice(WORDS) for _ in range(40 + (i % 4) * 40))
-            (folder / f"note-{i:05}.md").write_text(f"# Note {i}\n\n{body.capitalize()}.\n")
-    elif mode == "rename":
+    if mode == "rename":
         (folder / "moved").mkdir()
         for i, name in enumerate(sorted(p.name for p in folder.glob("note-*.md"))):
             (folder / name).rename((folder / "moved" if i % 2 else folder) / name.replace("note-", "renamed-"))
@@ -76,19 +87,19 @@ def step(mode: str, base: Path, files: int, real: bool = False) -> None:
         called = time.perf_counter()
         summary = index_folder(str(folder), settings)
         flow_s = time.perf_counter() - called
-    assert check_index(Store(settings.db)) == []
     parts = ", ".join(f"{k} {v:.2f} s" for k, v in finished.items())
-    print(f"RESULT {mode} {flow_s:.2f} {time.perf_counter() - started:.2f} {summary.line()} [{parts}]", flush=True)
-    if real and mode == "first":
-        bare_encoder(settings, finished.get("documents"), files)
+    print(f"RESULT {mode} {flow_s:.2f} {finished.get('documents', 0):.3f} {summary.line()} [{parts}]", flush=True)
+    gc.freeze()  # as citeline/cli.py's main() ends
 
 
-def bare_encoder(settings, documents_s: float | None, files: int) -> None:
-    """The issue's other bound on a first index: the same model, in the same process and precision,
+def bare_encoder(db: str, documents_s: float, files: int) -> None:
+    """The issue's other bound on a first index: the same model and precision, in the same run,
     encoding the chunks the index holds with nothing around it; against the documents phase."""
     from citeline.index.store import Store
     from citeline.pipeline.embed import get_embedder
+    from citeline.schemas.settings import DEFAULT_MODEL, IndexSettings
 
+    settings = IndexSettings(db=db, model=DEFAULT_MODEL)
     texts = [row["text"] for row in Store(settings.db).chunk_rows(["text"])]
     embedder = get_embedder(settings.model, settings.precision)
     embedder.embed_documents(texts[:32])  # loaded and warm, as in the run
@@ -105,19 +116,27 @@ def main(files: int, real: bool = False) -> None:
     load = os.getloadavg()[0]
     results = []
     with tempfile.TemporaryDirectory() as tmp:
-        for mode in ("first", "sync", "rename", "sync"):
+        write_notes(Path(tmp) / "notes", files)
+        documents_s = 0.0
+        for mode in ("first", "sync", "rename", "sync", *(["encoder"] if real else []), "check"):
+            started = time.perf_counter()
             done = subprocess.run([sys.executable, __file__, "--step", mode, tmp, str(files),
-                                   *(["--real"] if real else [])], cwd=ROOT, capture_output=True, text=True)
+                                   *(["--real"] if real else []), str(documents_s)],
+                                  cwd=ROOT, capture_output=True, text=True)
+            process_s = time.perf_counter() - started
             if done.returncode != 0:
                 sys.exit(f"step {mode} exited {done.returncode}:\n{done.stderr[-3000:]}")
             for encoder_line in (ln for ln in done.stdout.splitlines() if ln.startswith("ENCODER ")):
                 print(encoder_line)
+            if mode in ("encoder", "check"):
+                continue
             line = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")][-1].split(" ", 4)
-            results.append((mode, float(line[2]), float(line[3]), line[4]))
-    first = results[0][1]
+            results.append((mode, float(line[2]), process_s, line[4]))
+            documents_s = documents_s or float(line[3])
+    first, first_process = results[0][1], results[0][2]
     for mode, flow_s, process_s, summary in results:
-        print(f"{mode:<7} flow {flow_s:7.2f} s ({flow_s / first:.3f} of the first index), process {process_s:7.2f} s; "
-              f"{summary}")
+        print(f"{mode:<7} flow {flow_s:7.2f} s ({flow_s / first:.3f} of the first index), process {process_s:7.2f} s "
+              f"({process_s / first_process:.3f}); {summary}")
     print(f"first index with the {'real model' if real else 'fake embedder'}; machine {os.cpu_count()} cpus; "
           f"load average {load:.2f} at start, {os.getloadavg()[0]:.2f} at end")
 
@@ -125,7 +144,7 @@ def main(files: int, real: bool = False) -> None:
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if a != "--real"]
     real = "--real" in sys.argv[1:]
-    if args[:1] == ["--step"]:
-        step(args[1], Path(args[2]), int(args[3]), real)
+    if args[:1] == ["--step"]:  # --step MODE DIR FILES DOCUMENTS_S
+        step(args[1], Path(args[2]), int(args[3]), real, float(args[4]))
     else:
         main(20 if args[:1] == ["--smoke"] else int(args[0]) if args else 2000, real)
