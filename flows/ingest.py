@@ -4,7 +4,6 @@
 import queue
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from prefect import flow
 from prefect.states import Completed, Failed
@@ -15,15 +14,15 @@ from citeline.extractors import runs_in_process
 from citeline.index.faults import is_storage_error
 from citeline.index.lease import check_writer
 from citeline.index.lock import writer_lock
-from citeline.pipeline.objects import is_object
-from citeline.pipeline.plan import STAT_COLUMNS, SyncPlan, Todo, plan_sync
+from citeline.tasks.folder_plan import RECORD_COLUMNS, plan_folder, synced_root
+from citeline.pipeline.plan import Todo
 from citeline.pipeline.prepare import Prepared, Unchanged
-from citeline.pipeline.walk import Selection, list_files
+from citeline.pipeline.walk import Selection
 from citeline.schemas import interrupt
 from citeline.schemas.errors import DocumentError
-from citeline.schemas.paths import absolute, escape, is_remote
+from citeline.schemas.paths import is_remote
 from citeline.schemas.settings import DOCUMENT_WORKERS, IndexSettings
-from citeline.schemas.stamp import STAMP_COLUMNS, IndexStamp
+from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.status import DocError, DocStatus, Outcome, RunSummary
 from citeline.tasks.calibrate import calibrate_gate
 from citeline.tasks.document import Again, document_failed, prepare_document, prepare_documents, write_documents
@@ -40,10 +39,6 @@ from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
 DOCUMENTS_FAILED = "DocumentsFailed"
 TOO_MANY_FAILED = "TooManyFailed"  # past --max-failed: the CLI exits 1
 STOPPED = "Stopped"  # told to stop (SIGTERM, SIGINT): the CLI exits 128 + the signal's number
-
-RECORD_COLUMNS = ["doc_id", "root", "source", "path", "status", "stage", "reason", "sha256", "attempts", "created_at",
-                  *STAT_COLUMNS, *STAMP_COLUMNS]
-
 
 @flow(name="index-folder", flow_run_name="index {root}",
       task_runner=ThreadPoolTaskRunner(max_workers=DOCUMENT_WORKERS))
@@ -115,26 +110,6 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
     log.info(Events.RUN_FINISHED, seconds=seconds, **{k: v for k, v in summary.__dict__.items() if k != "failures"})
     publish_report(summary, root, settings.db)
     return stopped_state(summary, stopped) if stopped else final_state(summary, max_failed)
-
-
-def plan_folder(root: str, store, stamp, selection: Selection = Selection(), verify: bool = False) -> SyncPlan:
-    """What this run must do; a single file is indexed without forgetting its neighbours."""
-    files = list_files(root, selection)
-    prune = synced_root(root) if is_folder(root) else None
-    return plan_sync(files, store.document_rows(RECORD_COLUMNS), stamp, prune, verify)
-
-
-def synced_root(root: str) -> str:
-    """``root`` as the index stores it: resolved, escaped (schemas/paths.py); an
-    object-storage URL as given, less a trailing slash."""
-    return escape(absolute(root))
-
-
-def is_folder(root: str) -> bool:
-    """Whether ``root`` is a folder (or a prefix of objects), whose vanished files a sync forgets."""
-    if is_remote(root):
-        return not is_object(root.rstrip("/"))
-    return Path(root).expanduser().is_dir()
 
 
 def run_documents(todo: list[Todo], stamp: IndexStamp, settings: IndexSettings

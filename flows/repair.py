@@ -6,12 +6,13 @@ from prefect import flow
 from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from citeline.flows.ingest import RECORD_COLUMNS, run_documents
+from citeline.flows.ingest import run_documents
 from citeline.index.check import Violation, check_index
 from citeline.index.lock import writer_lock
 from citeline.index.repair import (
     Repair, delete_duplicates, delete_orphans, plan_repair, rebuild_full_text, remove_temp_files,
 )
+from citeline.tasks.folder_plan import RECORD_COLUMNS
 from citeline.pipeline.plan import Todo
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp

@@ -236,14 +236,17 @@ class Store:
         LanceDB commits by writing a new manifest, so a kill -9 mid-write leaves the table
         at its previous version plus an orphaned ``data/.tmp*`` file nobody removes.
         """
-        if "://" in self.uri and not self.uri.startswith("file://"):
-            return []
-        root = Path(self.uri.removeprefix("file://"))
         removed = []
-        for tmp in root.glob("*.lance/data/.tmp*"):
+        for tmp in self.temp_files():
             tmp.unlink(missing_ok=True)
             removed.append(str(tmp))
         return removed
+
+    def temp_files(self) -> list[Path]:
+        """The half-written data files of a killed writer (``clean_temp_files``); none on object storage."""
+        if "://" in self.uri and not self.uri.startswith("file://"):
+            return []
+        return list(Path(self.uri.removeprefix("file://")).glob("*.lance/data/.tmp*"))
 
     # ---- documents -------------------------------------------------------------------
 
@@ -253,6 +256,13 @@ class Store:
         table = self.documents()
         if missing := [f for f in STAT_FIELDS if f.name not in table.schema.names]:
             table.add_columns(missing)
+
+    def documents_need_migration(self) -> bool:
+        """Whether ``migrate_documents`` would write: no documents table yet, or one without stat columns."""
+        if not self.has_table(DOCUMENTS):
+            return True
+        names = self.db.open_table(DOCUMENTS).schema.names
+        return any(f.name not in names for f in STAT_FIELDS)
 
     def upsert_document(self, record: dict) -> None:
         """Write one document record; fields it leaves out keep their stored values."""

@@ -525,6 +525,32 @@ def stored_calibration(source, stamp) -> Calibration | None:
     return found if found.model == stamp.embed_model else None
 
 
+# A calibration measured on a much smaller (or larger) index is measured again: its
+# pseudo-questions no longer sample what the index holds.
+GROWTH = 2.0
+
+
+def needs_calibration(calibrated_rows: int | None, rows: int) -> bool:
+    """Whether an index of ``rows`` chunks, calibrated at ``calibrated_rows`` (None: never), needs it (again).
+
+    >>> needs_calibration(None, 10), needs_calibration(100, 150), needs_calibration(100, 250), needs_calibration(None, 0)
+    (True, False, True, False)
+    """
+    if rows == 0:
+        return False
+    return not calibrated_rows or max(rows / calibrated_rows, calibrated_rows / rows) > GROWTH
+
+
+def calibration_due(store, stamp) -> bool:
+    """Whether the index's gate must be measured (again): no calibration stored for ``stamp``'s
+    model, one measured under another rule version, or on an index more than :data:`GROWTH`
+    times smaller or larger than it is now."""
+    found = stored_calibration(store, stamp)
+    if found is not None and found.version != CALIBRATION_VERSION:
+        return True
+    return needs_calibration(found and found.chunks, store.count_chunks())
+
+
 def cut_in_use(source, stamp, override: float | None = None) -> CutInUse:
     """The cut for ``ask``: ``override``, else the index's calibration (``source``: a Store or a
     Searcher, see :func:`stored_calibration`), else the legacy table.

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from citeline.query.calibrate import CALIBRATION_VERSION, Calibration, calibrate, stored_calibration
+from citeline.query.calibrate import Calibration, calibrate, calibration_due
 from citeline.query.thresholds import Uncalibrated
 from citeline.query.search import Searcher
 from citeline.schemas.settings import IndexSettings
@@ -14,27 +14,12 @@ from citeline.schemas.stamp import IndexStamp
 from citeline.tasks.log import get_logger
 from citeline.tasks.store import embedder_for, store_for
 
-# A calibration measured on a much smaller (or larger) index is measured again: its
-# pseudo-questions no longer sample what the index holds.
-GROWTH = 2.0
-
-
-def needs_calibration(calibrated_rows: int | None, rows: int) -> bool:
-    """Whether an index of ``rows`` chunks, calibrated at ``calibrated_rows`` (None: never), needs it (again).
-
-    >>> needs_calibration(None, 10), needs_calibration(100, 150), needs_calibration(100, 250), needs_calibration(None, 0)
-    (True, False, True, False)
-    """
-    if rows == 0:
-        return False
-    return not calibrated_rows or max(rows / calibrated_rows, calibrated_rows / rows) > GROWTH
-
 
 @task(task_run_name="calibrate-gate", cache_policy=NO_CACHE)
 def calibrate_gate(settings: IndexSettings, stamp: IndexStamp, force: bool = False,
                    answerability: bool = False) -> Calibration | None:
     """Measure and store the active table's calibration; skipped when the stored one still fits
-    (same rule version, an index within :data:`GROWTH` of the size it was measured at).
+    (``query.calibrate.calibration_due``).
 
     ``answerability`` also fits the opt-in answerability score (query/answerability.py).
 
@@ -42,9 +27,7 @@ def calibrate_gate(settings: IndexSettings, stamp: IndexStamp, force: bool = Fal
         The calibration stored by this call, or None when none was needed.
     """
     store = store_for(settings.db)
-    stored = stored_calibration(store, stamp)
-    outdated = stored is not None and stored.version != CALIBRATION_VERSION  # measured under another rule
-    if not force and not outdated and not needs_calibration(stored and stored.chunks, store.count_chunks()):
+    if not force and not calibration_due(store, stamp):
         return None
     searcher = Searcher(store, embedder_for(settings), stamp)
     try:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from collections.abc import Mapping, Sequence
 
 import structlog
@@ -32,6 +33,7 @@ class Events:
 
     RUN_STARTED = "run.started"
     RUN_PLANNED = "run.planned"
+    RUN_UNCHANGED = "run.unchanged"  # nothing to write: answered without a flow run (tasks/folder_plan.py)
     RUN_FINISHED = "run.finished"
     RUN_STOPPED = "run.stopped"
     RUN_CLEANED = "run.cleaned"
@@ -68,6 +70,8 @@ def each_or_summary(log, events: Sequence[str], documents: Sequence[Mapping], su
 
 def add_run_ids(logger, method: str, event: dict) -> dict:
     """The Prefect flow run and task run the event was logged in, when there is one."""
+    if "prefect.context" not in sys.modules:  # no run without it; a command that needs none stays without Prefect
+        return event
     from prefect.context import FlowRunContext, TaskRunContext
 
     task_run = TaskRunContext.get()

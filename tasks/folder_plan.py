@@ -1,0 +1,78 @@
+"""What a sync of a folder must do, read from the folder and the index without Prefect.
+
+``plan_folder`` is the flow's plan (flows/ingest.py). ``unchanged`` answers the most frequent
+command of all, a scheduled ``citeline index`` of a folder where nothing changed, before
+Prefect is imported: such a sync writes nothing, yet it paid ~1.4 s of imports and flow-run
+start (against ~0.6 s for the whole answer without them) and left 94 rows in the Prefect
+server's database (docs/benchmarks.md, "Prefect database growth per sync"). The issue's
+option "read-only work without a flow run" (issue 28, item 3): every run that writes is
+still a flow run.
+
+``unchanged`` is conservative: it says "nothing to do" only when every step the flow takes
+would write nothing — no file to read, none to forget, no leftover of a killed writer, no
+full-text index behind its rows, a stored gate calibration that still fits, no token table to
+keep current — and anything it cannot decide cheaply (an object store, a token table) runs the
+flow.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from citeline.index.store import Store, index_exists
+from citeline.index.tokens import TokenVectors
+from citeline.pipeline.embed import resolve_model
+from citeline.pipeline.objects import is_object
+from citeline.pipeline.plan import STAT_COLUMNS, SyncPlan, plan_sync
+from citeline.pipeline.walk import Selection, list_files
+from citeline.query.calibrate import calibration_due
+from citeline.schemas.paths import absolute, escape, is_remote
+from citeline.schemas.settings import IndexSettings
+from citeline.schemas.stamp import PIPELINE_VERSION, STAMP_COLUMNS, IndexStamp
+from citeline.schemas.status import RunSummary
+
+RECORD_COLUMNS = ["doc_id", "root", "source", "path", "status", "stage", "reason", "sha256", "attempts", "created_at",
+                  *STAT_COLUMNS, *STAMP_COLUMNS]
+
+
+def plan_folder(root: str, store: Store, stamp: IndexStamp, selection: Selection = Selection(),
+                verify: bool = False) -> SyncPlan:
+    """What this run must do; a single file is indexed without forgetting its neighbours."""
+    files = list_files(root, selection)
+    prune = synced_root(root) if is_folder(root) else None
+    return plan_sync(files, store.document_rows(RECORD_COLUMNS), stamp, prune, verify)
+
+
+def synced_root(root: str) -> str:
+    """``root`` as the index stores it: resolved, escaped (schemas/paths.py); an
+    object-storage URL as given, less a trailing slash."""
+    return escape(absolute(root))
+
+
+def is_folder(root: str) -> bool:
+    """Whether ``root`` is a folder (or a prefix of objects), whose vanished files a sync forgets."""
+    if is_remote(root):
+        return not is_object(root.rstrip("/"))
+    return Path(root).expanduser().is_dir()
+
+
+def unchanged(root: str, settings: IndexSettings, selection: Selection = Selection()) -> RunSummary | None:
+    """The summary of a sync of ``root`` that would write nothing, or None when the flow must run.
+
+    Read-only: nothing is created, cleaned or locked. Another writer's run in progress shows
+    as work (files not yet recorded, rows ahead of the full-text index), and work runs the
+    flow, which waits for the writer lock as before.
+    """
+    if is_remote(root) or is_remote(settings.db) or settings.token_vectors or not index_exists(settings.db):
+        return None
+    store = Store(settings.db)
+    stored = store.stamp()
+    if stored is None or stored != IndexStamp(resolve_model(settings.model).name, stored.embed_dim, PIPELINE_VERSION,
+                                              settings.strategy.upper()):
+        return None  # a new index, or other settings: the flow creates it or says what differs
+    if (store.temp_files() or store.documents_need_migration() or synced_root(root) not in store.roots()
+            or store.needs_finish() or TokenVectors(store, stored).exists() or calibration_due(store, stored)):
+        return None
+    plan = plan_folder(root, store, stored, selection)
+    if plan.todo or plan.gone:
+        return None
+    return RunSummary(skipped=len(plan.skip), rows=store.count_chunks(), still_failing=len(plan.still_failing))
