@@ -10,9 +10,10 @@ the variants of one command alternating so they see the same load:
   by torch (``CITELINE_QUERY_ONNX=0``, what every question cost before);
 - ``status`` answered from the report kept beside an unchanged index (``kept``) and
   reading the tables as after a change (``tables``);
-- ``--help`` and a no-op ``index examples/docs``: with Prefect's temporary server,
-  and with ``--server-home`` also against the citeline server running there
-  (``CITELINE_HOME=DIR citeline server start``; citeline/prefect_server.py).
+- ``--help`` and a no-op ``index examples/docs``: as it runs (``quick``: a sync that would
+  write nothing is answered without Prefect, tasks/folder_plan.py), and with a flow run
+  (``--always-run``) on Prefect's temporary server and, with ``--server-home``, against the
+  citeline server running there (``CITELINE_HOME=DIR citeline server start``; citeline/prefect_server.py).
 
 Printed per command and variant: best and median wall seconds, best CPU seconds (user + sys
 of the child, ``os.wait4``: the figure that moves least on a shared machine), and the
@@ -65,9 +66,11 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, int]:
 
 
 def commands(db: str, server_home: str | None = None) -> dict[str, list[tuple[str, list[str], dict[str, str]]]]:
-    """Each command's variants: (label, argv, extra environment); the no-op index with Prefect's
-    temporary server, and against the citeline server running under ``server_home`` if given."""
+    """Each command's variants: (label, argv, extra environment); the no-op index as it runs
+    (``quick``: answered without Prefect), and with a flow run (``--always-run``) on Prefect's
+    temporary server and against the citeline server running under ``server_home`` if given."""
     cli = [sys.executable, "-m", "citeline"]
+    sync = [*cli, "index", str(EXAMPLES), "--db", db, "--no-progress"]
     onnx, torch = {}, {"CITELINE_QUERY_ONNX": "0"}
     return {
         "--help": [("", [*cli, "--help"], {})],
@@ -76,10 +79,8 @@ def commands(db: str, server_home: str | None = None) -> dict[str, list[tuple[st
                    ("torch", [*cli, "search", "dropout", "-k", "1", "--db", db], torch)],
         "ask": [("onnx", [*cli, "ask", QUESTION, "--db", db], onnx),
                 ("torch", [*cli, "ask", QUESTION, "--db", db], torch)],
-        "index (no-op)": [("temp", [*cli, "index", str(EXAMPLES), "--db", db, "--no-progress"],
-                           {"CITELINE_PREFECT_SERVER": "off"})]
-        + ([("server", [*cli, "index", str(EXAMPLES), "--db", db, "--no-progress"], {"CITELINE_HOME": server_home})]
-           if server_home else []),
+        "index (no-op)": [("quick", sync, {}), ("temp", [*sync, "--always-run"], {"CITELINE_PREFECT_SERVER": "off"})]
+        + ([("server", [*sync, "--always-run"], {"CITELINE_HOME": server_home})] if server_home else []),
     }
 
 

@@ -11,8 +11,9 @@ ratios were taken against, encoding and calibration included); then, each step i
 fresh process as cron would run ``citeline index``: a no-op re-sync, every file renamed (half
 of them moved into a new subfolder) and synced, and a no-op re-sync again. Logs and Prefect settings are set up as
 the CLI sets them (per-document lines not printed), and the process ends as the CLI's does
-(``gc.freeze()``). Each step prints the seconds of its ``index_folder`` call and of its whole
-process (start to exit, timed by the parent), its summary, and its share of the first index;
+(``gc.freeze()``). Each step prints the seconds of its sync (``tasks.folder_plan.unchanged``, which
+answers a sync that would write nothing without Prefect as the CLI does, plus, when it does not,
+the ``index_folder`` call) and of its whole process (start to exit, timed by the parent), its summary, and its share of the first index;
 ``check_index`` is ``[]`` after the last, checked in a process of its own, untimed.
 """
 from __future__ import annotations
@@ -60,10 +61,9 @@ def step(mode: str, base: Path, files: int, real: bool = False, documents_s: flo
     sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
     from fakes import FAKE, HashEmbedder
 
-    from citeline.flows.ingest import index_folder
-    from citeline.flows.runners import command_run
     from citeline.pipeline import embed
     from citeline.schemas.settings import DEFAULT_MODEL, IndexSettings
+    from citeline.tasks.folder_plan import unchanged
 
     log.configure()
     progress.configure_terminal(progress.DEFAULT)
@@ -74,22 +74,38 @@ def step(mode: str, base: Path, files: int, real: bool = False, documents_s: flo
             (folder / name).rename((folder / "moved" if i % 2 else folder) / name.replace("note-", "renamed-"))
     settings = IndexSettings(db=str(base / "index"), model=DEFAULT_MODEL if real else FAKE)
     finished = {}
+    with embed.registered(FAKE, lambda precision, batch_size: HashEmbedder()):  # FAKE unused if real
+        called = time.perf_counter()
+        # as `citeline index` does: a sync that would write nothing is answered before Prefect
+        summary = unchanged(str(folder), settings)
+        flow_s = time.perf_counter() - called
+        if summary is None:
+            summary, seconds = run_flow(folder, settings, finished)
+            flow_s += seconds
+    parts = ", ".join(f"{k} {v:.2f} s" for k, v in finished.items()) or "no flow run"
+    print(f"RESULT {mode} {flow_s:.2f} {finished.get('documents', 0):.3f} {summary.line()} [{parts}]", flush=True)
+    gc.freeze()  # as citeline/cli.py's main() ends
 
-    class Finished(logging.Handler):  # the run's own breakdown: plan, documents, finish
+
+def run_flow(folder: Path, settings, finished: dict):
+    """The index flow, with the Prefect settings `citeline index` runs it with: its summary and the
+    seconds of the ``index_folder`` call (imports not counted); ``finished`` gets the run's own
+    breakdown (plan, documents, finish)."""
+    from citeline.flows.ingest import index_folder
+    from citeline.flows.runners import command_run
+    from citeline.tasks import log
+
+    class Finished(logging.Handler):
         def emit(self, record):
             event = log.event_of(record) or {}
             if event.get("event") == log.Events.RUN_FINISHED:
                 finished.update(event.get("seconds") or {})
 
     logging.getLogger(log.LOGGER).addHandler(Finished())
-    # command_run: the Prefect settings `citeline index` runs its flow with
-    with embed.registered(FAKE, lambda precision, batch_size: HashEmbedder()), command_run():  # FAKE unused if real
+    with command_run():
         called = time.perf_counter()
         summary = index_folder(str(folder), settings)
-        flow_s = time.perf_counter() - called
-    parts = ", ".join(f"{k} {v:.2f} s" for k, v in finished.items())
-    print(f"RESULT {mode} {flow_s:.2f} {finished.get('documents', 0):.3f} {summary.line()} [{parts}]", flush=True)
-    gc.freeze()  # as citeline/cli.py's main() ends
+        return summary, time.perf_counter() - called
 
 
 def bare_encoder(db: str, documents_s: float, files: int) -> None:

@@ -69,10 +69,10 @@ def unchanged(root: str, settings: IndexSettings, selection: Selection = Selecti
     if stored is None or stored != IndexStamp(resolve_model(settings.model).name, stored.embed_dim, PIPELINE_VERSION,
                                               settings.strategy.upper()):
         return None  # a new index, or other settings: the flow creates it or says what differs
-    if (store.temp_files() or store.documents_need_migration() or synced_root(root) not in store.roots()
-            or store.needs_finish() or TokenVectors(store, stored).exists() or calibration_due(store, stored)):
+    if store.documents_need_migration():  # the plan reads the stat columns
         return None
-    plan = plan_folder(root, store, stored, selection)
-    if plan.todo or plan.gone:
+    plan = plan_folder(root, store, stored, selection)  # first: where a sync with work finds it
+    if (plan.todo or plan.gone or store.temp_files() or synced_root(root) not in store.roots()
+            or store.needs_finish() or TokenVectors(store, stored).exists() or calibration_due(store, stored)):
         return None
     return RunSummary(skipped=len(plan.skip), rows=store.count_chunks(), still_failing=len(plan.still_failing))
