@@ -771,6 +771,7 @@ def main() -> None:
         cli(prog_name="citeline")
     finally:
         # Shutdown's collections walk every object the imports made (torch, transformers, Prefect's
-        # models): 0.7-1.2 s after the work was done (docs/benchmarks.md, "Exit"). Frozen objects are
-        # left to the OS; atexit handlers, flushes and closes run as before.
+        # models): 0.7-1.2 s after the work was done (docs/benchmarks.md, "The exit, and PyMuPDF
+        # left to the PDF worker"). Frozen objects are left to the OS; atexit handlers, flushes and
+        # closes run as before.
         freeze_objects()

@@ -14,7 +14,6 @@ from citeline.extractors import runs_in_process
 from citeline.index.faults import is_storage_error
 from citeline.index.lease import check_writer
 from citeline.index.lock import writer_lock
-from citeline.tasks.folder_plan import RECORD_COLUMNS, plan_folder, synced_root
 from citeline.pipeline.plan import Todo
 from citeline.pipeline.prepare import Prepared, Unchanged
 from citeline.pipeline.walk import Selection
@@ -26,6 +25,7 @@ from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.status import DocError, DocStatus, Outcome, RunSummary
 from citeline.tasks.calibrate import calibrate_gate
 from citeline.tasks.document import Again, document_failed, prepare_document, prepare_documents, write_documents
+from citeline.tasks.folder_plan import RECORD_COLUMNS, plan_folder, synced_root
 from citeline.tasks.log import Events, get_logger
 from citeline.tasks.record import as_failures, forget_deleted, record_failures
 from citeline.tasks.rename import index_renamed

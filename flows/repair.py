@@ -12,10 +12,10 @@ from citeline.index.lock import writer_lock
 from citeline.index.repair import (
     Repair, delete_duplicates, delete_orphans, plan_repair, rebuild_full_text, remove_temp_files,
 )
-from citeline.tasks.folder_plan import RECORD_COLUMNS
 from citeline.pipeline.plan import Todo
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
+from citeline.tasks.folder_plan import RECORD_COLUMNS
 from citeline.tasks.log import get_logger
 from citeline.tasks.record import record_failures
 from citeline.tasks.store import store_for

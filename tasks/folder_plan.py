@@ -2,9 +2,9 @@
 
 ``plan_folder`` is the flow's plan (flows/ingest.py). ``unchanged`` answers the most frequent
 command of all, a scheduled ``citeline index`` of a folder where nothing changed, before
-Prefect is imported: such a sync writes nothing, yet it paid ~1.4 s of imports and flow-run
-start (against ~0.6 s for the whole answer without them) and left 94 rows in the Prefect
-server's database (docs/benchmarks.md, "Prefect database growth per sync"). The issue's
+Prefect is imported: such a sync writes nothing, yet it paid ~1.2 s of imports and flow-run
+start (its whole process is 0.8 s without them, 2,000 files) and left 94 rows in the Prefect
+server's database (docs/benchmarks.md, "A sync that would write nothing"). The issue's
 option "read-only work without a flow run" (issue 28, item 3): every run that writes is
 still a flow run.
 
