@@ -17,7 +17,7 @@ import pytest
 from citeline.pipeline import embed_st
 from citeline.pipeline.embed_onnx import ExportedMiniLM
 from citeline.pipeline.onnx_export import exported_minilm
-from testkit import EXAMPLES, ROOT
+from testkit import EXAMPLES, ROOT, Probed, probe_cli
 
 pytestmark = [pytest.mark.model]
 DEV = ROOT.parent / "shared" / "corpora" / "dev"
@@ -59,26 +59,8 @@ def test_every_dev_question_gets_the_torch_vector_within_1e_5(torch_minilm):
     assert (exported.dim, exported.max_tokens) == (torch_minilm.dim, torch_minilm.max_tokens)
 
 
-RUN = """
-import json, sys
-from citeline.cli import main
-sys.argv = ["citeline", *sys.argv[2:]]
-code = 0
-try:
-    main()
-except SystemExit as exc:
-    code = exc.code or 0
-print("LOADED " + json.dumps({"exit": code, "loaded": [m for m in json.loads(%r) if m in sys.modules]}))
-"""
-
-
-def run_cli(*args: str, **env: str) -> tuple[dict, str]:
-    code = RUN % json.dumps(TORCH_STACK)
-    done = subprocess.run([sys.executable, "-c", code, "-", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=600, env={**os.environ, **env})
-    line = [ln for ln in done.stdout.splitlines() if ln.startswith("LOADED ")]
-    assert line, done.stdout + done.stderr
-    return json.loads(line[-1].removeprefix("LOADED ")), done.stdout
+def run_cli(*args: str, **env: str) -> Probed:
+    return probe_cli(list(args), TORCH_STACK, {**os.environ, **env}, timeout=600)
 
 
 @pytest.fixture(scope="module")
@@ -97,16 +79,16 @@ def minilm_index(tmp_path_factory) -> str:
                          ids=lambda c: c[0])
 def test_search_and_ask_answer_a_torch_built_index_without_importing_torch(minilm_index, command):
     exported_minilm()  # made once (first use); the command then only loads it
-    onnx, shown = run_cli(*command, "--db", minilm_index, "--json")
-    assert onnx["exit"] == 0 and onnx["loaded"] == [], shown
-    torch, shown_torch = run_cli(*command, "--db", minilm_index, "--json", CITELINE_QUERY_ONNX="0")
-    assert torch["exit"] == 0 and "torch" in torch["loaded"]
-    assert hits(shown) == hits(shown_torch)  # same passages, distances to float rounding
+    onnx = run_cli(*command, "--db", minilm_index, "--json")
+    assert onnx.exit == 0 and onnx.imported == [], onnx.stdout
+    torch = run_cli(*command, "--db", minilm_index, "--json", CITELINE_QUERY_ONNX="0")
+    assert torch.exit == 0 and "torch" in torch.imported
+    assert hits(onnx.stdout) == hits(torch.stdout)  # same passages, distances to float rounding
 
 
 def hits(stdout: str) -> list[tuple[str, str, float]]:
     """(document, fragment, cosine distance to 4 places) of each passage the command printed as JSON."""
-    body = json.loads(stdout[:stdout.index("LOADED ")])
+    body = json.loads(stdout)
     found = body.get("results") or body.get("citations") or body.get("closest") or []
     assert found, body
     return [(h["document"], h["fragment"], round(h["distance"], 4)) for h in found]

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from testkit import EXAMPLES, ROOT, synced_index
+from testkit import EXAMPLES, ROOT, probe_cli, synced_index
 from citeline.extractors import BUILTINS
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -20,21 +20,6 @@ pytestmark = pytest.mark.usefixtures("prefect_harness")
 # The package itself (its registry and pure helpers) is cheap; its extractors are not.
 FORBIDDEN = ("fitz", "pymupdf", "torch", "sentence_transformers", "transformers", "pytesseract", "botocore.session",
              *(f"citeline.extractors.{name}" for name in BUILTINS))
-
-# The CLI as `.venv/bin/citeline` runs it, then the forbidden modules it left in sys.modules.
-RUN = """
-import json, sys
-from citeline.cli import main
-forbidden = json.loads(sys.argv[1])
-sys.argv = ["citeline", *sys.argv[2:]]
-code = 0
-try:
-    main()
-except SystemExit as exc:
-    code = exc.code or 0
-print("LOADED " + json.dumps({"exit": code, "loaded": [m for m in forbidden if m in sys.modules]}))
-"""
-
 
 @pytest.fixture(scope="module")
 def synced(tmp_path_factory, prefect_harness) -> tuple[str, str]:
@@ -52,13 +37,9 @@ def db(synced) -> str:
 
 @pytest.mark.parametrize("command", [["status"], ["check"], ["chunks", "04-dropout.md"], ["gc"]], ids=" ".join)
 def test_read_only_command_imports_no_extractor_and_no_model(db, command):
-    done = subprocess.run([sys.executable, "-c", RUN, json.dumps(FORBIDDEN), *command, "--db", db],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
-    line = [ln for ln in done.stdout.splitlines() if ln.startswith("LOADED ")]
-    assert line, done.stdout + done.stderr
-    report = json.loads(line[-1].removeprefix("LOADED "))
-    assert report["exit"] == 0, done.stdout + done.stderr
-    assert report["loaded"] == [], f"`citeline {' '.join(command)}` imported {report['loaded']}"
+    report = probe_cli([*command, "--db", db], FORBIDDEN, timeout=120)
+    assert report.exit == 0, report.stdout
+    assert report.imported == [], f"`citeline {' '.join(command)}` imported {report.imported}"
 
 
 def test_status_still_tells_current_rows_without_importing_the_extractors(db):
@@ -75,32 +56,13 @@ def test_status_still_tells_current_rows_without_importing_the_extractors(db):
     assert len(docs) == 2 and all(d["current"] for d in docs), docs
 
 
-# The fake embedder registered as the tests' session does, and nothing else: tests/fixtures/fake_cli.py
-# also registers the hostile test extractors, which would import the package this test looks for.
-FAKE_RUN = """
-import sys
-sys.path.insert(0, sys.argv.pop(1))
-from citeline.pipeline import embed
-from fakes import FAKE, HashEmbedder
-embed.register(FAKE, lambda precision, batch_size: HashEmbedder())
-""" + RUN
-
-
-def run_on_fake(args: list[str], env: dict[str, str]) -> tuple[dict, str]:
-    """({"exit", "loaded"}, stdout) of `citeline ARGS` in a fresh interpreter on the fake embedder."""
-    done = subprocess.run([sys.executable, "-c", FAKE_RUN, str(ROOT / "tests" / "fixtures"), json.dumps(FORBIDDEN),
-                           *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
-    line = [ln for ln in done.stdout.splitlines() if ln.startswith("LOADED ")]
-    assert line, done.stdout + done.stderr
-    return json.loads(line[-1].removeprefix("LOADED ")), done.stdout + done.stderr
-
 def test_a_sync_with_nothing_changed_imports_no_extractor_and_no_model(synced, cli_env):
     """A scheduled sync of an unchanged folder reads no file, so it needs no extractor: importing
     them (PyMuPDF, lxml, Pillow ...) was ~1 s of CPU of every such run (docs/benchmarks.md)."""
     folder, db = synced
-    report, stdout = run_on_fake(["index", folder, "--db", db, "--no-progress"], cli_env)
-    assert report["exit"] == 0 and "indexed 0, failed 0, skipped 2" in stdout, stdout
-    assert report["loaded"] == [], f"a no-op sync imported {report['loaded']}"
+    report = probe_cli(["index", folder, "--db", db, "--no-progress"], FORBIDDEN, cli_env, fake=True)
+    assert report.exit == 0 and "indexed 0, failed 0, skipped 2" in report.stdout, report.stdout
+    assert report.imported == [], f"a no-op sync imported {report.imported}"
 
 
 @pytest.mark.parametrize("command", [["ask", "Why does dropout only apply during training?"], ["search", "dropout"]],
@@ -109,9 +71,9 @@ def test_a_question_imports_no_extractor_and_no_model(db, command, cli_env):
     """`ask` names the cell a table quote answers with citeline.extractors.tables' rules; that
     import loaded every extractor (PyMuPDF, lxml ...: ~0.9 s of a cold ask) until the registry
     loaded its built-ins on first use."""
-    report, stdout = run_on_fake([*command, "--db", db], cli_env)
-    assert report["exit"] == 0 and "04-dropout.md" in stdout, stdout
-    assert report["loaded"] == [], f"`citeline {command[0]}` imported {report['loaded']}"
+    report = probe_cli([*command, "--db", db], FORBIDDEN, cli_env, fake=True)
+    assert report.exit == 0 and "04-dropout.md" in report.stdout, report.stdout
+    assert report.imported == [], f"`citeline {command[0]}` imported {report.imported}"
 
 
 def test_a_sync_of_a_markdown_note_leaves_the_pdf_library_to_the_worker_that_reads_a_pdf(synced, cli_env, tmp_path):
@@ -121,7 +83,8 @@ def test_a_sync_of_a_markdown_note_leaves_the_pdf_library_to_the_worker_that_rea
     folder = tmp_path / "notes"
     shutil.copytree(synced[0], folder)
     (folder / "harbour.md").write_text("# Harbour\n\nThe committee meets at the old pier.\n")
-    report, stdout = run_on_fake(["index", str(folder), "--db", str(tmp_path / "db"), "--no-progress"], cli_env)
-    assert report["exit"] == 0 and "indexed 3, failed 0" in stdout, stdout
-    assert "citeline.extractors.pdf" in report["loaded"]  # the registry did load: the check below means something
-    assert not {"pymupdf", "fitz"} & set(report["loaded"]), report["loaded"]
+    report = probe_cli(["index", str(folder), "--db", str(tmp_path / "db"), "--no-progress"], FORBIDDEN, cli_env,
+                       fake=True)
+    assert report.exit == 0 and "indexed 3, failed 0" in report.stdout, report.stdout
+    assert "citeline.extractors.pdf" in report.imported  # the registry did load: the check below means something
+    assert not {"pymupdf", "fitz"} & set(report.imported), report.imported

@@ -6,40 +6,20 @@ from __future__ import annotations
 import errno
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from testkit import EXAMPLES, ROOT, synced_index
+from testkit import EXAMPLES, probe_cli, synced_index
 from citeline.index import status_cache
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
-# `citeline status --json` as the console script runs it, then whether LanceDB was imported.
-RUN = """
-import json, sys
-from citeline.cli import main
-sys.argv = ["citeline", *sys.argv[1:]]
-code = 0
-try:
-    main()
-except SystemExit as exc:
-    code = exc.code or 0
-print("LANCEDB " + json.dumps({"exit": code, "imported": "lancedb" in sys.modules}))
-"""
-
-
 def status(db: str) -> tuple[dict, bool]:
     """(the JSON report, whether the process imported lancedb) of a fresh `citeline status`."""
-    done = subprocess.run([sys.executable, "-c", RUN, "status", "--json", "--db", db],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
-    out, _, marker = done.stdout.rpartition("LANCEDB ")
-    assert marker, done.stdout + done.stderr
-    result = json.loads(marker)
-    assert result["exit"] == 0, done.stdout + done.stderr
-    return json.loads(out), result["imported"]
+    report = probe_cli(["status", "--json", "--db", db], ["lancedb"], timeout=120)
+    assert report.exit == 0, report.stdout
+    return json.loads(report.stdout), report.imported == ["lancedb"]
 
 
 @pytest.fixture

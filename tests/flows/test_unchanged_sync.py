@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from testkit import ROOT, synced_index
+from testkit import probe_cli, synced_index
 from fakes import FAKE
 from citeline.index.store import Store
 from citeline.query.calibrate import stored_calibration
@@ -92,32 +90,6 @@ def test_no_index_yet_runs_the_flow(docs, tmp_path):
     assert not (tmp_path / "none").exists()  # read-only: nothing created
 
 
-# `citeline index` as the console script runs it, on the fake embedder; then whether Prefect was imported.
-RUN = """
-import json, sys
-sys.path.insert(0, sys.argv.pop(1))
-from citeline.pipeline import embed
-from fakes import FAKE, HashEmbedder
-embed.register(FAKE, lambda precision, batch_size: HashEmbedder())
-from citeline.cli import main
-sys.argv = ["citeline", *sys.argv[1:]]
-code = 0
-try:
-    main()
-except SystemExit as exc:
-    code = exc.code or 0
-print("RAN " + json.dumps({"exit": code, "prefect": "prefect" in sys.modules}))
-"""
-
-
-def run_cli(args: list[str], env: dict[str, str]) -> tuple[dict, str]:
-    done = subprocess.run([sys.executable, "-c", RUN, str(ROOT / "tests" / "fixtures"), *args],
-                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
-    line = [ln for ln in done.stdout.splitlines() if ln.startswith("RAN ")]
-    assert line, done.stdout + done.stderr
-    return json.loads(line[-1].removeprefix("RAN ")), done.stdout
-
-
 def flow_runs() -> int:
     from prefect.client.orchestration import get_client
 
@@ -129,14 +101,14 @@ def test_the_cli_answers_an_unchanged_folder_without_prefect_or_a_flow_run_unles
     folder, index = synced
     args = ["index", str(folder), "--db", index.uri, "--no-progress"]
     before = flow_runs()
-    quick, quick_out = run_cli(args, cli_env)
-    assert quick == {"exit": 0, "prefect": False}, quick_out
+    quick = probe_cli(args, ["prefect"], cli_env, fake=True)
+    assert (quick.exit, quick.imported) == (0, []), quick.stdout
     assert flow_runs() == before
-    full, full_out = run_cli([*args, "--always-run"], cli_env)
-    assert full == {"exit": 0, "prefect": True}, full_out
+    full = probe_cli([*args, "--always-run"], ["prefect"], cli_env, fake=True)
+    assert (full.exit, full.imported) == (0, ["prefect"]), full.stdout
     assert flow_runs() == before + 1
-    summary = [ln for ln in quick_out.splitlines() if ln.startswith("indexed ")]
-    assert summary and summary == [ln for ln in full_out.splitlines() if ln.startswith("indexed ")]
+    summary = [ln for ln in quick.stdout.splitlines() if ln.startswith("indexed ")]
+    assert summary and summary == [ln for ln in full.stdout.splitlines() if ln.startswith("indexed ")]
     assert summary[0].startswith("indexed 0, failed 0, skipped 2, deleted 0")
 
 
@@ -144,8 +116,8 @@ def test_the_cli_runs_the_flow_as_soon_as_a_file_changed(synced, cli_env):
     folder, index = synced
     _add(folder, index.uri)
     before = flow_runs()
-    ran, out = run_cli(["index", str(folder), "--db", index.uri, "--no-progress", "--json"], cli_env)
-    assert ran == {"exit": 0, "prefect": True}, out
+    ran = probe_cli(["index", str(folder), "--db", index.uri, "--no-progress", "--json"], ["prefect"], cli_env, fake=True)
+    assert (ran.exit, ran.imported) == (0, ["prefect"]), ran.stdout
     assert flow_runs() == before + 1
-    report = json.loads(out[: out.index("RAN ")])
+    report = json.loads(ran.stdout)
     assert report["summary"]["indexed"] == 1 and "flow_run" not in report
