@@ -52,6 +52,9 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
     with its stage and reason while the rest go on; one that failed before and has not
     changed since is not read again, only counted as still failing.
 
+    ``citeline index`` answers a sync that would write nothing without calling this flow
+    (``tasks.folder_plan.unchanged``): a step added here that writes needs its condition there.
+
     Returns:
         RunSummary; the run ends Completed (still-failing documents included: nothing new
         failed), Failed "DocumentsFailed" when documents failed in this run, Failed

@@ -12,7 +12,7 @@ still a flow run.
 would write nothing — no file to read, none to forget, no leftover of a killed writer, no
 full-text index behind its rows, a stored gate calibration that still fits, no token table to
 keep current — and anything it cannot decide cheaply (an object store, a token table) runs the
-flow.
+flow. A step added to ``flows.ingest.index_folder`` that writes needs its condition here too.
 """
 from __future__ import annotations
 
