@@ -168,12 +168,16 @@ def _answered_unchanged(path: str, settings, selection, as_json: bool) -> bool:
         return False
     get_logger().info(Events.RUN_UNCHANGED, root=path, skipped=summary.skipped, still_failing=summary.still_failing)
     if as_json:
-        click.echo(json.dumps({"state": "Completed", "flow_run": None,
-                               "summary": {k: v for k, v in asdict(summary).items() if k != "failures"},
-                               "failures": []}, indent=2))
+        click.echo(json.dumps({**_run_report("Completed", summary), "flow_run": None}, indent=2))
     else:
         click.echo(summary.line())
     return True
+
+
+def _run_report(state_name: str, summary) -> dict:
+    """A run's ``--json`` report: its final state's name, its counts and its failures."""
+    return {"state": state_name, "summary": {k: v for k, v in asdict(summary).items() if k != "failures"},
+            "failures": [asdict(f) for f in summary.failures]}
 
 
 def _existing_settings(db: str):
@@ -233,8 +237,7 @@ def _print_run(state, as_json: bool = False) -> None:
         raise CliError(f"the run failed: {state.message}", kind="run-failed")
     error = state.is_failed() and state.name != DOCUMENTS_FAILED  # past --max-failed, or stopped (disk full)
     if as_json:
-        report = {"state": state.name, "summary": {k: v for k, v in asdict(summary).items() if k != "failures"},
-                  "failures": [asdict(f) for f in summary.failures]}
+        report = _run_report(state.name, summary)
         if error:
             report["error"] = {"kind": "stopped" if state.name == STOPPED else "run-failed",
                                "message": state.message, "help": ""}

@@ -254,15 +254,12 @@ class Store:
         """Give a documents table written before stats were kept its stat columns, empty
         (one commit; writers only: a record without a stat is hashed once, then gets one)."""
         table = self.documents()
-        if missing := [f for f in STAT_FIELDS if f.name not in table.schema.names]:
+        if missing := _missing_stat_fields(table):
             table.add_columns(missing)
 
     def documents_need_migration(self) -> bool:
         """Whether ``migrate_documents`` would write: no documents table yet, or one without stat columns."""
-        if not self.has_table(DOCUMENTS):
-            return True
-        names = self.db.open_table(DOCUMENTS).schema.names
-        return any(f.name not in names for f in STAT_FIELDS)
+        return not self.has_table(DOCUMENTS) or bool(_missing_stat_fields(self.db.open_table(DOCUMENTS)))
 
     def upsert_document(self, record: dict) -> None:
         """Write one document record; fields it leaves out keep their stored values."""
@@ -487,6 +484,11 @@ def check_stamp(found: IndexStamp, expected: IndexStamp, uri: str) -> None:
         err.add_note("Help: use the model and strategy the index was built with; move the index to another "
                      "model or strategy with `citeline reindex --model M --strategy S`; or use another --db.")
         raise err
+
+
+def _missing_stat_fields(documents) -> list:
+    """The stat columns a documents table written before stats were kept lacks."""
+    return [f for f in STAT_FIELDS if f.name not in documents.schema.names]
 
 
 def _add_indexes(table, wanted) -> None:
