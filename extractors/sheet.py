@@ -23,12 +23,6 @@ from datetime import date, datetime, time, timedelta
 from pathlib import PurePath
 from xml.etree.ElementTree import ParseError
 
-import openpyxl
-from openpyxl.cell.read_only import ReadOnlyCell
-from openpyxl.utils import get_column_letter, range_boundaries
-from openpyxl.worksheet._reader import WorkSheetParser
-from openpyxl.utils.exceptions import InvalidFileException
-
 from citeline.schemas.document import Canonical
 from citeline.schemas.errors import Corrupt, Empty, NoText, TooLarge, UnsupportedType
 from citeline.schemas.grid import GridRow
@@ -84,6 +78,9 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     if is_strict(archive):  # openpyxl finds no worksheet in a Strict OOXML workbook
         data = transitional(archive)
         archive = zipfile.ZipFile(io.BytesIO(data))
+    import openpyxl  # here, not at the top: the registry imports this module for its SUFFIXES
+    from openpyxl.utils.exceptions import InvalidFileException
+
     try:
         wb = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False)
     except (InvalidFileException, KeyError, ValueError, TypeError, IndexError, ParseError, zipfile.BadZipFile) as exc:
@@ -190,6 +187,8 @@ def _facts(archive: zipfile.ZipFile, path: str) -> SheetFacts:
             if not chunk:
                 break
             tail = buf[-65536:]
+    from openpyxl.utils import range_boundaries
+
     for ref in merges:
         facts.merges.append(range_boundaries(ref))
     facts.uncached = sorted(uncached, key=_cell_key)
@@ -232,6 +231,9 @@ def _rows(ws, deadline: Deadline) -> list[Row]:
 def _stored_cells(ws):
     """``(row number, cells)`` for every row the sheet's XML stores, its cells as stored (no
     padding): the parser openpyxl's read-only ``iter_rows`` runs, without its padding."""
+    from openpyxl.cell.read_only import ReadOnlyCell
+    from openpyxl.worksheet._reader import WorkSheetParser
+
     with ws._get_source() as src:
         parser = WorkSheetParser(src, ws._shared_strings, data_only=ws.parent.data_only, epoch=ws.parent.epoch,
                                  date_formats=ws.parent._date_formats,
@@ -360,6 +362,8 @@ def _parse_ref(formula: str) -> tuple[str, tuple[int, int, int, int]] | None:
     match = _REF.match(formula.strip())
     if not match:
         return None
+    from openpyxl.utils import range_boundaries
+
     sheet = match.group(1).replace("''", "'") if match.group(1) is not None else match.group(2)
     c0, r0, c1, r1 = range_boundaries(match.group(3).replace("$", ""))
     return sheet, (c0, r0, c1, r1)
@@ -390,5 +394,7 @@ def _related(archive: zipfile.ZipFile, part: str, kind: str) -> list[str]:
 
 
 def _a1(c0: int, r0: int, c1: int, r1: int) -> str:
+    from openpyxl.utils import get_column_letter
+
     start, end = f"{get_column_letter(c0)}{r0}", f"{get_column_letter(c1)}{r1}"
     return start if start == end else f"{start}:{end}"
