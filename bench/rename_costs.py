@@ -7,14 +7,15 @@
 FILES notes (one or two chunks each) are indexed with the tests' fake embedder (encoding costs
 microseconds, so what is measured is citeline's and Prefect's own work) or, with ``--real``, with
 the default model (all-MiniLM-L6-v2, as ``citeline index`` runs: the first index the issue's
-ratios were taken against, encoding and calibration included); then, each step in a
-fresh process as cron would run ``citeline index``: a no-op re-sync, every file renamed (half
-of them moved into a new subfolder) and synced, a no-op re-sync again, and last a no-op re-sync run as a flow
-run (``citeline index --always-run``: the fixed cost of any sync that writes, which a rename is). Logs and Prefect settings are set up as
-the CLI sets them (per-document lines not printed), and the process ends as the CLI's does
-(``gc.freeze()``). Each step prints the seconds of its sync (``tasks.folder_plan.unchanged``, which
-answers a sync that would write nothing without Prefect as the CLI does, plus, when it does not,
-the ``index_folder`` call) and of its whole process (start to exit, timed by the parent), its summary, and its share of the first index;
+ratios were taken against, encoding and calibration included); then, each step in a fresh
+process as cron would run ``citeline index``: a no-op re-sync, every file renamed (half of them
+moved into a new subfolder) and synced, a no-op re-sync again, and last a no-op re-sync run as a
+flow run (``citeline index --always-run``: the fixed cost of any sync that writes, which a rename
+is). Logs and Prefect settings are set up as the CLI sets them (per-document lines not printed),
+and the process ends as the CLI's does (``gc.freeze()``). Each step prints the seconds of its
+sync (``tasks.folder_plan.unchanged``, which answers a sync that would write nothing without
+Prefect as the CLI does, plus, when it does not, the ``index_folder`` call) and of its whole
+process (start to exit, timed by the parent), its summary, and its share of the first index;
 ``check_index`` is ``[]`` after the last, checked in a process of its own, untimed.
 """
 from __future__ import annotations

@@ -18,8 +18,8 @@ from citeline.extractors import BUILTINS
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 # The package itself (its registry and pure helpers) is cheap; its extractors are not.
-FORBIDDEN = ("fitz", "pymupdf", "openpyxl", "torch", "sentence_transformers", "transformers", "pytesseract", "botocore.session",
-             *(f"citeline.extractors.{name}" for name in BUILTINS))
+FORBIDDEN = ("fitz", "pymupdf", "openpyxl", "torch", "sentence_transformers", "transformers", "pytesseract",
+             "botocore.session", *(f"citeline.extractors.{name}" for name in BUILTINS))
 
 @pytest.fixture(scope="module")
 def synced(tmp_path_factory, prefect_harness) -> tuple[str, str]:
@@ -80,7 +80,8 @@ def test_a_sync_of_a_markdown_note_leaves_the_binary_parsers_to_the_worker_that_
                                                                                           tmp_path):
     """Reading a note loads the registry, which imports every extractor module for its suffixes and
     magic bytes; PyMuPDF and openpyxl themselves are imported where a PDF or a workbook is read, in
-    the isolated worker (0.4 s and 0.06 s of a one-file sync before, docs/benchmarks.md "One file")."""
+    the isolated worker (0.4 s and 0.06 s of a sync that reads any file before; docs/benchmarks.md, "The
+    exit, and PyMuPDF left to the PDF worker" and "A rename's floor")."""
     folder = tmp_path / "notes"
     shutil.copytree(synced[0], folder)
     (folder / "harbour.md").write_text("# Harbour\n\nThe committee meets at the old pier.\n")
