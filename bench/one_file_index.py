@@ -8,8 +8,9 @@ process, as cron does when one file arrives: imports, Prefect's flow run (agains
 server under ``--server-home`` if given, else Prefect's temporary server), the plan, loading the
 model, encoding the one chunk, the write, the exit. Its **encode time** is what encoding that note
 costs a fresh process with nothing else: importing the embedding stack, loading the model and
-encoding its text (``embed_documents``), exiting as the CLI does, timed the same way beside each run. Printed: best and median of
-both and of their difference, which the goal bounds (≤ 3 s), and the CPU and load.
+encoding its text (``embed_documents``), exiting as the CLI does, timed the same way beside each
+run. Printed: best and median of both and of their difference, which the goal bounds (≤ 3 s), and
+the CPU and load.
 
 ``--smoke``: one run on the tests' fake embedder (tests/flows/test_bench_smoke.py): runs, no figure.
 """

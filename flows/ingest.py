@@ -25,7 +25,7 @@ from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.status import DocError, DocStatus, Outcome, RunSummary
 from citeline.tasks.calibrate import calibrate_gate
 from citeline.tasks.document import Again, document_failed, prepare_document, prepare_documents, write_documents
-from citeline.tasks.folder_plan import RECORD_COLUMNS, plan_folder, synced_root
+from citeline.tasks.folder_plan import plan_folder, synced_root
 from citeline.tasks.log import Events, get_logger
 from citeline.tasks.record import as_failures, forget_deleted, record_failures
 from citeline.tasks.rename import index_renamed
@@ -39,6 +39,7 @@ from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
 DOCUMENTS_FAILED = "DocumentsFailed"
 TOO_MANY_FAILED = "TooManyFailed"  # past --max-failed: the CLI exits 1
 STOPPED = "Stopped"  # told to stop (SIGTERM, SIGINT): the CLI exits 128 + the signal's number
+
 
 @flow(name="index-folder", flow_run_name="index {root}",
       task_runner=ThreadPoolTaskRunner(max_workers=DOCUMENT_WORKERS))

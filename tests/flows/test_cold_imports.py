@@ -21,6 +21,7 @@ pytestmark = pytest.mark.usefixtures("prefect_harness")
 FORBIDDEN = ("fitz", "pymupdf", "openpyxl", "torch", "sentence_transformers", "transformers", "pytesseract",
              "botocore.session", *(f"citeline.extractors.{name}" for name in BUILTINS))
 
+
 @pytest.fixture(scope="module")
 def synced(tmp_path_factory, prefect_harness) -> tuple[str, str]:
     """(folder, index) synced once."""

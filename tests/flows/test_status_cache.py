@@ -15,6 +15,7 @@ from citeline.index import status_cache
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
+
 def status(db: str) -> tuple[dict, bool]:
     """(the JSON report, whether the process imported lancedb) of a fresh `citeline status`."""
     report = probe_cli(["status", "--json", "--db", db], ["lancedb"], timeout=120)
