@@ -11,7 +11,10 @@ concurrency limit named after its index (``limit_name``, limit 1): a retry start
 UI while the scheduled sync writes the same index waits in line for it, and then runs.
 """
 # No `from __future__ import annotations`: Prefect builds the Run form from the annotations.
+import contextvars
 import hashlib
+import threading
+import time
 from contextlib import contextmanager
 from typing import Iterator, Literal, Optional
 
@@ -30,6 +33,7 @@ from citeline.tasks.log import get_logger
 
 Strategy = Literal["A", "B", "C", "D", "E", "F"]  # schemas/settings.py STRATEGIES; pipeline/chunk.py says what each is
 WAIT_S = 6 * 3600.0  # a queued run waits this long for the index's other run (a first sync of a big folder)
+SAY_EVERY_S = 60.0  # a waiting run logs that it waits this often
 
 
 def limit_name(db: str) -> str:
@@ -66,25 +70,44 @@ class Queued(TimeoutError):
 
 
 @contextmanager
-def one_writer(db: str, wait_s: float) -> Iterator[None]:
+def one_writer(db: str, wait_s: float, say_every_s: float = SAY_EVERY_S) -> Iterator[None]:
     """Hold the index's concurrency slot, waiting in line up to ``wait_s`` seconds for it.
+
+    While it waits, the run logs ``run.waiting`` every ``say_every_s`` seconds, so its log in
+    the UI says what it waits for rather than sitting at "Running, 0 task runs".
 
     Raises:
         Queued: the slot stayed taken.
     """
     name = limit_name(db)
     ensure_limit(name)
-    get_logger(db=db).info("run.queued", concurrency_limit=name)
+    log = get_logger(db=db)
+    log.info("run.queued", concurrency_limit=name)
+    done_waiting = threading.Event()
+    # One blocking acquisition, not a loop of short ones: Prefect logs an ERROR for every
+    # acquisition that times out. The thread runs in this run's context, so its lines reach the run's log.
+    threading.Thread(target=contextvars.copy_context().run, daemon=True,
+                     args=(say_while_waiting, log, name, done_waiting, say_every_s)).start()
     held = False
     try:
         with concurrency(name, occupy=1, timeout_seconds=wait_s, strict=True):
             held = True
+            done_waiting.set()
             yield
     except TimeoutError:
         if held:  # raised by the run's own work, not by the wait
             raise
         raise Queued(f"another run wrote the index {db} for more than {wait_s:g} s (concurrency limit "
                      f"{name}); this one did nothing") from None
+    finally:
+        done_waiting.set()
+
+
+def say_while_waiting(log, name: str, done: threading.Event, every_s: float) -> None:
+    started = time.monotonic()
+    while not done.wait(every_s):
+        log.info("run.waiting", concurrency_limit=name, waited_s=round(time.monotonic() - started),
+                 why="another run is writing this index")
 
 
 def settings_for(db: str, model: str = "", strategy: Optional[str] = None) -> IndexSettings:
@@ -144,9 +167,9 @@ def sync_folder(folder: str, db: str, model: str = "", strategy: Optional[Strate
             unchanged, and read failed ones again (a nightly check).
         wait_s: Seconds to wait in line while another run writes this index.
     """
-    settings = settings_for(db, model, strategy)
     try:
-        with one_writer(settings.db, wait_s):
+        with one_writer(db, wait_s):
+            settings = settings_for(db, model, strategy)
             return for_worker(index_folder.fn(folder, settings, max_failed=max_failed, wait_s=wait_s, verify=verify))
     except Queued as exc:
         return queued_state(exc)
@@ -165,9 +188,9 @@ def retry_failed_documents(db: str, path: str = "", wait_s: float = WAIT_S):
             stores it). Empty: every failed document.
         wait_s: Seconds to wait in line while another run writes this index.
     """
-    settings = settings_for(db)
     try:
-        with one_writer(settings.db, wait_s):
+        with one_writer(db, wait_s):
+            settings = settings_for(db)
             return for_worker(retry_failed.fn(settings, path or None, wait_s=wait_s))
     except Queued as exc:
         return queued_state(exc)
@@ -187,9 +210,9 @@ def reindex_index(db: str, model: str, strategy: Optional[Strategy] = None, wait
         strategy: A new chunking strategy (A-F). Empty: keep the index's.
         wait_s: Seconds to wait in line while another run writes this index.
     """
-    settings = settings_for(db, model, strategy)
     try:
-        with one_writer(settings.db, wait_s):
+        with one_writer(db, wait_s):
+            settings = settings_for(db, model, strategy)
             return for_worker(reindex.fn(settings, wait_s=wait_s))
     except Queued as exc:
         return queued_state(exc)
@@ -205,9 +228,9 @@ def check_repair(db: str, wait_s: float = WAIT_S):
         db: The index: an absolute folder on the worker's machine, or s3://bucket/prefix.
         wait_s: Seconds to wait in line while another run writes this index.
     """
-    settings = settings_for(db)
     try:
-        with one_writer(settings.db, wait_s):
+        with one_writer(db, wait_s):
+            settings = settings_for(db)
             return for_worker(repair_index.fn(settings, wait_s=wait_s))
     except Queued as exc:
         return queued_state(exc)

@@ -97,3 +97,44 @@ def test_a_run_that_waited_longer_than_wait_s_does_nothing_and_says_why(synced):
     assert state.is_failed() and state.name == "Queued"
     assert limit_name(db) in state.message and "did nothing" in state.message
     assert Store(db).document_rows(["doc_id", "attempts"]) == before
+
+
+def test_a_run_queued_behind_a_reindex_reads_the_model_the_reindex_left(synced):
+    """The sync due while a reindex holds the slot runs on the index the reindex left behind,
+    and its log says, while it waits, what it waits for."""
+    from prefect.concurrency.sync import concurrency
+
+    from citeline.flows.operations import one_writer, settings_for
+    from citeline.flows.reindex import reindex
+
+    folder, db = synced
+    held, switched = threading.Event(), threading.Event()
+
+    def reindex_holding_the_slot():
+        with concurrency(limit_name(db), occupy=1, strict=True):
+            held.set()
+            time.sleep(1.5)  # the sync is queued by now, having read nothing yet
+            reindex(settings_for(db, FAKE, "A"))
+            switched.set()
+
+    thread = threading.Thread(target=reindex_holding_the_slot)
+    thread.start()
+    assert held.wait(60)
+    state = sync_folder(str(folder), db, return_state=True)
+    thread.join()
+    assert switched.is_set()
+    assert state.is_completed(), state.message  # was Failed IndexMismatch: it read strategy E before waiting
+    assert Store(db).stamp().strategy == "A"
+
+
+def test_a_waiting_run_says_so_while_it_waits(synced, caplog):
+    from citeline.flows.operations import one_writer
+
+    _, db = synced
+    thread = hold_slot(db, 2.5, threading.Event())
+    with caplog.at_level("INFO", logger="citeline"), one_writer(db, wait_s=60, say_every_s=0.5):
+        pass
+    thread.join()
+    waiting = [r for r in caplog.records if "run.waiting" in r.getMessage()]
+    assert len(waiting) >= 2 and "another run is writing this index" in waiting[0].getMessage()
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]  # waiting is not an error
