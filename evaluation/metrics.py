@@ -125,33 +125,5 @@ def destroyed(needles: Iterable[str], all_chunk_contents: Iterable[str],
     return [n for n in needles if not any(collapse_ws(n) in c for c in chunks)]
 
 
-def ranks_from_run(
-    run: Mapping[str, Mapping[str, float]],
-    qrels: Mapping[str, Mapping[str, int]],
-    depth: int = DEPTH,
-) -> dict[str, int | None]:
-    """First relevant rank per query from BEIR/TREC dicts, as ``bm25s.utils.beir`` reads them.
-
-    Each query's run is ordered by score descending, ties by doc id, without
-    modifying ``run``. A document is relevant when ``qrels[qid][doc] > 0``.
-
-    Args:
-        run: ``run[qid][doc_id] = score``, higher better.
-        qrels: ``qrels[qid][doc_id] = relevance``; the queries evaluated.
-        depth: ranks beyond this count as not found.
-
-    Returns:
-        ``{qid: rank or None}`` for every query in ``qrels`` (missing from run: None).
-    """
-    ranks: dict[str, int | None] = {}
-    for qid, judged in qrels.items():
-        scored = run.get(qid, {})
-        ordered = sorted(scored, key=lambda doc: (-scored[doc], doc))[:depth]
-        ranks[qid] = next(
-            (i for i, doc in enumerate(ordered, 1) if judged.get(doc, 0) > 0), None
-        )
-    return ranks
-
-
 def _values(ranks: Ranks) -> list[int | None]:
     return list(ranks.values()) if isinstance(ranks, Mapping) else list(ranks)

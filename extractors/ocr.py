@@ -242,20 +242,6 @@ def _continues(prev: str, nxt: str) -> bool:
 # ------------------------------------------------------------------------ tesseract
 
 
-def check_language(lang: str) -> None:
-    """Raises ValueError (a configuration error, not a document's) for a language pack
-    Tesseract does not have, listing those it has."""
-    if lang == langs.AUTO:
-        return
-    have = set(installed_languages())
-    missing = [code for code in lang.split("+") if code not in have]
-    if missing:
-        raise ValueError(
-            f"Tesseract has no language pack for {', '.join(missing)}; installed: "
-            f"{', '.join(sorted(have))} (Debian: apt-get install tesseract-ocr-<lang>)"
-        )
-
-
 @functools.lru_cache(maxsize=1)
 def installed_languages() -> tuple[str, ...]:
     return tuple(pytesseract.get_languages(config=""))
@@ -686,35 +672,6 @@ def _tessdata_dir() -> Path | None:
         return None
     match = re.search(r'"([^"]+)"', out.stdout + out.stderr)
     return Path(match.group(1)) if match else None
-
-
-_TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
-_VOWELS = set("aeiouyàáâãäåæèéêëìíîïòóôõöøùúûüýÿœ")
-
-
-def word_ratio(text: str, vocab: frozenset[str] | None) -> tuple[float, int]:
-    """Share of the text's letter tokens (2+ letters) that are real words, and how many
-    tokens there were. Without a vocabulary a token counts if it looks like a word:
-    a vowel, no 5-consonant run, no capital after a lower-case letter."""
-    tokens = [t for t in _TOKEN.findall(text) if len(t) >= 2]
-    if not tokens:
-        return 0.0, 0
-    if vocab is not None:
-        good = sum(1 for t in tokens if t.lower() in vocab)
-    else:
-        good = sum(1 for t in tokens if _wordlike(t))
-    return good / len(tokens), len(tokens)
-
-
-def _wordlike(token: str) -> bool:
-    low = token.lower()
-    if not low.isascii():
-        return True  # other scripts: no opinion
-    if not any(c in _VOWELS for c in low):
-        return False
-    if re.search(r"[^aeiouy']{5}", low):
-        return False
-    return not re.search(r"[a-z][A-Z]", token)
 
 
 # --------------------------------------------------------------------- image files

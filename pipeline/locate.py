@@ -28,7 +28,7 @@ def cited_locators(start: int, end: int, segments: Sequence[Segment]) -> list[Lo
     A citation's ``#page=`` fragment opens the first locator, and its label names the pages from
     the first to the last ("pp. 5–6"). On the evaluation's PDF rendering 52 of 946 chunks cross a
     page; of the 3 needles in them, the page holding most of the chunk held most of the needle for
-    2, the first page for 1 (bench/page_crossing.py, docs/eval-formats.md): a chunk whose text is
+    2, the first page for 1 (bench/page_crossing.py, retired at 383c5de, docs/eval-formats.md): a chunk whose text is
     mostly on page 6 opens there, not at its last lines on page 5 (issue 31, item 6).
 
     >>> segs = [Segment(0, 10, Page(5)), Segment(12, 40, Page(6))]

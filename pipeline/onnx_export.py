@@ -122,11 +122,5 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def is_exported(root: Path | None = None) -> bool:
-    """Whether the export is in the cache (nothing is made)."""
-    target = (cache_root() if root is None else root) / f"minilm-onnx-{MINILM_WEIGHTS_SHA256[:12]}"
-    return is_ready(target, MINILM_WEIGHTS_SHA256)
-
-
 if __name__ == "__main__":  # make setup: export ahead, so no command pays for it
     print(exported_minilm(), file=sys.stderr)

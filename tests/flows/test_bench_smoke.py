@@ -55,16 +55,11 @@ SMOKES = {
                                           "calibrated (default)")),
     "model_compare": Smoke(("--smoke",), ("| E/dense | course (6) |", "| E/rerank | all (12) |",
                                           "bluffs (out-of-domain questions answered)", "recommended gate:")),
-    "page_crossing": Smoke(("--smoke",), ("chunks ", "crossing a page boundary")),
     "phrase_probes": Smoke(("--smoke",), (": 3 probes", "| dense |", "| rerank |")),
     # the gate and retrieval studies read an index of the tiny corpus, built once in this process
     "answerability_frontier": Smoke(("--smoke",), ("needle in the reranked top 4: course", "| gate | weights",
                                                    "| distance+rerank+gap |")),
     "gate_calibration": Smoke(("--smoke",), ("calibration: cut", "dev dense  cut 0.450", "dev rerank cut 0.450")),
-    "gate_query_evidence": Smoke(("--smoke",), ("needle in the reranked top 4: course", "| cosine (today's gate) |",
-                                                "| vsbank5 |")),
-    "query_expansion": Smoke(("--smoke",), ("120 chunks, vocabulary", "| original | course |", "| +5 words | ticket |")),
-    "sentence_scoring": Smoke(("--smoke",), ("chunks, ", "| MaxSim (default) | course |", "| best sentence | ticket |")),
     "query_latency": Smoke(("--smoke",), ("LATENCY  medians over 18 queries", "QUALITY  12 in-domain queries",
                                           "GATE  cosine cut", "nearest chunk in the dense top 4")),
     # the service benches start `citeline api` on the fake embedder (tests/fixtures/fake_cli.py)
@@ -77,7 +72,6 @@ SMOKES = {
     "sync_costs": Smoke(("--smoke",), ("(skipped 4, extractions 0)", "re-index (  32)", "switched=True, extractions 0")),
     "extract_speed": Smoke(("--smoke",), ("text PDF", "OCR ", "speech     RTF")),
     # a moto S3 server and AWS variables set in the bench's process for good: in its own
-    "s3_commit_race": Smoke(("--smoke",), ("s3://race/index: 1 rounds", "lancedb "), True),
     "s3_sync": Smoke(("--smoke",), ("s3 prefix -> s3 index: first sync", "S3 / local: first sync"), True),
     # each index or transcription in a child process, as the bench measures it
     "rss_scaling": Smoke(("--smoke",), ("2x     8 docs", "peak RSS by phase")),
@@ -91,21 +85,13 @@ SMOKES = {
     # their subject is the real models: `make test` only (each still on the smallest input)
     "encoder_backends": Smoke(("--smoke",), ("16 chunks (strategy E), 12 queries", "int8 ", "batch-size sweep"),
                               marks=(pytest.mark.model,)),
-    "model_cost": Smoke(("--smoke",), ("all-mpnet-base-v2     768", "MPNet / MiniLM per chunk:"),
-                        marks=(pytest.mark.model,)),
-    "omp_wait_policy": Smoke(("--smoke",), ("| 1 | | **PASSIVE / default** |",), marks=(pytest.mark.model,)),
-    "query_precision": Smoke(("--smoke",), ("8 questions", "round 1: bf16 "), marks=(pytest.mark.model,)),
-    "trained_reranker": Smoke(("--smoke",), ("training groups of 1 + 3", "| trained cross-encoder + cos0.5 | ticket |"),
-                              marks=(pytest.mark.model, pytest.mark.slow)),
 }
 
 # The smokes that read the dev corpus (bench/smokekit.py's tiny corpus takes its needles from it):
 # skipped where it is not checked out, as tests/unit/test_chunk.py's dev-corpus test is.
 DEV = ROOT.parent / "shared" / "corpora" / "dev"
-READS_DEV = {"answerability_frontier", "api_rss", "encoder_backends", "gate_calibration", "gate_query_evidence",
-             "gate_transfer", "http_latency", "model_compare", "model_cost", "omp_wait_policy", "page_crossing",
-             "page_latency", "phrase_probes", "query_expansion", "query_latency", "query_precision", "sentence_scoring",
-             "speech_speed",              "trained_reranker"}
+READS_DEV = {"answerability_frontier", "api_rss", "encoder_backends", "gate_calibration", "gate_transfer", "http_latency",
+             "model_compare", "page_latency", "phrase_probes", "query_latency", "speech_speed"}
 
 
 def run_here(bench: str, args: tuple[str, ...], monkeypatch, capfd) -> str:

@@ -1,7 +1,6 @@
 """Recall@k, MRR and destroyed answers, by hand."""
 from __future__ import annotations
 
-import copy
 
 import pytest
 
@@ -12,7 +11,6 @@ from citeline.evaluation.metrics import (
     first_relevant_rank,
     hits_at,
     mrr,
-    ranks_from_run,
     reciprocal_rank,
     recall_at,
 )
@@ -87,15 +85,3 @@ def test_destroyed_lists_needles_no_chunk_contains_whole():
     assert destroyed([kept], []) == [kept]
 
 
-def test_ranks_from_beir_run_without_mutating_it():
-    run = {
-        "q1": {"d3": 0.9, "d1": 0.5, "d2": 0.7},  # order d3, d2, d1
-        "q2": {"d4": 1.0, "d5": 1.0},  # tie: by id, d4 then d5
-        "q3": {"d9": 2.0},
-    }
-    qrels = {"q1": {"d1": 1}, "q2": {"d5": 2, "d4": 0}, "q3": {"d1": 1}, "q4": {"d1": 1}}
-    before = copy.deepcopy(run), copy.deepcopy(qrels)
-    ranks = ranks_from_run(run, qrels)
-    assert ranks == {"q1": 3, "q2": 2, "q3": None, "q4": None}
-    assert (run, qrels) == before
-    assert ranks_from_run(run, qrels, depth=2)["q1"] is None

@@ -7,7 +7,7 @@ import pytest
 from PIL import Image
 
 from citeline.extractors import ocr
-from citeline.extractors.ocr import bounded, reading_order, vocabulary, word_ratio
+from citeline.extractors.ocr import bounded, reading_order
 from citeline.schemas.errors import Corrupt, Empty, NoText, TooLarge, Truncated
 from citeline.schemas.locator import Page
 from citeline.schemas.options import ExtractOptions
@@ -117,22 +117,6 @@ def test_blank_image_has_no_text():
     Image.new("L", (600, 400), 255).save(out, format="PNG")
     with pytest.raises(NoText):
         ocr.extract(out.getvalue(), "blank.png")
-
-
-def test_word_ratio_tells_words_from_junk():
-    vocab = vocabulary("eng")
-    assert vocab is not None and "information" in vocab
-    good = "The committee reviewed the budget for the harbour project in March."
-    junk = "xqzt vbnrk mnwpq trbl kdfg wzx plmnt qrst zvb"
-    assert word_ratio(good, vocab)[0] > 0.9
-    assert word_ratio(junk, vocab)[0] < 0.2
-    assert word_ratio(good, None)[0] > 0.9 and word_ratio(junk, None)[0] < 0.3
-
-
-def test_missing_language_is_a_configuration_error():
-    ocr.check_language("eng")
-    with pytest.raises(ValueError, match="installed: "):
-        ocr.check_language("eng+xyz")
 
 
 def test_tesseract_thread_limit_stays_out_of_this_process(make, monkeypatch):

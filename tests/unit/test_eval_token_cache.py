@@ -1,11 +1,9 @@
-"""The evaluate flow under a real Prefect server, with the real embedding model, on a tiny corpus."""
+"""The evaluation harness's word-piece cache, with the real embedding model, on a tiny corpus."""
 import json
 
 import pytest
 
-from citeline.flows.evaluate import ARTIFACT_KEY, evaluate
-
-pytestmark = [pytest.mark.model, pytest.mark.usefixtures("prefect_harness")]
+pytestmark = pytest.mark.model
 
 NEEDLES = {
     "n1": "Dropout zeroes each hidden unit with probability p during training only.",
@@ -30,30 +28,6 @@ def tiny_corpus(root):
     (root / "out_of_domain.jsonl").write_text(
         json.dumps({"id": "o1", "query": "What is the capital of France?", "kind": "absurd"}) + "\n")
     return root
-
-
-def test_evaluate_flow_publishes_the_report(tmp_path):
-    from prefect.artifacts import Artifact
-
-    root = tiny_corpus(tmp_path / "corpus")
-    out = tmp_path / "out"
-    state = evaluate(str(root), str(out), strategies=["A", "E"], return_state=True)
-    assert state.is_completed()
-    results = state.result()
-    ran = results["config"]["retrievers"]
-    assert ran[:3] == ["dense", "bm25", "hybrid"] and set(ran) | {s["retriever"] for s in results["skipped"]} == {
-        "dense", "bm25", "hybrid", "rerank"}
-    assert [(r["strategy"], r["retriever"]) for r in results["runs"]] == [(s, r) for s in "AE" for r in ran]
-    if "rerank" in ran:
-        assert any(c["a"] == "E/rerank" and c["metric"] == "R@1" for c in results["comparisons"])
-    # Two short sections: every chunk holds its needle whole, and dense finds both at depth 20.
-    assert all(e["destroyed"] == 0 for e in results["index"])
-    assert all(r["recall"]["20"] == 1.0 for r in results["runs"] if r["retriever"] == "dense")
-    assert results["index"][1]["header_tokens"] > 0 and results["recommended_cut"] is not None
-    report = (out / "report.md").read_text()
-    assert "## Recall@k and MRR" in report and (out / "results.json").is_file()
-    artifact = Artifact.get(ARTIFACT_KEY)
-    assert artifact is not None and "## Refusal gate" in artifact.data
 
 
 def test_token_cache_scores_like_the_query_side(tmp_path):
