@@ -342,8 +342,11 @@ def _parts(table: TableLayout, titles: list[GridRow], headers: list[GridRow], bo
     # Columns under one group header ("Europe" over its two periods) stay in one part when
     # they fit together: a part that cut a segment in two would quote half of it.
     units: list[list[int]] = []
+    # The header rows that say more than one thing, found once: found per column, the table's
+    # layout cost the square of its width (a 60,000-field record took minutes).
+    varied = [h for h in headers if len(set(h.cells.values())) > 1]
     for c in table.values:
-        top = next((h.cells.get(c) for h in headers if len(set(h.cells.values())) > 1), None)
+        top = next((h.cells.get(c) for h in varied), None)
         prev = units[-1][-1] if units else None
         if units and top and any(h.cells.get(prev) == top for h in headers[:1]) and fits(labels + units[-1] + [c]):
             units[-1].append(c)

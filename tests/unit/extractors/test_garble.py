@@ -14,7 +14,7 @@ import pymupdf
 import pytest
 
 from citeline.extractors import garble, pdf
-from citeline.extractors.ocr import vocabulary, word_ratio
+from citeline.extractors.ocr import vocabulary
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "fixtures" / "scripts"
 DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
@@ -98,7 +98,7 @@ def _memo_pdf() -> bytes:
 
 
 def test_a_latin_layer_full_of_junk_tokens_is_ocrd_again_with_a_note():
-    assert word_ratio(MEMO_LAYER, ENG)[0] >= 0.5  # mostly words: the word count alone kept this layer
+    assert garble.judge(MEMO_LAYER, ENG).words >= 0.5  # mostly words: the word count alone kept this layer
     canonical = pdf.extract(_memo_pdf(), "memo.pdf")
     text = _flat(canonical.text)
     assert "Aaalggfitted" not in text and "ugsx" not in text
