@@ -54,8 +54,7 @@ class Writer:
         if self._limit is not None and self._offset > self._limit:
             # Checked as the text grows, so a workbook that would render to gigabytes fails
             # at the bound instead of after building it (issue 32, item 4).
-            raise TooLarge(f"the canonical text passed {self._limit:,} characters (max_text_chars, "
-                           f"max_text_ratio): refused as an amplification")
+            raise amplified(self._limit)
         return start
 
     def _extend(self, seg: Segment) -> None:
@@ -72,6 +71,12 @@ class Writer:
     @property
     def segments(self) -> tuple[Segment, ...]:
         return tuple(self._segments)
+
+
+def amplified(limit: int) -> TooLarge:
+    """The failure of a document whose canonical text passed ``limit`` (:func:`text_limit`)."""
+    return TooLarge(f"the canonical text passed {limit:,} characters (max_text_chars, max_text_ratio): "
+                    "refused as an amplification")
 
 
 def text_limit(options: ExtractOptions, size: int) -> int:

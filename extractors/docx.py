@@ -31,7 +31,7 @@ from citeline.schemas.options import ExtractOptions
 
 from citeline.extractors import omml
 from citeline.extractors.numbering import counter_text
-from citeline.extractors.blocks import Writer, one_line
+from citeline.extractors.blocks import Writer, one_line, text_limit
 from citeline.extractors.clean import Deadline
 from citeline.extractors.ooxml import chart_rows, claims_part, is_strict, open_package, transitional
 from citeline.extractors.tables import MAX_TITLE_CHARS, grid, table_blocks
@@ -70,7 +70,7 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
         data = transitional(archive)
     try:
         document = docx.Document(io.BytesIO(data))
-        writer, title = _body(document, options, deadline)
+        writer, title = _body(document, options, deadline, text_limit(options, len(data)))
         core = (document.core_properties.title or "").strip()
     except (KeyError, ValueError, TypeError, AttributeError, XMLSyntaxError, zipfile.BadZipFile) as exc:
         raise Corrupt(f"python-docx cannot read the document: {type(exc).__name__}: {exc}") from None
@@ -80,8 +80,8 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
                      extractor_version=VERSION, segments=writer.segments)
 
 
-def _body(document, options: ExtractOptions, deadline: Deadline) -> tuple[Writer, str]:
-    reader = _Reader(document, options, deadline)
+def _body(document, options: ExtractOptions, deadline: Deadline, limit: int) -> tuple[Writer, str]:
+    reader = _Reader(document, options, deadline, limit)
     body = document.element.body
     _unwrap(body)
     reader.blocks(body, 0)
@@ -122,10 +122,10 @@ def _unwrap(body) -> None:
 class _Reader:
     """The body's blocks in document order, appended to the writer (headings, lists, captions)."""
 
-    def __init__(self, document, options: ExtractOptions, deadline: Deadline) -> None:
+    def __init__(self, document, options: ExtractOptions, deadline: Deadline, limit: int) -> None:
         self.document, self.options, self.deadline = document, options, deadline
         self.numbering = _Numbering(document)
-        self.writer, self.title = Writer(), ""
+        self.writer, self.title = Writer(limit), ""
         self.path: list[tuple[int, str]] = []  # (level, heading) from the outermost in
         self.in_list = False  # list items follow each other on single lines
         # The last body paragraph, held back one block: right above a table, a short one is the

@@ -30,7 +30,7 @@ from citeline.schemas.errors import Corrupt, Empty, NoText, Undecodable
 from citeline.schemas.locator import Passage
 from citeline.schemas.options import ExtractOptions
 
-from citeline.extractors.blocks import Writer, one_line
+from citeline.extractors.blocks import Writer, one_line, text_limit
 from citeline.extractors.clean import Deadline, clean
 from citeline.extractors.numbering import counter_text
 from citeline.extractors.tables import grid, table_blocks
@@ -114,7 +114,7 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     page_title = one_line(root.findtext(".//title") or "")
     for element in [e for e in root.iter() if _dropped(e)]:
         element.drop_tree()  # keeps its tail: the text after a <nav> is content
-    walk = _Walk(options, Deadline(options.time_limit_s), _block_holders(root))
+    walk = _Walk(options, Deadline(options.time_limit_s), _block_holders(root), text_limit(options, len(data)))
     walk.element(_main(root), depth=0)
     if not walk.writer.segments:
         raise NoText("the page holds no text outside navigation and boilerplate")
@@ -285,11 +285,11 @@ def _lines(text: str) -> str:
 class _Walk:
     """Document order walk that appends blocks to the writer, tracking headings and ids."""
 
-    def __init__(self, options: ExtractOptions, deadline: Deadline, block_holders: set) -> None:
+    def __init__(self, options: ExtractOptions, deadline: Deadline, block_holders: set, limit: int) -> None:
         self.options = options
         self.deadline = deadline
         self.block_holders = block_holders
-        self.writer = Writer()
+        self.writer = Writer(limit)
         self.path: list[tuple[int, str]] = []
         self.ids: list[str] = []  # ids of the open ancestors
         self.heading_id = ""

@@ -19,7 +19,7 @@ from citeline.schemas.errors import Corrupt, NoText
 from citeline.schemas.locator import Passage
 from citeline.schemas.options import ExtractOptions
 
-from citeline.extractors.blocks import Writer, one_line
+from citeline.extractors.blocks import Writer, one_line, text_limit
 from citeline.extractors.clean import Deadline, clean
 from citeline.extractors.ooxml import ZIP, open_package
 from citeline.extractors.tables import grid, table_blocks
@@ -68,7 +68,7 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     body = root.find(f"{_OFFICE}body/{_OFFICE}text")
     if body is None:
         raise Corrupt("content.xml has no office:text body: not an OpenDocument text")
-    reader = _Reader(options, Deadline(options.time_limit_s))
+    reader = _Reader(options, Deadline(options.time_limit_s), text_limit(options, len(data)))
     reader.blocks(body, 0)
     if not reader.writer.segments:
         raise NoText("the document holds no text")
@@ -78,9 +78,9 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
 
 
 class _Reader:
-    def __init__(self, options: ExtractOptions, deadline: Deadline) -> None:
+    def __init__(self, options: ExtractOptions, deadline: Deadline, limit: int) -> None:
         self.options, self.deadline = options, deadline
-        self.writer = Writer()
+        self.writer = Writer(limit)
         self.path: list[tuple[int, str]] = []
         self.seen = 0
 

@@ -22,7 +22,7 @@ from citeline.schemas.locator import Slide
 from citeline.schemas.options import ExtractOptions
 
 from citeline.extractors import omml
-from citeline.extractors.blocks import Writer, one_line
+from citeline.extractors.blocks import Writer, one_line, text_limit
 from citeline.extractors.clean import Deadline
 from citeline.extractors.numbering import counter_text
 from citeline.extractors.ooxml import chart_rows, claims_part, is_strict, open_package, transitional
@@ -58,10 +58,11 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
 
     options = options or ExtractOptions()
     deadline = Deadline(options.time_limit_s)
+    limit = text_limit(options, len(data))
     archive = open_package(data, name, options, "ppt/presentation.xml")
     if is_strict(archive):
         data = transitional(archive)
-    writer = Writer()
+    writer = Writer(limit)
     notes: list[str] = []
     try:
         deck = pptx.Presentation(io.BytesIO(data))

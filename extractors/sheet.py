@@ -29,7 +29,7 @@ from citeline.schemas.grid import GridRow
 from citeline.schemas.locator import SheetRange
 from citeline.schemas.options import ExtractOptions
 
-from citeline.extractors.blocks import Writer, text_limit
+from citeline.extractors.blocks import Writer, amplified, text_limit
 from citeline.extractors.clean import Deadline, clean
 from citeline.extractors.ooxml import chart_rows, check_xml_memory, is_strict, transitional
 from citeline.extractors.tables import DATA, table_blocks
@@ -140,8 +140,7 @@ def _workbook(wb, archive: zipfile.ZipFile, name: str, options: ExtractOptions, 
             read.append((ws, facts, rows))
             held += sum(len(text) + 3 for row in rows for text in row.cells.values())
             if held > limit:  # what add_sheet's writer would refuse, refused before it is all held
-                raise TooLarge(f"the canonical text passed {limit:,} characters (max_text_chars, "
-                               f"max_text_ratio): refused as an amplification")
+                raise amplified(limit)
         elif rows:
             add_sheet(writer, ws.title, rows, facts, options)
     if read:

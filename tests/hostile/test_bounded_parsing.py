@@ -159,3 +159,64 @@ def test_html_is_walked_in_time_linear_in_its_nesting():
     assert "the one paragraph" in html.extract(page(160), "deep.html", ExtractOptions()).text
     assert growth.ratio(lambda data: html.extract(data, "deep.html", ExtractOptions()), page(10), page(160),
                         repeat=3) < 4
+
+
+def _book(spine_repeats: int) -> bytes:
+    import io
+
+    from ebooklib import epub as ebook
+
+    book = ebook.EpubBook()
+    book.set_identifier("echo-1")
+    book.set_title("Echo")
+    chapter = ebook.EpubHtml(title="Echo", file_name="c0.xhtml")
+    chapter.content = "<h1>Echo</h1><p>" + "The same chapter again and again. " * 20 + "</p>"
+    book.add_item(chapter)
+    book.add_item(ebook.EpubNcx())
+    book.add_item(ebook.EpubNav())
+    book.spine = [chapter] * spine_repeats
+    out = io.BytesIO()
+    ebook.write_epub(out, book)
+    return out.getvalue()
+
+
+def test_a_chapter_the_spine_lists_many_times_is_read_once():
+    # Issue 42 item 9: a spine naming one chapter 600 times made ~24,000 characters per byte
+    # of a 4 KB file until the time limit.
+    from citeline.extractors import epub
+
+    doc = epub.extract(_book(600), "echo.epub")
+    assert doc.text.count("The same chapter again and again.") == 20
+
+
+@pytest.mark.parametrize("kind", ["html", "docx", "odt", "pptx", "epub"])
+def test_every_extractor_refuses_text_far_beyond_its_file(kind, make):
+    # Issue 42 item 9: the amplification bound tables had (max_text_ratio characters per byte)
+    # holds for every extractor that builds its text block by block.
+    from citeline.extractors import docx, epub, odt, pptx
+    from citeline.schemas.errors import TooLarge
+    from citeline.schemas.options import ExtractOptions
+
+    module, data = {"html": (html, make.guide_html), "docx": (docx, make.handbook_docx),
+                    "odt": (odt, lambda: _odt_with_text("A paragraph of honest text. " * 40)),
+                    "pptx": (pptx, make.deck_pptx), "epub": (epub, lambda: _book(1))}[kind]
+    data = data()
+    assert len(module.extract(data, f"doc.{kind}").text) > 32  # read whole with the defaults
+    tight = ExtractOptions(max_text_ratio=1e-6, min_text_chars=32)
+    with pytest.raises(TooLarge, match="refused as an amplification"):
+        module.extract(data, f"doc.{kind}", tight)
+
+
+def _odt_with_text(text: str) -> bytes:
+    import io
+    import zipfile
+
+    content = ('<?xml version="1.0" encoding="UTF-8"?><office:document-content '
+               'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+               'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"><office:body><office:text>'
+               f'<text:p>{text}</text:p></office:text></office:body></office:document-content>')
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        z.writestr("mimetype", "application/vnd.oasis.opendocument.text", compress_type=zipfile.ZIP_STORED)
+        z.writestr("content.xml", content)
+    return out.getvalue()
