@@ -214,7 +214,7 @@ def _read(doc: pymupdf.Document, index: int, run: _Run) -> _Page:
         run.turned.append((number, turned))
     raw = "\n".join(line.text for block in layer.blocks for line in block.lines)
     damage = page_damage(pymupdf.TOOLS.mupdf_warnings(reset=True))
-    if not raw.strip() and not _has_ink(page):
+    if not raw.strip() and not _has_ink(page, run.options.ocr_max_pixels):
         if damage:  # a blank page is fine; one blank because its content cannot be decoded is said so
             run.notes.append(f"page {number} could not be read: its content is damaged (MuPDF: {damage})")
             run.unreadable += 1
@@ -366,21 +366,41 @@ def _raw(text: PageText) -> str:
     return "\n".join(line.text for block in text.blocks for line in block.lines)
 
 
-def _has_ink(page: pymupdf.Page) -> bool:
-    """Anything visible at all: a blank page needs no OCR."""
+_INK_DPI = 24  # enough to tell a blank page from one with anything on it
+_MIN_OCR_DPI = 36  # below this Tesseract reads no body text
+
+
+def _dpi_within(page: pymupdf.Page, dpi: float, max_pixels: int) -> float:
+    """``dpi``, or less where the page rendered at it would pass ``max_pixels``."""
+    inches = (page.rect.width / 72) * (page.rect.height / 72)
+    return min(dpi, (max_pixels / max(inches, 1e-6)) ** 0.5)
+
+
+def _has_ink(page: pymupdf.Page, max_pixels: int) -> bool:
+    """Anything visible at all: a blank page needs no OCR. A giant page is looked at coarser:
+    MuPDF refuses to render one at 24 dpi ("Overly large image")."""
     import pymupdf
 
-    pix = page.get_pixmap(dpi=24, colorspace=pymupdf.csGRAY, alpha=False)
+    zoom = _dpi_within(page, _INK_DPI, max_pixels) / 72
+    pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csGRAY, alpha=False)
     return bool(pix.samples) and min(pix.samples) < 200
 
 
 def _ocr(page: pymupdf.Page, run: _Run) -> PageText:
-    """Render at ocr_dpi (less if the page would exceed ocr_max_pixels) and OCR."""
+    """Render at ocr_dpi (less if the page would exceed ocr_max_pixels) and OCR.
+
+    Raises:
+        TooLarge: the page is so large that even a render at the least legible resolution
+            passes ocr_max_pixels.
+    """
     import pymupdf
 
-    inches = (page.rect.width / 72) * (page.rect.height / 72)
-    dpi = min(run.options.ocr_dpi, (run.options.ocr_max_pixels / max(inches, 1e-6)) ** 0.5)
-    pix = page.get_pixmap(dpi=max(int(dpi), 36), colorspace=pymupdf.csGRAY, alpha=False)
+    dpi = _dpi_within(page, run.options.ocr_dpi, run.options.ocr_max_pixels)
+    if dpi < _MIN_OCR_DPI:
+        raise TooLarge(f"page {page.number + 1} is {page.rect.width / 72:,.0f} x {page.rect.height / 72:,.0f} inches: "
+                       f"too large to render for OCR at {_MIN_OCR_DPI} dpi within {run.options.ocr_max_pixels:,} "
+                       "pixels (ocr_max_pixels)")
+    pix = page.get_pixmap(dpi=int(dpi), colorspace=pymupdf.csGRAY, alpha=False)
     pixels = np.frombuffer(pix.samples, np.uint8).reshape(pix.height, pix.stride)[:, : pix.width]
     image = Image.fromarray(pixels, "L")
     scale = page.rect.width / pix.width  # pixels to PDF points

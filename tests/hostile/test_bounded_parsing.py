@@ -220,3 +220,25 @@ def _odt_with_text(text: str) -> bytes:
         z.writestr("mimetype", "application/vnd.oasis.opendocument.text", compress_type=zipfile.ZIP_STORED)
         z.writestr("content.xml", content)
     return out.getvalue()
+
+
+def _giant_page_pdf(side_pt: float, ink: bool) -> bytes:
+    import pymupdf
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=side_pt, height=side_pt)
+    if ink:
+        page.draw_rect(pymupdf.Rect(10, 10, side_pt / 2, side_pt / 2), color=(0, 0, 0), fill=(0, 0, 0))
+    return doc.tobytes()
+
+
+def test_a_giant_pdf_page_fails_too_large_not_as_a_parser_error():
+    # Issue 42 item 12: MuPDF refused to render a 100,000-point page ("FzErrorLimit: Overly
+    # large image"), and the document failed parser-error.
+    from citeline.extractors import pdf
+    from citeline.schemas.errors import NoText, TooLarge
+
+    with pytest.raises(TooLarge, match=r"page 1 is 1,389 x 1,389 inches: too large to render for OCR"):
+        pdf.extract(_giant_page_pdf(100_000, ink=True), "poster.pdf")
+    with pytest.raises(NoText):  # a blank giant page is looked at coarser, and is blank
+        pdf.extract(_giant_page_pdf(100_000, ink=False), "blank-poster.pdf")
