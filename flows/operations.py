@@ -34,6 +34,9 @@ from citeline.tasks.log import get_logger
 Strategy = Literal["A", "B", "C", "D", "E", "F"]  # schemas/settings.py STRATEGIES; pipeline/chunk.py says what each is
 WAIT_S = 6 * 3600.0  # a queued run waits this long for the index's other run (a first sync of a big folder)
 SAY_EVERY_S = 60.0  # a waiting run logs that it waits this often
+# The index's slot is a lease the run renews; a killed run's lapses after this long, so the next
+# run waits minutes at most (Prefect's default lease is 300 s).
+LEASE_S = 120.0
 
 
 def limit_name(db: str) -> str:
@@ -90,7 +93,7 @@ def one_writer(db: str, wait_s: float, say_every_s: float = SAY_EVERY_S) -> Iter
                      args=(say_while_waiting, log, name, done_waiting, say_every_s)).start()
     held = False
     try:
-        with concurrency(name, occupy=1, timeout_seconds=wait_s, strict=True):
+        with concurrency(name, occupy=1, timeout_seconds=wait_s, lease_duration=LEASE_S, strict=True):
             held = True
             done_waiting.set()
             yield

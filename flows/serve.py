@@ -43,7 +43,8 @@ class FolderSync:
         concurrency limit keeps runs of other deployments off the same index, and the
         index lock any other writer.
         """
-        sync_folder.serve(name=self.name, cron=self.cron, parameters=self.parameters, global_limit=1,
+        # Tagged as prefect.yaml's deployments are: deploy/automations/ watch the runs tagged citeline.
+        sync_folder.serve(name=self.name, cron=self.cron, parameters=self.parameters, global_limit=1, tags=["citeline"],
                            description=f"Keep {self.root} indexed in {self.settings.db}",
                            print_starting_message=announce)  # Prefect's banner goes to stdout
 

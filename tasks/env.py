@@ -27,6 +27,9 @@ DEFAULTS = {
     # The temporary API server of a serverless run took over Prefect's 20 s default to start
     # at load 6 on two cores, failing the run before any work (docs/benchmarks.md).
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    # A flow run's heartbeat, every 30 s (Prefect's least; its default is 180): the automation
+    # deploy/automations/zombie-runs.yaml marks a run Crashed after 120 s without one.
+    "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": "30",
 }
 
 

@@ -1,6 +1,6 @@
 """What operators see in the Prefect UI after a run: a summary, the failed documents, a
 ``failed-documents`` tag on the run and one ``citeline.document.failed`` event per failed
-document (deploy/automation-failed-documents.yaml notifies on them)."""
+document (deploy/automations/failed-documents.yaml notifies on them)."""
 from __future__ import annotations
 
 import hashlib

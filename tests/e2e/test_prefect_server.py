@@ -8,14 +8,12 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
-import urllib.request
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
-from testkit import free_port
+from prefect_process import prefect_server
+from prefect_process import webhook as local_webhook
 
 from citeline.schemas.text import visible
 
@@ -30,46 +28,14 @@ pytestmark = [pytest.mark.model, pytest.mark.slow]
 def server(tmp_path_factory):
     """One `prefect server start` for the module (it takes tens of seconds under load): each test
     reads back only the runs it made."""
-    port = free_port()
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path_factory.mktemp("prefect-home")),
-           "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1",
-           "PREFECT_UI_API_URL": f"http://127.0.0.1:{port}/api"}  # the UI's default is port 4200
-    proc = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/api"
-    deadline = time.monotonic() + 240  # minutes under load on two shared cores
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"{url}/health", timeout=2)
-            break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("prefect server did not come up in 240 s")
-    yield url, env
-    proc.terminate()
-    proc.wait(timeout=30)
+    with prefect_server(tmp_path_factory.mktemp("prefect-home")) as running:
+        yield running
 
 
 @pytest.fixture
 def webhook():
-    """A local HTTP endpoint that records what the notification block posts to it."""
-    received = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):
-            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            self.send_response(200)
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    httpd = HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_port}/hook", received
-    httpd.shutdown()
+    with local_webhook() as hook:
+        yield hook
 
 
 def test_failed_document_visible_in_the_server_after_the_run(server, webhook, tmp_path):
