@@ -11,6 +11,7 @@ import pytest
 from citeline.flows.ingest import index_folder
 from citeline.index.check import check_index
 from citeline.index.store import Store
+from citeline.pipeline.prepare import UNQUOTED
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.tables import DOCUMENTS
 from fakes import FAKE
@@ -29,6 +30,7 @@ def folder(tmp_path, make) -> Path:
     (docs / "only-h3.html").write_text(ONLY_HEADINGS)
     (docs / "titles.md").write_text(DECK_OF_TITLES)
     (docs / "founder.pdf").write_bytes(make.founder_pdf())
+    (docs / "marks.md").write_text("# \n\n## \n")  # a template never filled in: no words at all
     return docs
 
 
@@ -57,6 +59,9 @@ def test_headings_are_quoted_and_a_text_of_headings_gets_chunks(folder, tmp_path
     assert got["titles.md"] == ["Agenda", "Welcome and introductions", "Budget review for next year"]
     opening = [q for q in got["founder.pdf"] if make.FOUNDER in q]
     assert opening and "Founder Chairman of the company" in opening[0]  # the name opens its body's chunk
+    assert "marks.md" not in got  # no words, no chunk, and a note that says so
+    marks = store.document_rows(["status", "chunk_count", "notes"], "path = 'marks.md'")[0]
+    assert (marks["status"], marks["chunk_count"], marks["notes"]) == ("indexed", 0, UNQUOTED)
     assert check_index(store) == []
     assert invoke("check", "--db", store.uri).exit_code == 0
 
