@@ -282,10 +282,30 @@ def _boundary_chunks(
 ) -> list[tuple[Section, Span]]:
     """Pack each section on its own, so that no chunk (nor its overlap) crosses sections."""
     placed = []
-    for section in sections:
+    for section in _opened(text, sections):
         spans = _pack_section(text, section.body_start, section.end, budget, progress, section.heading)
         placed += [(section, span) for span in _with_overlap(text, spans, overlap)]
     return placed
+
+
+def _opened(text: str, sections: list[Section]) -> list[Section]:
+    """The sections with each one that holds only its heading joined to the next: a chapter's
+    title over its first subsection, a document's title over its first section, a run of
+    headings, are quoted with the text they open, not alone (issue 14: a lone heading
+    outranked the paragraph that answers). A heading-only section at the end stays alone.
+    """
+    out: list[Section] = []
+    held: Section | None = None
+    for i, section in enumerate(sections):
+        if held is not None:
+            section = Section(section.name, held.start, held.body_start, section.end,
+                              (held.heading[0], (section.heading or held.heading)[1]))
+            held = None
+        if section.heading is not None and i + 1 < len(sections) and not text[section.heading[1] : section.end].strip():
+            held = section
+            continue
+        out.append(section)
+    return out
 
 
 def _pack_section(

@@ -56,7 +56,7 @@ def test_headings_are_quoted_and_a_text_of_headings_gets_chunks(folder, tmp_path
 
     got = quotes(store)
     assert got["only-h3.html"] == ["Quarterly results of the northern region"]
-    assert got["titles.md"] == ["Agenda", "Welcome and introductions", "Budget review for next year"]
+    assert got["titles.md"] == ["Agenda\n\n## Welcome and introductions\n\n## Budget review for next year"]
     opening = [q for q in got["founder.pdf"] if make.FOUNDER in q]
     assert opening and "Founder Chairman of the company" in opening[0]  # the name opens its body's chunk
     assert "marks.md" not in got  # no words, no chunk, and a note that says so

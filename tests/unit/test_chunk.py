@@ -108,13 +108,25 @@ def test_preamble_is_kept_and_title_words_are_content():
 
 
 @pytest.mark.parametrize("strategy", "CDEF")
-def test_a_text_of_headings_only_gets_a_chunk_per_heading(strategy):
+def test_a_text_of_headings_only_gets_chunks(strategy):
     """Issue 41/45: an HTML page of one <h3>, a deck of titles: indexed with zero chunks before."""
     text = "# Deck\n\n## Dhirubhai Ambani\n\n## Founder Chairman\n"
     chunks = chunks_of(text, strategy=strategy)
     assert [(c.section, c.content) for c in chunks] == [
-        ("", "Deck"), ("Dhirubhai Ambani", "Dhirubhai Ambani"), ("Founder Chairman", "Founder Chairman")]
+        ("Founder Chairman", "Deck\n\n## Dhirubhai Ambani\n\n## Founder Chairman")]
     assert [c.content for c in chunks_of("## Only a heading", strategy=strategy)] == ["Only a heading"]
+
+
+def test_a_heading_over_nothing_but_the_next_heading_opens_its_chunk():
+    """A chapter's title over its first subsection, a document's title over its first section:
+    quoted with the text they open, not alone (issue 14: a lone heading outranked the answer)."""
+    text = "# Manual\n\n## 2 Structure\n\n## 2.1 Limits\nREAL is not handled.\n\n## 3 End\n"
+    chunks = chunks_of(text, strategy="E", title="Manual")
+    assert [(c.section, c.content, c.text) for c in chunks] == [
+        ("2.1 Limits", "Manual\n\n## 2 Structure\n\n## 2.1 Limits\nREAL is not handled.",
+         "[Manual > 2.1 Limits]\nREAL is not handled."),
+        ("3 End", "3 End", "[Manual > 3 End]\n3 End"),  # the last heading has nothing to open
+    ]
 
 
 def test_a_heading_alone_before_a_long_paragraph_is_folded_into_it_whatever_it_ends_with():
@@ -316,9 +328,8 @@ def test_header_without_section():
 
 @pytest.mark.parametrize("strategy", "EF")
 def test_a_chunk_of_its_heading_alone_embeds_the_heading(strategy):
-    chunks = chunks_of("## Results\n\n## Next\nMore.", strategy=strategy, title="My Doc")
-    assert [(c.content, c.text) for c in chunks] == [
-        ("Results", "[My Doc > Results]\nResults"), ("Next\nMore.", "[My Doc > Next]\nMore.")]
+    chunks = chunks_of("## Intro\nFirst.\n\n## Results\n", strategy=strategy, title="My Doc")
+    assert [(c.content, c.text) for c in chunks][-1] == ("Results", "[My Doc > Results]\nResults")
 
 
 def test_only_the_chunk_that_opens_with_the_heading_drops_it_from_the_embedded_text():

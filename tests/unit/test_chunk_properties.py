@@ -133,7 +133,7 @@ def test_invariants_hold_for_every_strategy(doc, data):
         _check_slices_and_text(text, chunks, strategy, parts)
         _check_order_and_size(text, chunks, strategy, budget, overlap)
         if strategy.boundaries:
-            _check_sections_and_coverage(text, chunks, parts)
+            _check_sections_and_coverage(text, chunks, _opened(text, parts))
         else:
             _check_blind(text, chunks, parts, budget)
         if strategy.boundaries and not strategy.overlap:
@@ -147,9 +147,27 @@ def _check_slices_and_text(text, chunks, strategy, parts):
         assert c.ordinal == i
         if strategy.header:
             head = f"[{TITLE} > {c.section}]" if c.section else f"[{TITLE}]"
-            assert c.text.startswith(f"[{TITLE}") and c.text == f"{head}\n{_embedded_body(text, c, parts)}"
+            opened = _opened(text, parts) if strategy.boundaries else parts
+            assert c.text.startswith(f"[{TITLE}") and c.text == f"{head}\n{_embedded_body(text, c, opened)}"
         else:
             assert c.text == c.content
+
+
+def _opened(text, parts):
+    """The parts a boundary strategy packs: one holding only its heading (not the last) joined
+    to the next, named by it, the heading words running from the first's to the next's."""
+    out, held = [], None
+    for i, part in enumerate(parts):
+        if held is not None:
+            words = text[part.body : part.heading_end].strip()
+            part = Part(part.name, held.start, held.body, part.end, part.heading_end if words else held.heading_end)
+            held = None
+        words = text[part.body : part.heading_end].strip()
+        if words and i + 1 < len(parts) and not text[part.heading_end : part.end].strip():
+            held = part
+            continue
+        out.append(part)
+    return out
 
 
 def _embedded_body(text, chunk, parts):
