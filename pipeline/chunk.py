@@ -7,15 +7,17 @@ Three independent ingredients make six strategies:
   (:mod:`pipeline.sentences`), a sentence over it to line breaks, a line over it to a
   cut at the last whitespace; only one word longer than the budget is ever cut mid-word.
   Without boundaries (A, B) the text is cut blindly every ``budget`` characters.
-- **header** (E, F): the embedded ``text`` is ``[Title > Section]\\n`` + content.
+- **header** (E, F): the embedded ``text`` is ``[Title > Section]\\n`` + content, less the
+  heading lines a section's first chunk opens with (the header names them).
 - **overlap** (B, D, F): a chunk also starts ``overlap`` characters before the previous one
   ends, so its content may be up to ``budget + overlap`` characters long, plus the
   whitespace between the two (usually a blank line).
 
 A heading's words are content: a section's first chunk starts at its heading's words (after
 the ``## `` marker, or a leading ``# Title``'s ``# ``), so they are quoted with the text they
-open, and a section that holds only its heading is one chunk of it (issue 41: a founder's
-name set large, a slide's body in its title, a page of ``<h3>`` lines were in no quote).
+open, and a section that holds only its heading opens the next section's first chunk (the
+last one is a chunk of its own): issue 41, a founder's name set large, a slide's body in its
+title, a page of ``<h3>`` lines were in no quote.
 With boundaries, no chunk is a heading or a table-of-contents line alone when a chunk
 follows it in its section: such a line is folded into the next chunk (within the budget).
 
@@ -33,7 +35,8 @@ from citeline.pipeline.sentences import sentence_spans
 from citeline.schemas.document import Chunk
 
 # 2: a lone heading or table-of-contents line is folded into the chunk after it.
-# 3: a heading's words open the chunk of its section (they were outside every chunk).
+# 3: a heading's words open the chunk of its section (they were outside every chunk), and a
+# section holding only its heading opens the next one's.
 CHUNKER_VERSION = "3"
 
 Span = tuple[int, int]
@@ -165,7 +168,7 @@ def _make_chunk(
     The header already names the section, so a chunk that opens with its heading embeds
     what follows the heading after it: the quote holds the heading, the embedded text is
     the one it was before headings were quoted (measured on dev: embedding the heading
-    twice moved dense retrieval's ranks down, docs/query.md). A chunk of nothing but its
+    twice moved dense retrieval's ranks down, docs/eval-dev.md). A chunk of nothing but its
     heading embeds the heading.
     """
     content = text[span[0] : span[1]]
@@ -280,7 +283,8 @@ def _blind_chunks(
 def _boundary_chunks(
     text: str, sections: list[Section], budget: int, overlap: int, progress: Progress
 ) -> list[tuple[Section, Span]]:
-    """Pack each section on its own, so that no chunk (nor its overlap) crosses sections."""
+    """Pack each section on its own (one of a heading alone joined to the next), so that no chunk
+    (nor its overlap) crosses from one section's text into another's."""
     placed = []
     for section in _opened(text, sections):
         spans = _pack_section(text, section.body_start, section.end, budget, progress, section.heading)
@@ -301,7 +305,8 @@ def _opened(text: str, sections: list[Section]) -> list[Section]:
             section = Section(section.name, held.start, held.body_start, section.end,
                               (held.heading[0], (section.heading or held.heading)[1]))
             held = None
-        if section.heading is not None and i + 1 < len(sections) and not text[section.heading[1] : section.end].strip():
+        alone = section.heading is not None and not text[section.heading[1] : section.end].strip()
+        if alone and i + 1 < len(sections):
             held = section
             continue
         out.append(section)
