@@ -7,11 +7,17 @@ Three independent ingredients make six strategies:
   (:mod:`pipeline.sentences`), a sentence over it to line breaks, a line over it to a
   cut at the last whitespace; only one word longer than the budget is ever cut mid-word.
   Without boundaries (A, B) the text is cut blindly every ``budget`` characters.
-- **header** (E, F): the embedded ``text`` is ``[Title > Section]\\n`` + content.
+- **header** (E, F): the embedded ``text`` is ``[Title > Section]\\n`` + content, less the
+  heading lines a section's first chunk opens with (the header names them).
 - **overlap** (B, D, F): a chunk also starts ``overlap`` characters before the previous one
   ends, so its content may be up to ``budget + overlap`` characters long, plus the
   whitespace between the two (usually a blank line).
 
+A heading's words are content: a section's first chunk starts at its heading's words (after
+the ``## `` marker, or a leading ``# Title``'s ``# ``), so they are quoted with the text they
+open, and a section that holds only its heading opens the next section's first chunk (the
+last one is a chunk of its own): issue 41, a founder's name set large, a slide's body in its
+title, a page of ``<h3>`` lines were in no quote.
 With boundaries, no chunk is a heading or a table-of-contents line alone when a chunk
 follows it in its section: such a line is folded into the next chunk (within the budget).
 
@@ -29,7 +35,9 @@ from citeline.pipeline.sentences import sentence_spans
 from citeline.schemas.document import Chunk
 
 # 2: a lone heading or table-of-contents line is folded into the chunk after it.
-CHUNKER_VERSION = "2"
+# 3: a heading's words open the chunk of its section (they were outside every chunk), and a
+# section holding only its heading opens the next one's.
+CHUNKER_VERSION = "3"
 
 Span = tuple[int, int]
 # Told how far chunking got (an offset into the text) after each bounded step; it raises to
@@ -66,14 +74,17 @@ STRATEGIES: dict[str, Strategy] = {
 class Section:
     """One ``## `` section: ``[start, end)`` in the text, content from ``body_start``.
 
-    ``start`` is where the heading line begins (0 for the preamble); the heading line and
-    a leading ``# Title`` line lie in ``[start, body_start)`` and are not content.
+    ``start`` is where the heading line begins (0 for the preamble); only the heading's
+    ``## `` marker (a leading ``# Title``'s ``# ``) lies in ``[start, body_start)``: its
+    words are content, ``heading`` (None for an empty heading or a preamble without a
+    title line).
     """
 
     name: str
     start: int
     body_start: int
     end: int
+    heading: Span | None = None
 
 
 def get_strategy(name: str) -> Strategy:
@@ -150,15 +161,30 @@ def _check_sizes(budget: int, overlap: int) -> None:
 
 
 def _make_chunk(
-    text: str, title: str, doc_id: str, ordinal: int, section: str, span: Span, header: bool
+    text: str, title: str, doc_id: str, ordinal: int, section: Section, span: Span, header: bool
 ) -> Chunk:
-    """Build one chunk; the header is only ever in ``text``, never in ``content``."""
+    """Build one chunk; the header is only ever in ``text``, never in ``content``.
+
+    The header already names the section, so a chunk that opens with its heading embeds
+    what follows the heading after it: the quote holds the heading, the embedded text is
+    the one it was before headings were quoted (measured on dev: embedding the heading
+    twice moved dense retrieval's ranks down, docs/eval-dev.md). A chunk of nothing but its
+    heading embeds the heading.
+    """
     content = text[span[0] : span[1]]
     embedded = content
     if header:
-        path = f"{title} > {section}" if section else title
-        embedded = f"[{path}]\n{content}"
-    return Chunk(doc_id, ordinal, span[0], span[1], section, content, embedded)
+        path = f"{title} > {section.name}" if section.name else title
+        embedded = f"[{path}]\n{_after_heading(text, section, span) or content}"
+    return Chunk(doc_id, ordinal, span[0], span[1], section.name, content, embedded)
+
+
+def _after_heading(text: str, section: Section, span: Span) -> str:
+    """The chunk's text after its section's heading line when it opens with it, else ""."""
+    if section.heading is None or span[0] != section.heading[0]:
+        return ""
+    rest = _trim(text, section.heading[1], span[1])
+    return text[rest[0] : rest[1]] if rest else ""
 
 
 # --- sections -------------------------------------------------------------------------
@@ -182,15 +208,16 @@ def split_sections(text: str, progress: Progress = _no_limit) -> list[Section]:
     sections = []
     first = heads[0][0] if heads else len(text)
     if first > 0 or not heads:
-        sections.append(Section("", 0, _after_title(text, first, progress), first))
-    for i, (start, body_start, name) in enumerate(heads):
+        body_start, title_end = _title_line(text, first, progress)
+        sections.append(Section("", 0, body_start, first, _trim(text, body_start, title_end)))
+    for i, (start, line_end, name) in enumerate(heads):
         end = heads[i + 1][0] if i + 1 < len(heads) else len(text)
-        sections.append(Section(name, start, min(body_start, end), end))
+        sections.append(Section(name, start, start + 3, end, _trim(text, start + 3, line_end)))
     return sections
 
 
 def _heading_lines(text: str, progress: Progress) -> Iterator[tuple[int, int, str]]:
-    """Yield ``(line start, next line start, name)`` for each ``## `` line outside fences."""
+    """Yield ``(line start, line end, name)`` for each ``## `` line outside fences."""
     fence = ""
     for start, stop in _lines(text, 0, len(text), progress):
         line = text[start:stop]
@@ -201,7 +228,7 @@ def _heading_lines(text: str, progress: Progress) -> Iterator[tuple[int, int, st
             if not (opener.group(1)[0] == "`" and "`" in opener.group(2)):
                 fence = opener.group(1)
         elif line.startswith("## "):
-            yield start, stop + 1, line[3:].strip()
+            yield start, stop, line[3:].strip()
 
 
 def _closes(line: str, fence: str) -> bool:
@@ -210,12 +237,13 @@ def _closes(line: str, fence: str) -> bool:
     return bool(match) and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence)
 
 
-def _after_title(text: str, end: int, progress: Progress) -> int:
-    """Where the preamble's content starts: after a leading ``# Title`` line, if any."""
+def _title_line(text: str, end: int, progress: Progress) -> tuple[int, int]:
+    """Where the preamble's content starts (after a leading title line's ``# ``, else 0),
+    and where that title line ends (the content's start when there is none)."""
     for start, stop in _lines(text, 0, end, progress):
         if text[start:stop].strip():
-            return min(stop + 1, end) if text.startswith("# ", start) else 0
-    return 0
+            return (start + 2, stop) if text.startswith("# ", start) else (0, 0)
+    return 0, 0
 
 
 def _lines(text: str, start: int, end: int, progress: Progress = _no_limit) -> Iterator[Span]:
@@ -238,7 +266,7 @@ def _lines(text: str, start: int, end: int, progress: Progress = _no_limit) -> I
 
 def _blind_chunks(
     text: str, sections: list[Section], budget: int, overlap: int, progress: Progress
-) -> list[tuple[str, Span]]:
+) -> list[tuple[Section, Span]]:
     """Cut every ``budget`` characters; a chunk's section is the one its start falls in."""
     windows = []
     for at in range(0, len(text), budget):
@@ -246,7 +274,7 @@ def _blind_chunks(
         windows.append(_trim(text, at, min(at + budget, len(text))))
     spans = _with_overlap(text, [w for w in windows if w], overlap)
     starts = [s.start for s in sections]
-    return [(sections[bisect.bisect_right(starts, s) - 1].name, (s, e)) for s, e in spans]
+    return [(sections[bisect.bisect_right(starts, s) - 1], (s, e)) for s, e in spans]
 
 
 # --- boundaries -----------------------------------------------------------------------
@@ -254,16 +282,40 @@ def _blind_chunks(
 
 def _boundary_chunks(
     text: str, sections: list[Section], budget: int, overlap: int, progress: Progress
-) -> list[tuple[str, Span]]:
-    """Pack each section on its own, so that no chunk (nor its overlap) crosses sections."""
+) -> list[tuple[Section, Span]]:
+    """Pack each section on its own (one of a heading alone joined to the next), so that no chunk
+    (nor its overlap) crosses from one section's text into another's."""
     placed = []
-    for section in sections:
-        spans = _pack_section(text, section.body_start, section.end, budget, progress)
-        placed += [(section.name, span) for span in _with_overlap(text, spans, overlap)]
+    for section in _opened(text, sections):
+        spans = _pack_section(text, section.body_start, section.end, budget, progress, section.heading)
+        placed += [(section, span) for span in _with_overlap(text, spans, overlap)]
     return placed
 
 
-def _pack_section(text: str, start: int, end: int, budget: int, progress: Progress = _no_limit) -> list[Span]:
+def _opened(text: str, sections: list[Section]) -> list[Section]:
+    """The sections with each one that holds only its heading joined to the next: a chapter's
+    title over its first subsection, a document's title over its first section, a run of
+    headings, are quoted with the text they open, not alone (issue 14: a lone heading
+    outranked the paragraph that answers). A heading-only section at the end stays alone.
+    """
+    out: list[Section] = []
+    held: Section | None = None
+    for i, section in enumerate(sections):
+        if held is not None:
+            section = Section(section.name, held.start, held.body_start, section.end,
+                              (held.heading[0], (section.heading or held.heading)[1]))
+            held = None
+        alone = section.heading is not None and not text[section.heading[1] : section.end].strip()
+        if alone and i + 1 < len(sections):
+            held = section
+            continue
+        out.append(section)
+    return out
+
+
+def _pack_section(
+    text: str, start: int, end: int, budget: int, progress: Progress = _no_limit, heading: Span | None = None
+) -> list[Span]:
     """Greedily pack whole paragraphs; an oversized paragraph is packed on its own.
 
     Args:
@@ -271,6 +323,7 @@ def _pack_section(text: str, start: int, end: int, budget: int, progress: Progre
         start: where the section's content starts.
         end: where the section ends.
         budget: maximum span of a chunk.
+        heading: the section's heading words, folded into what follows like a lone line.
 
     Returns:
         Trimmed, non-overlapping spans in order, each at most ``budget`` long.
@@ -283,7 +336,7 @@ def _pack_section(text: str, start: int, end: int, budget: int, progress: Progre
             continue
         spans += _pack(run, budget) + _pack(_pieces(text, paragraph, budget, progress=progress), budget)
         run = []
-    return _fold_slight(text, spans + _pack(run, budget), budget, progress)
+    return _fold_slight(text, spans + _pack(run, budget), budget, progress, heading)
 
 
 # A table-of-contents line: dot leaders, then a page number ("Intro . . . . 23"); the same
@@ -304,16 +357,19 @@ def _slight(text: str, span: Span) -> bool:
     return bool(_TOC_LINE.search(content)) or (len(content) <= _SLIGHT_CHARS and content[-1] not in ".!?\"”')")
 
 
-def _fold_slight(text: str, spans: list[Span], budget: int, progress: Progress) -> list[Span]:
+def _fold_slight(
+    text: str, spans: list[Span], budget: int, progress: Progress, heading: Span | None = None
+) -> list[Span]:
     """Fold each lone heading or TOC line into the chunk that follows it (issue 14: alone,
-    they outranked the paragraph that answers). The following chunk is cut at sentences
-    and lines so the fold keeps every chunk within ``budget``; when not even its first
-    sentence fits beside the line, the line stays alone."""
+    they outranked the paragraph that answers), the section's own heading whatever it
+    ends with. The following chunk is cut at sentences and lines so the fold keeps every
+    chunk within ``budget``; when not even its first sentence fits beside the line, the
+    line stays alone."""
     out = list(spans)
     i = 0
     while i + 1 < len(out):
         progress(out[i][0])
-        if _slight(text, out[i]):
+        if out[i] == heading or _slight(text, out[i]):
             packed = _pack([out[i], *_soft_pieces(text, out[i + 1], budget, progress)], budget)
             if packed[0] != out[i]:
                 out[i : i + 2] = packed

@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -308,6 +308,7 @@ def extract_chunks(file: SourceFile, stamp: IndexStamp, settings: IndexSettings,
         stage = Stage.CHUNK
         chunks = chunk_document(canonical.text, canonical.title, prepared.doc_id, stamp.strategy,
                                 settings.budget, settings.overlap, within(deadline, len(canonical.text)))
+        prepared.canonical = why_unquoted(canonical, chunks)
         kept = kept_vectors(reuse.stored.chunk_vectors(lender), stamp) if lender is not None else {}
         marks.append(time.perf_counter())
         deadline.check("the end of chunking")
@@ -378,8 +379,26 @@ def rechunk(record: dict, embedder: Embedder, stamp: IndexStamp, settings: Index
     prepared = Prepared(file, record["doc_id"], record["sha256"], record["size"], canonical)
     chunks = chunk_document(canonical.text, canonical.title, prepared.doc_id, stamp.strategy,
                             settings.budget, settings.overlap)
+    prepared.canonical = why_unquoted(canonical, chunks)
     prepared.rows, prepared.reused = embed_rows(prepared, chunks, embedder, stamp)
     return prepared
+
+
+UNQUOTED = "nothing to quote: the text holds only heading marks without words"
+
+
+def why_unquoted(canonical: Canonical, chunks: list[Chunk]) -> Canonical:
+    """``canonical``, with a note saying why when its text gets no chunk.
+
+    Every word is quoted by some chunk (headings' too: pipeline/chunk.py), so a text that gets
+    none holds only ``#`` marks; an extractor that returns no text says why itself (a
+    recording without speech). ``check`` reads a document indexed with zero chunks and no
+    note as damage, and ``check --repair`` would index it again to the same end every time
+    (issue 45).
+    """
+    if chunks or canonical.notes or not canonical.text.strip():
+        return canonical
+    return replace(canonical, notes=(UNQUOTED,))
 
 
 def embed_rows(prepared: Prepared, chunks: list[Chunk], embedder: Embedder, stamp: IndexStamp,

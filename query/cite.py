@@ -155,12 +155,23 @@ def cell_label(title: str, section: str, locators: Sequence[Locator], quote: str
     label = locator_label(title, section, locators)
     if not query:  # search and `citeline chunks` name no cell
         return label
-    cell = answer_cell(quote, locators, query)
+    cell = answer_cell(_below_heading(quote, section), locators, query)
     if cell is None:
         return label
     if cell.address:
         return f"{title}, {cell.address}{SEPARATOR}{cell.label()}"
     return f"{label}{SEPARATOR}{cell.label()}"
+
+
+def _below_heading(quote: str, section: str) -> str:
+    """The quote without the section heading it opens with (a sheet's title: the chunker quotes
+    a heading with the chunk it opens, issue 41), whose line no locator maps to a row.
+
+    >>> _below_heading("Segments\\n\\n| H1 2023\\nSales | 9", "Segments")
+    '| H1 2023\\nSales | 9'
+    """
+    first, _, rest = quote.partition("\n")
+    return rest.lstrip("\n") if section and first.strip() == section else quote
 
 
 def locator_fragment(locators: Sequence[Locator], start: int, end: int) -> str:

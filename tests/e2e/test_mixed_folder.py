@@ -89,8 +89,8 @@ def test_pdf_hit_cites_the_pages_its_quote_is_on(db):
                 0, min(chunk["end"], seg.end) - max(chunk["start"], seg.start))
     most = max(sorted(held), key=held.get)
     assert int(hit["fragment"].removeprefix("#page=")) == most
-    # ... and its label still names every page from where it starts (the heading is a section
-    # line, not content: the chunk runs on to page 4).
+    # ... and its label still names every page from where it starts (the chunk runs on to
+    # page 4).
     assert f"(pages {min(cited)}–" in hit["label"], hit["label"]
 
 

@@ -90,19 +90,50 @@ def test_empty_and_blank_texts_give_no_chunks():
 # --- sections -------------------------------------------------------------------------
 
 
-def test_heading_line_is_not_content_and_names_the_section():
+def test_heading_words_open_the_chunk_and_name_the_section():
+    """Issue 41: a heading's words are quoted with the text they open, not only named."""
     text = "## Intro\nHello world.\n\n## Method\nWe did things.\n"
     chunks = chunks_of(text)
     assert [(c.section, c.content) for c in chunks] == [
-        ("Intro", "Hello world."),
-        ("Method", "We did things."),
+        ("Intro", "Intro\nHello world."),
+        ("Method", "Method\nWe did things."),
     ]
 
 
-def test_preamble_is_kept_and_title_line_is_not_content():
+def test_preamble_is_kept_and_title_words_are_content():
     text = "# The Title\n\nPreamble text here.\n\n## First\nBody.\n"
     chunks = chunks_of(text)
-    assert [(c.section, c.content) for c in chunks] == [("", "Preamble text here."), ("First", "Body.")]
+    assert [(c.section, c.content) for c in chunks] == [
+        ("", "The Title\n\nPreamble text here."), ("First", "First\nBody.")]
+
+
+@pytest.mark.parametrize("strategy", "CDEF")
+def test_a_text_of_headings_only_gets_chunks(strategy):
+    """Issue 41/45: an HTML page of one <h3>, a deck of titles: indexed with zero chunks before."""
+    text = "# Deck\n\n## Dhirubhai Ambani\n\n## Founder Chairman\n"
+    chunks = chunks_of(text, strategy=strategy)
+    assert [(c.section, c.content) for c in chunks] == [
+        ("Founder Chairman", "Deck\n\n## Dhirubhai Ambani\n\n## Founder Chairman")]
+    assert [c.content for c in chunks_of("## Only a heading", strategy=strategy)] == ["Only a heading"]
+
+
+def test_a_heading_over_nothing_but_the_next_heading_opens_its_chunk():
+    """A chapter's title over its first subsection, a document's title over its first section:
+    quoted with the text they open, not alone (issue 14: a lone heading outranked the answer)."""
+    text = "# Manual\n\n## 2 Structure\n\n## 2.1 Limits\nREAL is not handled.\n\n## 3 End\n"
+    chunks = chunks_of(text, strategy="E", title="Manual")
+    assert [(c.section, c.content, c.text) for c in chunks] == [
+        ("2.1 Limits", "Manual\n\n## 2 Structure\n\n## 2.1 Limits\nREAL is not handled.",
+         "[Manual > 2.1 Limits]\nREAL is not handled."),
+        ("3 End", "3 End", "[Manual > 3 End]\n3 End"),  # the last heading has nothing to open
+    ]
+
+
+def test_a_heading_alone_before_a_long_paragraph_is_folded_into_it_whatever_it_ends_with():
+    body = "The REAL type is not handled by the library at all. " * 9 + "It fills the chunk nearly all the way up."
+    text = f"## Limits (draft.)\n\n{body.strip()}\n\nA closing paragraph follows the body."
+    got = contents(text, budget=512)
+    assert got[0].startswith("Limits (draft.)\n\nThe REAL type") and all(len(c) <= 512 for c in got)
 
 
 def test_text_without_headings_is_one_unnamed_section():
@@ -145,9 +176,9 @@ def test_deeper_headings_do_not_split():
 
 
 def test_heading_name_is_stripped_and_crlf_tolerated():
-    text = "## Spaced Out  \r\nBody.\r\n"
+    text = "##  Spaced Out  \r\nBody.\r\n"
     chunks = chunks_of(text)
-    assert [(c.section, c.content) for c in chunks] == [("Spaced Out", "Body.")]
+    assert [(c.section, c.content) for c in chunks] == [("Spaced Out", "Spaced Out  \r\nBody.")]
 
 
 def test_sections_cover_the_text_in_order():
@@ -158,7 +189,9 @@ def test_sections_cover_the_text_in_order():
         ("A", "## A\na\n"),
         ("B", "## B\nb"),
     ]
-    assert [text[s.body_start : s.end] for s in sections] == ["pre\n", "a\n", "b"]
+    assert [text[s.body_start : s.end] for s in sections] == ["T\npre\n", "A\na\n", "B\nb"]
+    assert [s.heading and text[s.heading[0] : s.heading[1]] for s in sections] == ["T", "A", "B"]
+    assert split_sections("no title\n## \nb")[1].heading is None
 
 
 def test_chunks_never_cross_sections():
@@ -272,9 +305,11 @@ def test_math_and_tables_fall_back_to_lines():
     table = "\n".join(f"| row {i} | {i * 1.5} | value |" for i in range(12))
     math = "$$\n" + "\n".join(f"a_{i} = b_{i} + c_{i} \\\\" for i in range(12)) + "\n$$"
     text = f"## T\n{table}\n\n{math}\n"
-    for c in chunks_of(text, budget=100):
+    chunks = chunks_of(text, budget=100)
+    assert chunks[0].content.startswith("T\n| row 0 |")
+    for c in chunks:
         assert len(c.content) <= 100
-        assert text[c.end] == "\n" and text[c.start - 1] == "\n"
+        assert text[c.end] == "\n" and text[c.start - 1] in ("\n", " ")
 
 
 # --- header ---------------------------------------------------------------------------
@@ -282,13 +317,27 @@ def test_math_and_tables_fall_back_to_lines():
 
 def test_header_with_section():
     chunks = chunks_of("## Results\nIt works.", strategy="E", title="My Doc")
-    assert chunks[0].text == "[My Doc > Results]\nIt works."
-    assert chunks[0].content == "It works."
+    assert chunks[0].content == "Results\nIt works."
+    assert chunks[0].text == "[My Doc > Results]\nIt works."  # the header names it once
 
 
 def test_header_without_section():
     chunks = chunks_of("# My Doc\nIt works.", strategy="F", title="My Doc")
     assert chunks[0].text == "[My Doc]\nIt works."
+
+
+@pytest.mark.parametrize("strategy", "EF")
+def test_a_chunk_of_its_heading_alone_embeds_the_heading(strategy):
+    chunks = chunks_of("## Intro\nFirst.\n\n## Results\n", strategy=strategy, title="My Doc")
+    assert [(c.content, c.text) for c in chunks][-1] == ("Results", "[My Doc > Results]\nResults")
+
+
+def test_only_the_chunk_that_opens_with_the_heading_drops_it_from_the_embedded_text():
+    text = "## Results\n" + "\n\n".join(f"Results line {i} is here." for i in range(8))
+    chunks = chunks_of(text, strategy="F", budget=60, overlap=20, title="D")
+    assert len(chunks) > 2 and chunks[0].content.startswith("Results\nResults line 0")
+    assert chunks[0].text == "[D > Results]\n" + chunks[0].content.removeprefix("Results\n")
+    assert all(c.text == f"[D > Results]\n{c.content}" for c in chunks[1:])
 
 
 @pytest.mark.parametrize("strategy", "ABCD")
@@ -322,8 +371,8 @@ def test_overlap_does_not_cross_sections():
     text = "## A\nFirst section text.\n\n## B\nSecond section text."
     chunks = chunks_of(text, strategy="F", budget=100, overlap=64)
     assert [(c.section, c.content) for c in chunks] == [
-        ("A", "First section text."),
-        ("B", "Second section text."),
+        ("A", "A\nFirst section text."),
+        ("B", "B\nSecond section text."),
     ]
 
 

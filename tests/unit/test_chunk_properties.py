@@ -67,12 +67,14 @@ _BLOCKS = st.one_of(_prose(), _prose(), _fenced(), _TABLE, _MATH)
 
 @dataclass(frozen=True)
 class Part:
-    """Oracle for one section: ``[start, end)`` in the text, content from ``body``."""
+    """Oracle for one section: ``[start, end)`` in the text, content from ``body`` (the
+    heading's words, after its ``## ``), the heading line ending at ``heading_end``."""
 
     name: str
     start: int
     body: int
     end: int
+    heading_end: int
 
 
 @st.composite
@@ -80,15 +82,16 @@ def documents(draw) -> tuple[str, list[Part]]:
     text, parts = "", []
     if draw(st.booleans()):
         text = f"# {TITLE}\n"
+    titled = text.startswith("# ")
     text += _body(draw)
-    parts.append(Part("", 0, len(f"# {TITLE}\n") if text.startswith("# ") else 0, len(text)))
+    parts.append(Part("", 0, 2 if titled else 0, len(text), len(f"# {TITLE}") if titled else 0))
     for _ in range(draw(st.integers(0, 4))):
         name = draw(st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), max_size=15))
         start = len(text)
         text += f"## {name}\n"
-        body = len(text)
+        heading_end = len(text) - 1
         text += _body(draw)
-        parts.append(Part(name.strip(), start, body, len(text)))
+        parts.append(Part(name.strip(), start, start + 3, len(text), heading_end))
     return text, parts
 
 
@@ -127,26 +130,54 @@ def test_invariants_hold_for_every_strategy(doc, data):
     for name, strategy in STRATEGIES.items():
         note(f"strategy {name}")
         chunks = chunk_document(text, TITLE, "d", name, budget, overlap)
-        _check_slices_and_text(text, chunks, strategy)
+        _check_slices_and_text(text, chunks, strategy, parts)
         _check_order_and_size(text, chunks, strategy, budget, overlap)
         if strategy.boundaries:
-            _check_sections_and_coverage(text, chunks, parts)
+            _check_sections_and_coverage(text, chunks, _opened(text, parts))
         else:
             _check_blind(text, chunks, parts, budget)
         if strategy.boundaries and not strategy.overlap:
             _check_no_mid_word_cut(text, chunks, budget)
 
 
-def _check_slices_and_text(text, chunks, strategy):
+def _check_slices_and_text(text, chunks, strategy, parts):
     for i, c in enumerate(chunks):
         assert text[c.start : c.end] == c.content
         assert c.content and c.content == c.content.strip()
         assert c.ordinal == i
         if strategy.header:
             head = f"[{TITLE} > {c.section}]" if c.section else f"[{TITLE}]"
-            assert c.text.startswith(f"[{TITLE}") and c.text == f"{head}\n{c.content}"
+            opened = _opened(text, parts) if strategy.boundaries else parts
+            assert c.text.startswith(f"[{TITLE}") and c.text == f"{head}\n{_embedded_body(text, c, opened)}"
         else:
             assert c.text == c.content
+
+
+def _opened(text, parts):
+    """The parts a boundary strategy packs: one holding only its heading (not the last) joined
+    to the next, named by it, the heading words running from the first's to the next's."""
+    out, held = [], None
+    for i, part in enumerate(parts):
+        if held is not None:
+            words = text[part.body : part.heading_end].strip()
+            part = Part(part.name, held.start, held.body, part.end, part.heading_end if words else held.heading_end)
+            held = None
+        words = text[part.body : part.heading_end].strip()
+        if words and i + 1 < len(parts) and not text[part.heading_end : part.end].strip():
+            held = part
+            continue
+        out.append(part)
+    return out
+
+
+def _embedded_body(text, chunk, parts):
+    """What a header strategy embeds after the header: the content, less the heading line of
+    a section's first chunk when something follows it."""
+    part = _section_of(parts, chunk.start)
+    words = text[part.body : part.heading_end]
+    rest = text[part.heading_end : chunk.end].strip()
+    opens = words.strip() and chunk.start == part.heading_end - len(words.lstrip())
+    return rest if opens and rest else chunk.content
 
 
 def _check_order_and_size(text, chunks, strategy, budget, overlap):

@@ -66,6 +66,21 @@ def test_pptx_one_segment_per_slide_with_notes(deck, h):
     assert _cite(deck, "ssh | 22") == ("Ports", "#slide=2", "Quarterly review, slide 2")
 
 
+def test_a_slide_whose_text_is_all_in_its_title_is_quoted():
+    """Issue 41: the slide's words went to the section path and no chunk quoted them."""
+    import io
+
+    import pptx as python_pptx
+
+    deck = python_pptx.Presentation()
+    words = "X-Library The fully customisable and copyright-free standard content template collection"
+    deck.slides.add_slide(deck.slide_layouts[5]).shapes.title.text = words
+    buffer = io.BytesIO()
+    deck.save(buffer)
+    canonical = pptx.extract(buffer.getvalue(), "library.pptx")
+    assert _cite(canonical, words) == (words, "#slide=1", "library, slide 1")
+
+
 # ------------------------------------------------------------------------------ ods / xls
 
 
