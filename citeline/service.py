@@ -102,9 +102,12 @@ def create_app(index: Index, token: str | None = None, poll_s: float = 1.0, warm
     if warm is None:
         warm = os.environ.get(WARM_ENV, "1") != "0"
 
+    failure: dict[str, str] = {}  # why the last re-open failed (/health says it)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        watcher = threading.Thread(target=_watch, args=(index, poll_s, stop), daemon=True, name="citeline-refresh")
+        watcher = threading.Thread(target=_watch, args=(index, poll_s, stop, failure), daemon=True,
+                                   name="citeline-refresh")
         if poll_s > 0:
             watcher.start()
         if warm:
@@ -118,7 +121,7 @@ def create_app(index: Index, token: str | None = None, poll_s: float = 1.0, warm
     _index_gone(app, index)  # before _guard: the token is checked first (middleware runs last-added first)
     _guard(app, token)
     _errors(app)
-    _json_routes(app, index)
+    _json_routes(app, index, failure)
     _page_routes(app, index)
     _docs_routes(app)
     try:
@@ -166,17 +169,31 @@ def warm_reranker(index: Index, stop: threading.Event) -> int:
         return 0
 
 
-def _watch(index: Index, poll_s: float, stop: threading.Event) -> None:
+def _watch(index: Index, poll_s: float, stop: threading.Event, failure: dict[str, str]) -> None:
+    """Re-open the index as writers commit, following a re-index's switch, and hold the reader
+    lease that keeps ``gc`` from dropping the table served (index/readers.py)."""
+    from citeline.index.readers import ReaderLease
     from citeline.tasks.log import get_logger
 
-    while not stop.wait(poll_s):
-        try:
-            if index.refresh():
-                get_logger(service="api").info("api.reopened", uri=index.uri)
-                if os.environ.get(WARM_ENV, "1") != "0":
-                    threading.Thread(target=warm_reranker, args=(index, stop), daemon=True).start()
-        except Exception as exc:  # noqa: BLE001 - a failed re-open keeps serving the old snapshot
-            get_logger(service="api").warning("api.reopen_failed", reason=str(exc))
+    lease = ReaderLease(index.uri)
+    try:
+        while not stop.wait(poll_s):
+            try:
+                if index.refresh():
+                    failure.clear()
+                    get_logger(service="api").info("api.reopened", uri=index.uri, model=index.model)
+                    if os.environ.get(WARM_ENV, "1") != "0":
+                        threading.Thread(target=warm_reranker, args=(index, stop), daemon=True).start()
+            except Exception as exc:  # noqa: BLE001 - no snapshot is served: each query says why
+                failure["reason"] = str(exc)
+                get_logger(service="api").warning("api.reopen_failed", reason=str(exc))
+            served = index.served()
+            try:
+                lease.hold(served.table if served is not None else None)
+            except OSError as exc:  # an unwritable index folder: gc may then drop what is served
+                get_logger(service="api").warning("api.reader_lease_failed", reason=str(exc))
+    finally:
+        lease.release()
 
 
 # ---- middleware: size bound and token ------------------------------------------------
@@ -323,14 +340,15 @@ def _checked_id(value: str, what: str = "document") -> str:
 # ---- JSON endpoints ------------------------------------------------------------------------
 
 
-def _json_routes(app: FastAPI, index: Index) -> None:
+def _json_routes(app: FastAPI, index: Index, failure: dict[str, str]) -> None:
     @app.get("/health", tags=["service"])
-    def health() -> dict:
-        """Alive, and whether an index is open (no token needed)."""
-        try:
-            stamp = index.stamp
-        except NoIndex:
-            return {"ok": True, "ready": False, "model": index.model}
+    async def health() -> dict:
+        """Alive, and whether an index is open (no token needed): the snapshot served now, looked
+        at without waiting (on the event loop, never behind queries or a re-open)."""
+        served = index.served()
+        if served is None:
+            return {"ok": True, "ready": False, "model": index.model, **({"error": failure["reason"]} if failure else {})}
+        stamp = served.searcher.stamp
         return {"ok": True, "ready": True, "model": stamp.embed_model, "dim": stamp.embed_dim,
                 "strategy": stamp.strategy}
 
