@@ -28,8 +28,12 @@ ENV_TOKEN = "CITELINE_API_TOKEN"
 @click.option("--token", envvar=ENV_TOKEN, default=None,
               help=f"Bearer token every request but /health must carry [env {ENV_TOKEN}]; "
                    "open the page once as /?token=TOKEN.")
+@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
+              help="A name clients reach the service by (its Host header, no port), besides "
+                   "127.0.0.1, localhost and [::1]; repeatable. Any other name is refused (400), "
+                   "so a web page cannot reach it by DNS rebinding; with --token and none given, any name is served.")
 @output_options
-def api(db, model, host, port, token, as_json):
+def api(db, model, host, port, token, allowed_hosts, as_json):
     """Serve the index: JSON API, the ask page at /, OpenAPI docs at /docs.
 
     The model is loaded once; the index is re-opened when a sync commits, so
@@ -45,7 +49,7 @@ def api(db, model, host, port, token, as_json):
 
     listening = _listen(host, port)  # before the index is opened: a busy port fails at once, as JSON too
     with cli_errors():
-        app = create_app(Index.create(db, model), token=token)
+        app = create_app(Index.create(db, model), token=token, allowed_hosts=allowed_hosts)
     url = f"http://{host}:{listening.getsockname()[1]}/"
     if as_json:  # one line a supervisor can parse before the server takes over stdout's silence
         click.echo(json.dumps({"url": url, "db": db, "openapi": url + "openapi.json"}))

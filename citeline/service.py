@@ -19,7 +19,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import PurePosixPath
 from contextlib import asynccontextmanager
 from importlib import resources
@@ -86,13 +86,16 @@ class AskRequest(BaseModel):
         return Filters.parse(self.path, self.type, self.since)
 
 
-def create_app(index: Index, token: str | None = None, poll_s: float = 1.0, warm: bool | None = None) -> FastAPI:
+def create_app(index: Index, token: str | None = None, poll_s: float = 1.0, warm: bool | None = None,
+               allowed_hosts: Sequence[str] = ()) -> FastAPI:
     """The service over ``index``.
 
     Args:
         index: the index to serve (its model is loaded here if the index exists).
         token: when set, every request but ``/health`` needs ``Authorization: Bearer <token>``
             (or the cookie the page sets after ``/?token=<token>``).
+        allowed_hosts: the names (``Host:`` without its port) requests may be addressed to besides
+            the loopback ones; without a token only those are answered, with one and none given, any.
         poll_s: how often to look for a writer's commit; 0 never looks.
         warm: encode the word-pieces of chunks the index stores no vectors for, in the
             background, so a warm ask reranks from memory (default: on unless
@@ -120,6 +123,7 @@ def create_app(index: Index, token: str | None = None, poll_s: float = 1.0, warm
     app.state.index = index
     _index_gone(app, index)  # before _guard: the token is checked first (middleware runs last-added first)
     _guard(app, token)
+    _hosts(app, token, allowed_hosts)  # last added, so first to run: before the token and the body
     _errors(app)
     _json_routes(app, index, failure)
     _page_routes(app, index)
@@ -220,6 +224,44 @@ def _guard(app: FastAPI, token: str | None) -> None:
         response = await call_next(request)
         response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.1f}"
         return response
+
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def _hosts(app: FastAPI, token: str | None, allowed: Sequence[str]) -> None:
+    """Answer only requests addressed to this service's own names: 400 for any other ``Host``.
+
+    Without a token, a page on ``http://attacker.example:PORT`` whose name the attacker points
+    at 127.0.0.1 (DNS rebinding) is same-origin with the service and read every document
+    (issue 42, item 2); the browser still sends the attacker's name as ``Host``.
+    """
+    names = tuple(h.lower() for h in allowed)
+    if token and not names:
+        return  # every request but /health carries the token: any name the operator serves it under
+
+    @app.middleware("http")
+    async def hosts(request: Request, call_next):
+        if not host_allowed(request.headers.get("host", ""), LOOPBACK_NAMES + names):
+            return _error(400, "BadHost", "this service answers only requests addressed to its own name "
+                                          "(127.0.0.1, localhost, [::1], or one given with --allowed-host)")
+        return await call_next(request)
+
+
+def host_allowed(header: str, names: Sequence[str]) -> bool:
+    """Whether a ``Host`` header names one of ``names``, with any port or none.
+
+    >>> [host_allowed(h, LOOPBACK_NAMES) for h in ("127.0.0.1:8000", "localhost", "[::1]:80", "LOCALHOST:1")]
+    [True, True, True, True]
+    >>> [host_allowed(h, LOOPBACK_NAMES) for h in ("attacker.test:8000", "", "127.0.0.1.evil", "localhost:x", "a@localhost")]
+    [False, False, False, False, False]
+    """
+    host, port = header.lower(), ""
+    if not host.endswith("]") and ":" in host:
+        host, _, port = host.rpartition(":")
+        if not port.isdigit():
+            return False
+    return host in names
 
 
 # Paths that never read the index: served whatever became of it.

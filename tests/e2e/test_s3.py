@@ -218,7 +218,7 @@ def test_the_service_serves_an_s3_source_and_its_ranges(bucket):
     settings = IndexSettings(db=f"s3://{bucket}/index", model=FAKE)
     sync(root, settings)
     body = (EXAMPLES / "04-dropout.md").read_bytes()
-    with TestClient(create_app(Index.open(settings.db, FAKE), poll_s=0)) as client:
+    with TestClient(create_app(Index.open(settings.db, FAKE), poll_s=0), base_url="http://127.0.0.1") as client:
         (doc,) = client.get("/documents").json()["documents"]
         source = f"/sources/{doc['document_id']}"
         assert client.get(source).content == body

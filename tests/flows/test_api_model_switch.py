@@ -57,7 +57,7 @@ def wait_for(predicate, seconds: float = 30.0):
 def test_the_service_follows_a_reindex_serves_no_removed_text_and_survives_gc(folder, tmp_path, other_model):
     db = str(tmp_path / "db")
     assert Index.create(db, model=FAKE).sync(str(folder)).indexed == 2
-    with TestClient(create_app(Index.create(db), poll_s=0.1)) as client:
+    with TestClient(create_app(Index.create(db), poll_s=0.1), base_url="http://127.0.0.1") as client:
         assert any("Zurich" in q for q in quotes(client, "Zurich office board"))
         retired = Store(db).active_table()
         assert Index(db).reindex(other_model).switched
