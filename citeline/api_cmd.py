@@ -14,6 +14,8 @@ import click
 from citeline.common import CliError, cli_errors, known_model, output_options, verbosity
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 
+HEADER_TIMEOUT_S, MAX_CONNECTIONS = 10.0, 1000  # citeline/http_limits.py says why (imported with uvicorn)
+
 ENV_TOKEN = "CITELINE_API_TOKEN"
 
 
@@ -32,8 +34,12 @@ ENV_TOKEN = "CITELINE_API_TOKEN"
               help="A name clients reach the service by (its Host header, no port), besides "
                    "127.0.0.1, localhost and [::1]; repeatable. Any other name is refused (400), "
                    "so a web page cannot reach it by DNS rebinding; with --token and none given, any name is served.")
+@click.option("--header-timeout", "header_timeout_s", type=click.FloatRange(min=0.1), default=HEADER_TIMEOUT_S,
+              show_default=True, help="Seconds a connection has to send a request's head; then it is closed.")
+@click.option("--max-connections", type=click.IntRange(min=1), default=MAX_CONNECTIONS, show_default=True,
+              help="Connections open at once; more are closed as they arrive.")
 @output_options
-def api(db, model, host, port, token, allowed_hosts, as_json):
+def api(db, model, host, port, token, allowed_hosts, header_timeout_s, max_connections, as_json):
     """Serve the index: JSON API, the ask page at /, OpenAPI docs at /docs.
 
     The model is loaded once; the index is re-opened when a sync commits, so
@@ -44,6 +50,7 @@ def api(db, model, host, port, token, allowed_hosts, as_json):
     import uvicorn
 
     from citeline.api import Index
+    from citeline.http_limits import KEEP_ALIVE_S, bounded_protocol
     from citeline.progress import CHATTY, configure_terminal
     from citeline.service import create_app
 
@@ -58,7 +65,10 @@ def api(db, model, host, port, token, allowed_hosts, as_json):
     # uvicorn's records go through citeline's terminal handler (JSON lines when piped, never
     # stdout); here they are this server's own, so its warnings show without -v.
     configure_terminal(verbosity(), chatty=tuple(c for c in CHATTY if c not in ("uvicorn", "fastapi")))
-    config = uvicorn.Config(app, log_config=None, log_level=("error", "warning", "info", "debug")[verbosity() + 1])
+    # A silent or trickling client is closed, and connections are capped (citeline/http_limits.py).
+    config = uvicorn.Config(app, log_config=None, log_level=("error", "warning", "info", "debug")[verbosity() + 1],
+                            http=bounded_protocol(header_timeout_s, max_connections), timeout_keep_alive=KEEP_ALIVE_S,
+                            limit_concurrency=max_connections)
     uvicorn.Server(config).run(sockets=[listening])
 
 
