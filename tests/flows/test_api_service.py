@@ -193,6 +193,23 @@ def test_sources_serve_the_original_bytes_with_type_and_ranges(client, folder):
     assert hostile.headers["x-content-type-options"] == "nosniff" and "sandbox" in hostile.headers["content-security-policy"]
 
 
+def test_sources_read_ranges_as_rfc_9110_says(client):
+    """Issue 42, item 13: `bytes=-0` was a 206 with `Content-Range: bytes N-(N-1)/N`; a header
+    in another unit, malformed or naming several ranges was a 416 where it is to be ignored."""
+    pdf = doc_id(client, "report.pdf")
+    whole = client.get(f"/sources/{pdf}").content
+    for unsatisfiable in ("bytes=-0", f"bytes={len(whole)}-", f"bytes={len(whole) + 5}-{len(whole) + 9}"):
+        response = client.get(f"/sources/{pdf}", headers={"Range": unsatisfiable})
+        assert response.status_code == 416 and response.headers["content-range"] == f"bytes */{len(whole)}", unsatisfiable
+    for ignored in ("items=0-9", "bytes=abc", "bytes=0-1,5-9", "bytes=9-2", "bytes=-", "bytes 0-9"):
+        response = client.get(f"/sources/{pdf}", headers={"Range": ignored})
+        assert response.status_code == 200 and response.content == whole, ignored
+        assert "content-range" not in response.headers, ignored
+    last = client.get(f"/sources/{pdf}", headers={"Range": "Bytes=-1"})
+    assert last.status_code == 206 and last.content == whole[-1:]
+    assert last.headers["content-range"] == f"bytes {len(whole) - 1}-{len(whole) - 1}/{len(whole)}"
+
+
 def bytes_read() -> int:
     """What this process has read through read(2) and friends so far (Linux's own count)."""
     return int(Path("/proc/self/io").read_text().split("rchar:")[1].split()[0])
