@@ -24,8 +24,9 @@ FAILED_EVENT = "citeline.document.failed"
 RETRY_DEPLOYMENT = "retry-failed/retry-failed"
 
 # Markdown that text from a document could use to end a table cell (|), make a link ([]()),
-# open code or emphasis, or start a heading; each is written backslash-escaped.
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+!|~])")
+# open code or emphasis, or start a heading; each is written backslash-escaped. So are ``:`` and
+# ``@``, and the dot of ``www.``: the Prefect UI links a bare URL, address or www name (GFM autolinks).
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+!|~:@]|(?<=www)\.)", re.IGNORECASE)
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 
 
