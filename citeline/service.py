@@ -253,7 +253,8 @@ def host_allowed(header: str, names: Sequence[str]) -> bool:
 
     >>> [host_allowed(h, LOOPBACK_NAMES) for h in ("127.0.0.1:8000", "localhost", "[::1]:80", "LOCALHOST:1")]
     [True, True, True, True]
-    >>> [host_allowed(h, LOOPBACK_NAMES) for h in ("attacker.test:8000", "", "127.0.0.1.evil", "localhost:x", "a@localhost")]
+    >>> [host_allowed(h, LOOPBACK_NAMES)
+    ...  for h in ("attacker.test:8000", "", "127.0.0.1.evil", "localhost:x", "a@localhost")]
     [False, False, False, False, False]
     """
     host, port = header.lower(), ""
@@ -389,7 +390,8 @@ def _json_routes(app: FastAPI, index: Index, failure: dict[str, str]) -> None:
         at without waiting (on the event loop, never behind queries or a re-open)."""
         served = index.served()
         if served is None:
-            return {"ok": True, "ready": False, "model": index.model, **({"error": failure["reason"]} if failure else {})}
+            why = {"error": failure["reason"]} if failure else {}
+            return {"ok": True, "ready": False, "model": index.model, **why}
         stamp = served.searcher.stamp
         return {"ok": True, "ready": True, "model": stamp.embed_model, "dim": stamp.embed_dim,
                 "strategy": stamp.strategy}

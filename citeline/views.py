@@ -156,8 +156,8 @@ def byte_range(header: str, size: int) -> tuple[int, int] | str | None:
     ((0, 99), (900, 999), (990, 999))
     >>> byte_range("bytes=1000-", 1000), byte_range("bytes=-0", 1000), byte_range("bytes=0-0", 0)
     ('unsatisfiable', 'unsatisfiable', 'unsatisfiable')
-    >>> byte_range("bytes=5-1", 1000), byte_range("items=0-1", 9), byte_range("bytes=0-1,4-5", 9), byte_range("bytes=x", 9)
-    (None, None, None, None)
+    >>> [byte_range(h, 1000) for h in ("bytes=5-1", "items=0-1", "bytes=0-1,4-5", "bytes=x")]
+    [None, None, None, None]
     """
     match = _RANGE.match(header.strip())
     if not match or match.groups() == ("", ""):

@@ -56,7 +56,8 @@ def publish_report(summary: RunSummary, root: str, db: str) -> None:
         table=failure_rows(summary, db, now),
         description=f"Documents of {markdown_text(root)} that failed in this run. Once a file is fixed, run the "
                     f"deployment {RETRY_DEPLOYMENT} with the parameters of its row (or with only db, for every "
-                    f"failed document of the index); `citeline retry --db {markdown_text(absolute(db))}` does the same.",
+                    f"failed document of the index); `citeline retry --db {markdown_text(absolute(db))}` "
+                    "does the same.",
     )
     create_markdown_artifact(key="index-summary", markdown=_markdown(summary, root),
                              description=f"Index run over {markdown_text(root)}")
