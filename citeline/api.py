@@ -32,7 +32,7 @@ from citeline.query.cite import (
     build_citations, locator_fragment, locator_label, parse_locators, with_sources,
 )
 from citeline.query.search import Searcher
-from citeline.schemas.errors import NoIndex
+from citeline.schemas.errors import IndexUnavailable, NoIndex
 from citeline.schemas.retrieval import BM25, DEFAULT_RETRIEVER, RETRIEVERS, Citation, Filters
 from citeline.schemas.stamp import STAMP_COLUMNS, IndexStamp
 from citeline.schemas.status import DocStatus, RunSummary
@@ -223,7 +223,13 @@ class Index:
         if self._follows and stamp.embed_model != self.model:
             # `citeline reindex` switched models: the old one would only raise a mismatch,
             # and the retired table holds what the index no longer does (issue 42, item 1).
-            self.model, self._embedder = stamp.embed_model, get_embedder(stamp.embed_model)
+            try:
+                embedder = get_embedder(stamp.embed_model)
+            except Exception as exc:  # noqa: BLE001 - any failure to load it: said as one 503
+                raise IndexUnavailable(
+                    f"the index at {self.uri} switched to the model {stamp.embed_model}, which this process cannot "
+                    f"load ({exc}); nothing is served until it is restarted with that model installed") from None
+            self.model, self._embedder = stamp.embed_model, embedder
         searcher = Searcher(store, self.embedder, stamp)
         searcher.query_vector("warm up")  # loads the weights once, before any thread queries
         searcher.default_reranker()

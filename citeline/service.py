@@ -36,7 +36,7 @@ from starlette.exceptions import HTTPException
 from citeline.api import Index, chat_client
 from citeline.query.answer_check import check_answer
 from citeline.query.thresholds import Uncalibrated
-from citeline.schemas.errors import CitelineError, IndexMismatch, LLMError, NoIndex
+from citeline.schemas.errors import CitelineError, IndexMismatch, IndexUnavailable, LLMError, NoIndex
 from citeline.schemas.retrieval import ASK_K, DEFAULT_RETRIEVER, RETRIEVERS, Filters
 from citeline import pages, views
 
@@ -326,7 +326,7 @@ def _same(given: str, token: str) -> bool:
 
 def status_for(exc: BaseException) -> int:
     """The HTTP status of an error: 400 bad input, 404 unknown, 409 model mismatch, 503 no index yet."""
-    if isinstance(exc, NoIndex):
+    if isinstance(exc, (NoIndex, IndexUnavailable)):
         return 503
     if isinstance(exc, IndexMismatch):
         return 409

@@ -17,6 +17,7 @@ from citeline.cli import cli
 from citeline.index.readers import ReaderLease
 from citeline.index.store import Store
 from citeline.pipeline import embed
+from citeline.schemas.errors import IndexUnavailable
 from citeline.service import create_app
 from fakes import FAKE, HashEmbedder
 
@@ -71,6 +72,27 @@ def test_the_service_follows_a_reindex_serves_no_removed_text_and_survives_gc(fo
         gc = CliRunner().invoke(cli, ["gc", "--db", db, "--yes"])
         assert gc.exit_code == 0 and f"dropping {retired}" in gc.output, gc.output
         assert quotes(client, "harbour committee") and client.get("/health").json()["ready"] is True
+
+
+def test_a_switch_to_a_model_the_service_cannot_load_is_503_never_the_old_table(folder, tmp_path):
+    """The new model is not installed where the service runs: it stops serving, and says why.
+    (The re-open is called here, not by the watcher: in one process the watcher would load the
+    model while the re-index still has it registered.)"""
+    db = str(tmp_path / "db")
+    assert Index.create(db, model=FAKE).sync(str(folder)).indexed == 2
+    served = Index.create(db)
+    with TestClient(create_app(served, poll_s=0), base_url="http://127.0.0.1") as client:
+        assert any("Zurich" in q for q in quotes(client, "Zurich office board"))
+        gone = "fake/not-installed-here"
+        with embed.registered(gone, lambda precision, batch_size: HashEmbedder(name=gone, dim=16)):
+            assert Index(db).reindex(gone).switched
+        with pytest.raises(IndexUnavailable, match="restarted"):
+            served.refresh()
+        assert client.get("/health").json()["ready"] is False
+        for response in (client.get("/search", params={"q": "Zurich office", "retriever": "dense"}),
+                         client.post("/ask", json={"query": "Zurich office", "cut": 2.0, "retriever": "dense"})):
+            assert response.status_code == 503 and "Confidential" not in response.text, response.text
+            assert response.json()["error"]["type"] == "IndexUnavailable"
 
 
 def test_gc_keeps_a_table_a_live_reader_holds_until_its_lease_goes(folder, tmp_path, other_model):
