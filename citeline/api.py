@@ -32,7 +32,7 @@ from citeline.query.cite import (
     build_citations, locator_fragment, locator_label, parse_locators, with_sources,
 )
 from citeline.query.search import Searcher
-from citeline.schemas.errors import NoIndex
+from citeline.schemas.errors import IndexUnavailable, NoIndex
 from citeline.schemas.retrieval import BM25, DEFAULT_RETRIEVER, RETRIEVERS, Citation, Filters
 from citeline.schemas.stamp import STAMP_COLUMNS, IndexStamp
 from citeline.schemas.status import DocStatus, RunSummary
@@ -159,6 +159,9 @@ class Index:
         self._embedder: Embedder | None = None
         self._snapshot: Snapshot | None = None
         self._lock = threading.Lock()
+        # Once a snapshot was served, a re-index's switch is followed (its model loaded): the
+        # model asked for at start is checked once, and a service never outlives its index.
+        self._follows = False
 
     @classmethod
     def open(cls, uri: str, model: str | None = None) -> "Index":
@@ -209,16 +212,37 @@ class Index:
                 self._snapshot = self._open_snapshot()
             return self._snapshot
 
+    def served(self) -> Snapshot | None:
+        """The snapshot queries read now, without opening one (None: none is open): what
+        ``/health`` reports, at once, while a re-open holds the lock."""
+        return self._snapshot
+
     def _open_snapshot(self) -> Snapshot:
         store = Store.existing(self.uri)
-        searcher = Searcher(store, self.embedder, store.require_stamp())
+        stamp = store.require_stamp()
+        if self._follows and stamp.embed_model != self.model:
+            # `citeline reindex` switched models: the old one would only raise a mismatch,
+            # and the retired table holds what the index no longer does (issue 42, item 1).
+            try:
+                embedder = get_embedder(stamp.embed_model)
+            except Exception as exc:  # noqa: BLE001 - any failure to load it: said as one 503
+                raise IndexUnavailable(
+                    f"the index at {self.uri} switched to the model {stamp.embed_model}, which this process cannot "
+                    f"load ({exc}); nothing is served until it is restarted with that model installed") from None
+            self.model, self._embedder = stamp.embed_model, embedder
+        searcher = Searcher(store, self.embedder, stamp)
         searcher.query_vector("warm up")  # loads the weights once, before any thread queries
         searcher.default_reranker()
         table = store.active_table()
+        self._follows = True
         return Snapshot(searcher, table, searcher.reader.table.version, store.meta_version())
 
     def refresh(self) -> bool:
         """Re-open the index when a writer committed since the snapshot was taken.
+
+        Only what the index holds now is served: a switch to another table drops the old
+        snapshot before the new one opens (queries wait for it), and a re-open that fails
+        leaves none, so each query tries again and says why it cannot be answered.
 
         Returns:
             True when a new snapshot replaced the old one.
@@ -231,8 +255,14 @@ class Index:
         if (current is not None and current.table == table and store.db.open_table(table).version == current.version
                 and store.meta_version() == current.meta_version):
             return False
+        if current is not None and current.table != table:
+            self._snapshot = None  # the retired table is not read while its successor opens
         with self._lock:
-            self._snapshot = self._open_snapshot()
+            try:
+                self._snapshot = self._open_snapshot()
+            except BaseException:
+                self._snapshot = None  # an old version may hold documents since removed
+                raise
         return True
 
     @property

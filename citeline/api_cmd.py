@@ -14,6 +14,8 @@ import click
 from citeline.common import CliError, cli_errors, known_model, output_options, verbosity
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 
+HEADER_TIMEOUT_S, MAX_CONNECTIONS = 10.0, 1000  # citeline/http_limits.py says why (imported with uvicorn)
+
 ENV_TOKEN = "CITELINE_API_TOKEN"
 
 
@@ -28,8 +30,16 @@ ENV_TOKEN = "CITELINE_API_TOKEN"
 @click.option("--token", envvar=ENV_TOKEN, default=None,
               help=f"Bearer token every request but /health must carry [env {ENV_TOKEN}]; "
                    "open the page once as /?token=TOKEN.")
+@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
+              help="A name clients reach the service by (its Host header, no port), besides "
+                   "127.0.0.1, localhost and [::1]; repeatable. Any other name is refused (400), "
+                   "so a web page cannot reach it by DNS rebinding; with --token and none given, any name is served.")
+@click.option("--header-timeout", "header_timeout_s", type=click.FloatRange(min=0.1), default=HEADER_TIMEOUT_S,
+              show_default=True, help="Seconds a connection has to send a request's head; then it is closed.")
+@click.option("--max-connections", type=click.IntRange(min=1), default=MAX_CONNECTIONS, show_default=True,
+              help="Connections open at once; more are closed as they arrive.")
 @output_options
-def api(db, model, host, port, token, as_json):
+def api(db, model, host, port, token, allowed_hosts, header_timeout_s, max_connections, as_json):
     """Serve the index: JSON API, the ask page at /, OpenAPI docs at /docs.
 
     The model is loaded once; the index is re-opened when a sync commits, so
@@ -40,12 +50,13 @@ def api(db, model, host, port, token, as_json):
     import uvicorn
 
     from citeline.api import Index
+    from citeline.http_limits import KEEP_ALIVE_S, bounded_protocol
     from citeline.progress import CHATTY, configure_terminal
     from citeline.service import create_app
 
     listening = _listen(host, port)  # before the index is opened: a busy port fails at once, as JSON too
     with cli_errors():
-        app = create_app(Index.create(db, model), token=token)
+        app = create_app(Index.create(db, model), token=token, allowed_hosts=allowed_hosts)
     url = f"http://{host}:{listening.getsockname()[1]}/"
     if as_json:  # one line a supervisor can parse before the server takes over stdout's silence
         click.echo(json.dumps({"url": url, "db": db, "openapi": url + "openapi.json"}))
@@ -54,7 +65,10 @@ def api(db, model, host, port, token, as_json):
     # uvicorn's records go through citeline's terminal handler (JSON lines when piped, never
     # stdout); here they are this server's own, so its warnings show without -v.
     configure_terminal(verbosity(), chatty=tuple(c for c in CHATTY if c not in ("uvicorn", "fastapi")))
-    config = uvicorn.Config(app, log_config=None, log_level=("error", "warning", "info", "debug")[verbosity() + 1])
+    # A silent or trickling client is closed, and connections are capped (citeline/http_limits.py).
+    config = uvicorn.Config(app, log_config=None, log_level=("error", "warning", "info", "debug")[verbosity() + 1],
+                            http=bounded_protocol(header_timeout_s, max_connections), timeout_keep_alive=KEEP_ALIVE_S,
+                            limit_concurrency=max_connections)
     uvicorn.Server(config).run(sockets=[listening])
 
 

@@ -363,9 +363,11 @@ def gc(db, yes, wait_s, as_json):
     """List (or with --yes drop) chunks tables that are not the active one.
 
     The table a running or interrupted re-index is building is kept: `citeline reindex`
-    resumes it. gc takes the writer lock, so it never runs beside another writer.
+    resumes it. gc takes the writer lock, so it never runs beside another writer, and keeps
+    a table a running `citeline api` still serves (its reader lease, index/readers.py).
     """
     from citeline.index.lock import writer_lock
+    from citeline.index.readers import read_tables
     from citeline.index.store import Store
 
     tables = []
@@ -373,10 +375,11 @@ def gc(db, yes, wait_s, as_json):
         store = Store.existing(db)
         with writer_lock(db, wait_s):
             building = store.staging_table()
+            read = read_tables(db)  # a live service's table stays until it follows the switch
             for name, stamp, active in store.chunk_tables():
                 if active:
                     continue
-                action = "keep" if name == building else "drop" if yes else "would-drop"
+                action = "keep" if name == building else "in-use" if name in read else "drop" if yes else "would-drop"
                 tables.append({"table": name, "model": stamp.embed_model, "dim": stamp.embed_dim,
                                "strategy": stamp.strategy, "rows": store.count_chunks(table=name), "action": action})
                 if action == "drop":
@@ -389,9 +392,12 @@ def gc(db, yes, wait_s, as_json):
         if t["action"] == "keep":
             click.echo(f"keeping {what}: a re-index to it has not switched yet "
                        "(run the same `citeline reindex` again to finish it)")
+        elif t["action"] == "in-use":
+            click.echo(f"keeping {what}: a running reader (citeline api) still serves it; "
+                       "run gc again once it has followed the switch or stopped")
         else:
             click.echo(f"{'dropping' if yes else 'would drop'} {what}")
-    if not [t for t in tables if t["action"] != "keep"]:
+    if not [t for t in tables if t["action"] not in ("keep", "in-use")]:
         click.echo("nothing to drop: only the active chunks table exists" if not tables else "nothing else to drop")
 
 

@@ -19,7 +19,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import PurePosixPath
 from contextlib import asynccontextmanager
 from importlib import resources
@@ -36,7 +36,7 @@ from starlette.exceptions import HTTPException
 from citeline.api import Index, chat_client
 from citeline.query.answer_check import check_answer
 from citeline.query.thresholds import Uncalibrated
-from citeline.schemas.errors import CitelineError, IndexMismatch, LLMError, NoIndex
+from citeline.schemas.errors import CitelineError, IndexMismatch, IndexUnavailable, LLMError, NoIndex
 from citeline.schemas.retrieval import ASK_K, DEFAULT_RETRIEVER, RETRIEVERS, Filters
 from citeline import pages, views
 
@@ -86,13 +86,16 @@ class AskRequest(BaseModel):
         return Filters.parse(self.path, self.type, self.since)
 
 
-def create_app(index: Index, token: str | None = None, poll_s: float = 1.0, warm: bool | None = None) -> FastAPI:
+def create_app(index: Index, token: str | None = None, poll_s: float = 1.0, warm: bool | None = None,
+               allowed_hosts: Sequence[str] = ()) -> FastAPI:
     """The service over ``index``.
 
     Args:
         index: the index to serve (its model is loaded here if the index exists).
         token: when set, every request but ``/health`` needs ``Authorization: Bearer <token>``
             (or the cookie the page sets after ``/?token=<token>``).
+        allowed_hosts: the names (``Host:`` without its port) requests may be addressed to besides
+            the loopback ones; without a token only those are answered, with one and none given, any.
         poll_s: how often to look for a writer's commit; 0 never looks.
         warm: encode the word-pieces of chunks the index stores no vectors for, in the
             background, so a warm ask reranks from memory (default: on unless
@@ -102,9 +105,12 @@ def create_app(index: Index, token: str | None = None, poll_s: float = 1.0, warm
     if warm is None:
         warm = os.environ.get(WARM_ENV, "1") != "0"
 
+    failure: dict[str, str] = {}  # why the last re-open failed (/health says it)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        watcher = threading.Thread(target=_watch, args=(index, poll_s, stop), daemon=True, name="citeline-refresh")
+        watcher = threading.Thread(target=_watch, args=(index, poll_s, stop, failure), daemon=True,
+                                   name="citeline-refresh")
         if poll_s > 0:
             watcher.start()
         if warm:
@@ -117,8 +123,9 @@ def create_app(index: Index, token: str | None = None, poll_s: float = 1.0, warm
     app.state.index = index
     _index_gone(app, index)  # before _guard: the token is checked first (middleware runs last-added first)
     _guard(app, token)
+    _hosts(app, token, allowed_hosts)  # last added, so first to run: before the token and the body
     _errors(app)
-    _json_routes(app, index)
+    _json_routes(app, index, failure)
     _page_routes(app, index)
     _docs_routes(app)
     try:
@@ -166,17 +173,31 @@ def warm_reranker(index: Index, stop: threading.Event) -> int:
         return 0
 
 
-def _watch(index: Index, poll_s: float, stop: threading.Event) -> None:
+def _watch(index: Index, poll_s: float, stop: threading.Event, failure: dict[str, str]) -> None:
+    """Re-open the index as writers commit, following a re-index's switch, and hold the reader
+    lease that keeps ``gc`` from dropping the table served (index/readers.py)."""
+    from citeline.index.readers import ReaderLease
     from citeline.tasks.log import get_logger
 
-    while not stop.wait(poll_s):
-        try:
-            if index.refresh():
-                get_logger(service="api").info("api.reopened", uri=index.uri)
-                if os.environ.get(WARM_ENV, "1") != "0":
-                    threading.Thread(target=warm_reranker, args=(index, stop), daemon=True).start()
-        except Exception as exc:  # noqa: BLE001 - a failed re-open keeps serving the old snapshot
-            get_logger(service="api").warning("api.reopen_failed", reason=str(exc))
+    lease = ReaderLease(index.uri)
+    try:
+        while not stop.wait(poll_s):
+            try:
+                if index.refresh():
+                    failure.clear()
+                    get_logger(service="api").info("api.reopened", uri=index.uri, model=index.model)
+                    if os.environ.get(WARM_ENV, "1") != "0":
+                        threading.Thread(target=warm_reranker, args=(index, stop), daemon=True).start()
+            except Exception as exc:  # noqa: BLE001 - no snapshot is served: each query says why
+                failure["reason"] = str(exc)
+                get_logger(service="api").warning("api.reopen_failed", reason=str(exc))
+            served = index.served()
+            try:
+                lease.hold(served.table if served is not None else None)
+            except OSError as exc:  # an unwritable index folder: gc may then drop what is served
+                get_logger(service="api").warning("api.reader_lease_failed", reason=str(exc))
+    finally:
+        lease.release()
 
 
 # ---- middleware: size bound and token ------------------------------------------------
@@ -203,6 +224,45 @@ def _guard(app: FastAPI, token: str | None) -> None:
         response = await call_next(request)
         response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.1f}"
         return response
+
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def _hosts(app: FastAPI, token: str | None, allowed: Sequence[str]) -> None:
+    """Answer only requests addressed to this service's own names: 400 for any other ``Host``.
+
+    Without a token, a page on ``http://attacker.example:PORT`` whose name the attacker points
+    at 127.0.0.1 (DNS rebinding) is same-origin with the service and read every document
+    (issue 42, item 2); the browser still sends the attacker's name as ``Host``.
+    """
+    names = tuple(h.lower() for h in allowed)
+    if token and not names:
+        return  # every request but /health carries the token: any name the operator serves it under
+
+    @app.middleware("http")
+    async def hosts(request: Request, call_next):
+        if not host_allowed(request.headers.get("host", ""), LOOPBACK_NAMES + names):
+            return _error(400, "BadHost", "this service answers only requests addressed to its own name "
+                                          "(127.0.0.1, localhost, [::1], or one given with --allowed-host)")
+        return await call_next(request)
+
+
+def host_allowed(header: str, names: Sequence[str]) -> bool:
+    """Whether a ``Host`` header names one of ``names``, with any port or none.
+
+    >>> [host_allowed(h, LOOPBACK_NAMES) for h in ("127.0.0.1:8000", "localhost", "[::1]:80", "LOCALHOST:1")]
+    [True, True, True, True]
+    >>> [host_allowed(h, LOOPBACK_NAMES)
+    ...  for h in ("attacker.test:8000", "", "127.0.0.1.evil", "localhost:x", "a@localhost")]
+    [False, False, False, False, False]
+    """
+    host, port = header.lower(), ""
+    if not host.endswith("]") and ":" in host:
+        host, _, port = host.rpartition(":")
+        if not port.isdigit():
+            return False
+    return host in names
 
 
 # Paths that never read the index: served whatever became of it.
@@ -266,7 +326,7 @@ def _same(given: str, token: str) -> bool:
 
 def status_for(exc: BaseException) -> int:
     """The HTTP status of an error: 400 bad input, 404 unknown, 409 model mismatch, 503 no index yet."""
-    if isinstance(exc, NoIndex):
+    if isinstance(exc, (NoIndex, IndexUnavailable)):
         return 503
     if isinstance(exc, IndexMismatch):
         return 409
@@ -323,14 +383,16 @@ def _checked_id(value: str, what: str = "document") -> str:
 # ---- JSON endpoints ------------------------------------------------------------------------
 
 
-def _json_routes(app: FastAPI, index: Index) -> None:
+def _json_routes(app: FastAPI, index: Index, failure: dict[str, str]) -> None:
     @app.get("/health", tags=["service"])
-    def health() -> dict:
-        """Alive, and whether an index is open (no token needed)."""
-        try:
-            stamp = index.stamp
-        except NoIndex:
-            return {"ok": True, "ready": False, "model": index.model}
+    async def health() -> dict:
+        """Alive, and whether an index is open (no token needed): the snapshot served now, looked
+        at without waiting (on the event loop, never behind queries or a re-open)."""
+        served = index.served()
+        if served is None:
+            why = {"error": failure["reason"]} if failure else {}
+            return {"ok": True, "ready": False, "model": index.model, **why}
+        stamp = served.searcher.stamp
         return {"ok": True, "ready": True, "model": stamp.embed_model, "dim": stamp.embed_dim,
                 "strategy": stamp.strategy}
 

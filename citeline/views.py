@@ -8,7 +8,6 @@ goes through :func:`esc` on its way into a page; the pages also forbid inline sc
 from __future__ import annotations
 
 import hashlib
-import io
 import mimetypes
 import os
 import re
@@ -24,6 +23,7 @@ from starlette.background import BackgroundTask
 from citeline.api import ChunkInfo, DocumentInfo, Index
 from citeline.index.filters import equals
 from citeline.index.store import Store
+from citeline.pipeline.objects import open_object
 from citeline.pipeline.prepare import changed, open_source, read_source
 from citeline.pages import esc, layout
 from citeline.schemas.document import CELL_SEPARATOR, Segment, segments_from_json
@@ -36,7 +36,7 @@ MAX_SOURCE_BYTES = IndexSettings().max_bytes  # the indexer reads nothing larger
 STREAM_BYTES = 256 * 1024  # one read of a source being sent
 TEXT_SUFFIXES = (".md", ".markdown", ".txt", ".text", ".rst", ".csv", ".tsv", ".html", ".htm")
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$", re.IGNORECASE)  # a unit is case-insensitive (RFC 9110 14.1)
 
 
 class SourceUnavailable(KeyError):
@@ -91,26 +91,31 @@ def source_response(doc: DocumentInfo, header: str | None) -> Response:
         headers["Content-Disposition"] = "attachment"
     with ExitStack() as stack:
         handle, size = _open_source(doc, stack)
-        span = byte_range(header, size) if header else (0, size - 1)
-        if span is None:
+        span = byte_range(header, size) if header else None
+        if span == UNSATISFIABLE:
             return Response(b"", 416, headers={**headers, "Content-Range": f"bytes */{size}"})
-        first, last = span
-        if header:
+        partial = span is not None
+        first, last = span if partial else (0, size - 1)
+        if partial:
             headers["Content-Range"] = f"bytes {first}-{last}/{size}"
         headers["Content-Length"] = str(last + 1 - first)
         owner = stack.pop_all()  # the stream closes the file when it ends; the task if it never starts
-        return StreamingResponse(_read_span(handle, first, last + 1, owner), 206 if header else 200,
+        return StreamingResponse(_read_span(handle, first, last + 1, owner), 206 if partial else 200,
                                  headers=headers, media_type=ctype, background=BackgroundTask(owner.close))
 
 
 def _open_source(doc: DocumentInfo, stack: ExitStack) -> tuple[BinaryIO, int]:
     """The source opened as the indexer opens it (beneath its folder, no symlink), and its size.
 
-    An object on S3 is read whole, as the indexer reads it (ranged GETs are not wired yet).
+    An object on S3 is opened for ranged reads: only the bytes sent are fetched (a 1-byte range
+    downloaded the whole object, issue 42, item 10).
     """
     if is_remote(doc.source):
-        data = source_bytes(doc)
-        return io.BytesIO(data), len(data)
+        try:
+            handle, info = stack.enter_context(open_object(doc.source, MAX_SOURCE_BYTES))
+        except (DocumentError, OSError) as exc:
+            raise SourceUnavailable(f"the source of document {doc.document_id} cannot be served: {exc}") from None
+        return handle, int(info["size"])
     path = os_path(doc.source)
     root = os_path(doc.root) if doc.root and doc.root != doc.source else os.path.dirname(path)
     try:
@@ -135,22 +140,35 @@ def _read_span(handle: BinaryIO, start: int, end: int, owner: ExitStack) -> Iter
             yield block
 
 
-def byte_range(header: str, size: int) -> tuple[int, int] | None:
-    """The inclusive (first, last) byte of one ``Range: bytes=…`` over ``size`` bytes, or None.
+UNSATISFIABLE = "unsatisfiable"
+
+
+def byte_range(header: str, size: int) -> tuple[int, int] | str | None:
+    """What one ``Range`` header asks of ``size`` bytes, as RFC 9110 (section 14) reads it: the
+    inclusive (first, last) byte; ``UNSATISFIABLE`` (416) for a well-formed byte range that
+    selects nothing; None (the whole file, 200) for a header to ignore: another unit, bad
+    syntax, or several ranges (served whole: players ask for one at a time).
+
+    Before, ``bytes=-0`` answered 206 with ``Content-Range: bytes 40782-40781/40782`` and every
+    header it could not read was a 416 (issue 42, item 13).
 
     >>> byte_range("bytes=0-99", 1000), byte_range("bytes=900-", 1000), byte_range("bytes=-10", 1000)
     ((0, 99), (900, 999), (990, 999))
-    >>> byte_range("bytes=1000-", 1000), byte_range("bytes=5-1", 1000), byte_range("items=0-1", 9)
-    (None, None, None)
+    >>> byte_range("bytes=1000-", 1000), byte_range("bytes=-0", 1000), byte_range("bytes=0-0", 0)
+    ('unsatisfiable', 'unsatisfiable', 'unsatisfiable')
+    >>> [byte_range(h, 1000) for h in ("bytes=5-1", "items=0-1", "bytes=0-1,4-5", "bytes=x")]
+    [None, None, None, None]
     """
     match = _RANGE.match(header.strip())
-    if not match or size == 0 or match.groups() == ("", ""):
+    if not match or match.groups() == ("", ""):
         return None
     first, last = match.groups()
     if first == "":
-        return max(size - int(last), 0), size - 1
+        return (max(size - int(last), 0), size - 1) if int(last) > 0 and size > 0 else UNSATISFIABLE
+    if last and int(last) < int(first):
+        return None  # an invalid range-spec: the header is ignored
     start, end = int(first), min(int(last) if last else size - 1, size - 1)
-    return (start, end) if start <= end else None
+    return (start, end) if start < size else UNSATISFIABLE
 
 
 # ---- the source views ---------------------------------------------------------------------------

@@ -51,7 +51,8 @@ def open_beneath(root: str, relative: str) -> int:
     """A read-only, non-blocking descriptor of ``root/relative``, never through a symlink.
 
     Args:
-        root: the folder (opened as given: it was resolved when it was listed).
+        root: the folder, resolved when it was listed: no component of it may be a symlink now
+            (a root swapped for a link to another tree is refused, as a subfolder is).
         relative: the file's path under ``root``; ``..`` and absolute paths are refused.
 
     Returns:
@@ -64,7 +65,7 @@ def open_beneath(root: str, relative: str) -> int:
     parts = relative.split(os.sep)
     if os.path.isabs(relative) or any(p in ("", ".", "..") for p in parts):
         raise Escapes(errno.EXDEV, "the path leaves the indexed folder", relative)
-    folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    folder = _open_root(root)
     try:
         if _has_openat2 is not False:
             fd = _openat2(folder, relative)
@@ -73,6 +74,13 @@ def open_beneath(root: str, relative: str) -> int:
         return _open_by_component(folder, parts)
     finally:
         os.close(folder)
+
+
+def _open_root(root: str) -> int:
+    """The root's descriptor, walked from ``/`` with ``O_NOFOLLOW`` at every component: `retry`
+    followed a synced root swapped for a link to another tree (issue 42, item 8)."""
+    parts = [p for p in os.path.abspath(root).split(os.sep) if p]
+    return _open_by_component(os.open(os.sep, _DIR_FLAGS), parts, last=_DIR_FLAGS, close=True)
 
 
 def _openat2(folder: int, relative: str) -> int | None:
@@ -90,15 +98,18 @@ def _openat2(folder: int, relative: str) -> int | None:
     raise _error(code, relative)
 
 
-def _open_by_component(folder: int, parts: list[str]) -> int:
-    """One ``O_NOFOLLOW`` open per component, each relative to the folder above it."""
-    current = os.dup(folder)
+def _open_by_component(folder: int, parts: list[str], last: int = _FILE_FLAGS, close: bool = False) -> int:
+    """One ``O_NOFOLLOW`` open per component, each relative to the folder above it (``close``:
+    ``folder`` is this call's to close); no component: ``folder`` itself."""
+    current = folder if close else os.dup(folder)
+    if not parts:
+        return current
     try:
         for part in parts[:-1]:
             opened = _open_at(part, _DIR_FLAGS, current)
             os.close(current)
             current = opened
-        return _open_at(parts[-1], _FILE_FLAGS, current)
+        return _open_at(parts[-1], last, current)
     finally:
         os.close(current)
 

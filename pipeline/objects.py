@@ -11,6 +11,9 @@ Listings are never cached: a sync must see the bucket as it is now, and a proces
 from __future__ import annotations
 
 import errno
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import BinaryIO
 
 import fsspec
 from fsspec.exceptions import FSTimeoutError
@@ -129,15 +132,37 @@ def read_object(url: str, max_bytes: int) -> tuple[bytes, dict]:
         Unreadable: access denied.
         TooLarge: over ``max_bytes`` (nothing is downloaded).
     """
+    with open_object(url, max_bytes) as (handle, info):
+        with _store_errors():
+            data = handle.read()
+    if len(data) != info["size"]:
+        raise Vanished(f"the object changed while it was being read ({info['size']:,} bytes listed, "
+                       f"{len(data):,} read); it is read again on the next attempt")
+    return data, info
+
+
+@contextmanager
+def open_object(url: str, max_bytes: int) -> Iterator[tuple[BinaryIO, dict]]:
+    """The object opened for ranged reads (each ``read`` one GET of exactly those bytes, pinned to
+    the ETag seen on opening) and its info; nothing is downloaded until read.
+
+    Raises:
+        As ``read_object``; a read of the handle raises s3fs's own errors (``_store_errors`` maps them).
+    """
     assert is_remote(url), url
-    fs = filesystem(url)
-    try:
-        with fs.open(url, "rb", cache_type="none") as handle:
+    with _store_errors():
+        with filesystem(url).open(url, "rb", cache_type="none") as handle:
             info = dict(handle.details)
             if info["size"] > max_bytes:
                 raise TooLarge(f"{info['size']:,} bytes is over the {max_bytes:,}-byte limit (--max-bytes); "
                                "the object was not read")
-            data = handle.read()
+            yield handle, info
+
+
+@contextmanager
+def _store_errors() -> Iterator[None]:
+    try:
+        yield
     except DocumentError:
         raise
     except FileNotFoundError:
@@ -151,10 +176,6 @@ def read_object(url: str, max_bytes: int) -> tuple[bytes, dict]:
             raise StoreUnavailable(f"the object store failed while it was read ({type(exc).__name__}: {exc}); "
                                    "it is read again on the next attempt") from exc
         raise
-    if len(data) != info["size"]:
-        raise Vanished(f"the object changed while it was being read ({info['size']:,} bytes listed, "
-                       f"{len(data):,} read); it is read again on the next attempt")
-    return data, info
 
 
 def _is_file_expired(exc: BaseException) -> bool:

@@ -64,6 +64,11 @@ class NoIndex(IndexMismatch):
     """
 
 
+class IndexUnavailable(CitelineError):
+    """A served index switched to a model this process cannot load: nothing is answered (503)
+    until it is restarted, rather than from the table the index retired."""
+
+
 class IndexBusy(CitelineError):
     """Another process holds the index's writer lock."""
 

@@ -24,8 +24,9 @@ FAILED_EVENT = "citeline.document.failed"
 RETRY_DEPLOYMENT = "retry-failed/retry-failed"
 
 # Markdown that text from a document could use to end a table cell (|), make a link ([]()),
-# open code or emphasis, or start a heading; each is written backslash-escaped.
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+!|~])")
+# open code or emphasis, or start a heading; each is written backslash-escaped. So are ``:`` and
+# ``@``, and the dot of ``www.``: the Prefect UI links a bare URL, address or www name (GFM autolinks).
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+!|~:@]|(?<=www)\.)", re.IGNORECASE)
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 
 
@@ -52,21 +53,30 @@ def publish_report(summary: RunSummary, root: str, db: str) -> None:
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     create_table_artifact(
         key="failed-documents",
-        table=[
-            {"path": f.path, "stage": f.stage, "reason": f.reason, "attempts": f.attempts, "last_attempt": now,
-             f"{RETRY_DEPLOYMENT} parameters": retry_parameters(db, f.source or f.path)}
-            for f in summary.failures
-        ],
-        description=f"Documents of {root} that failed in this run. Once a file is fixed, run the deployment "
-                    f"{RETRY_DEPLOYMENT} with the parameters of its row (or with only db, for every failed "
-                    f"document of the index); `citeline retry --db {absolute(db)}` does the same.",
+        table=failure_rows(summary, db, now),
+        description=f"Documents of {markdown_text(root)} that failed in this run. Once a file is fixed, run the "
+                    f"deployment {RETRY_DEPLOYMENT} with the parameters of its row (or with only db, for every "
+                    f"failed document of the index); `citeline retry --db {markdown_text(absolute(db))}` "
+                    "does the same.",
     )
     create_markdown_artifact(key="index-summary", markdown=_markdown(summary, root),
-                             description=f"Index run over {root}")
+                             description=f"Index run over {markdown_text(root)}")
     if summary.failures:
         tag_flow_run(FAILED_TAG)
         for failure in summary.failures:
             emit_failure(failure, root, db)
+
+
+def failure_rows(summary: RunSummary, db: str, now: str) -> list[dict]:
+    """The ``failed-documents`` table. The Prefect UI renders every cell (and the description) as
+    Markdown: a file named ``![b](http://host/x.png).pdf``, or a reason quoting a file's first
+    bytes, made the operator's browser fetch that URL (issue 42, item 6), so each cell that
+    carries a name or a document's bytes is ``markdown_text``; it renders as the text itself,
+    the retry parameters still copyable JSON."""
+    return [{"path": markdown_text(f.path), "stage": f.stage, "reason": markdown_text(f.reason),
+             "attempts": f.attempts, "last_attempt": now,
+             f"{RETRY_DEPLOYMENT} parameters": markdown_text(retry_parameters(db, f.source or f.path))}
+            for f in summary.failures]
 
 
 def tag_flow_run(tag: str) -> None:

@@ -591,3 +591,44 @@ def test_the_api_docs_render_with_no_network(service, browser, tmp_path):
     loaded = browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
     assert loaded and all(url.startswith(service.base + "/") for url in loaded), loaded
     shot(browser, tmp_path, "api-docs")
+
+
+@pytest.fixture
+def rebinding_browser():
+    """Chromium with attacker.test resolving to 127.0.0.1: what a DNS rebinding attack achieves."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                "--host-resolver-rules=MAP attacker.test 127.0.0.1, MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver.set_page_load_timeout(WAIT_S)
+    driver.set_script_timeout(WAIT_S)
+    yield driver
+    driver.quit()
+
+
+def test_a_dns_rebinding_page_reads_nothing(rebinding_browser, docs, tmp_path, cli_env):
+    """A script on http://attacker.test:PORT (the name rebound to 127.0.0.1) fetches /documents and
+    a source, same-origin as far as the browser knows; before, it read every document (issue 42,
+    item 2). The fake embedder serves here: the Host check comes before any model."""
+    from testkit import served_api
+
+    db = tmp_path / "db"
+    assert subprocess.run([sys.executable, str(Path(__file__).parents[1] / "fixtures" / "fake_cli.py"), "index", docs,
+                           "--db", db, "--model", "fake/hashed-bag-of-words", "--no-progress"], env=cli_env,
+                          capture_output=True, timeout=300).returncode == 0
+    with served_api(cli_env, "--db", db) as url:
+        with urllib.request.urlopen(url + "documents", timeout=30) as response:  # the owner's own name works
+            doc = json.load(response)["documents"][0]["document_id"]
+        attacker = url.replace("127.0.0.1", "attacker.test")
+        rebinding_browser.get(attacker)
+        seen = rebinding_browser.execute_async_script(
+            "const done = arguments[arguments.length - 1];"
+            "Promise.all(['documents', 'sources/' + arguments[0]].map(p => fetch('/' + p)"
+            ".then(r => r.text().then(t => [r.status, t])).catch(e => [0, String(e)]))).then(done);", doc)
+    assert [status for status, _ in seen] == [400, 400], seen
+    assert not any("dropout" in text.lower() or doc in text for _, text in seen), seen

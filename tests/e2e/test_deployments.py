@@ -8,8 +8,10 @@ in a temporary folder, on a free port), a `prefect server start` backed by it, a
 processes the worker starts; they embed with the fake embedder, registered in each of them
 by a sitecustomize on the worker's PYTHONPATH (the real model would add minutes, not coverage).
 """
+import html
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -160,7 +162,8 @@ def test_prefect_yaml_runs_on_postgres_through_a_worker(production, client):
     table = client.read_artifacts(artifact_filter=ArtifactFilter(
         key=ArtifactFilterKey(any_=["failed-documents"]), flow_run_id=ArtifactFilterFlowRunId(any_=[first.id])))
     rows = json.loads(table[0].data)
-    assert [(r["path"], json.loads(r["retry-failed/retry-failed parameters"])) for r in rows] == [
+    # each cell is Markdown the UI renders (tasks/report.py failure_rows): read as it shows
+    assert [(shown(r["path"]), json.loads(shown(r["retry-failed/retry-failed parameters"]))) for r in rows] == [
         ("broken.md", {"db": str(db), "path": source})]
     assert "retry-failed/retry-failed" in table[0].description
     failed_events = EventFilter(event=EventNameFilter(name=["citeline.document.failed"]))
@@ -232,3 +235,8 @@ def screenshot(url: str, text: str, path: Path) -> None:
         driver.save_screenshot(str(path))
     finally:
         driver.quit()
+
+
+def shown(cell: str) -> str:
+    """A Markdown cell as the Prefect UI shows it: backslash escapes and entities read."""
+    return html.unescape(re.sub(r"\\(.)", r"\1", cell))

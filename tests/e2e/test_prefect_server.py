@@ -155,3 +155,60 @@ def test_served_deployment_syncs_the_folder_when_triggered(server, tmp_path):
 
     store = Store(str(db))
     assert store.count_chunks() == sum(r["chunk_count"] for r in store.document_rows(["chunk_count"])) > 0
+
+
+def test_a_hostile_failed_documents_table_fetches_nothing_in_the_ui(server, tmp_path):
+    """The failed-documents table artifact opened in Chromium: a name and a reason that carry Markdown
+    images and links make no request leave and render no live link (issue 42, item 6)."""
+    from http.server import ThreadingHTTPServer
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from citeline.schemas.status import Failure, RunSummary
+    from citeline.tasks.report import publish_report
+
+    hits = []
+
+    class Beacon(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            hits.append(self.path)
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    beacon = ThreadingHTTPServer(("127.0.0.1", 0), Beacon)
+    threading.Thread(target=beacon.serve_forever, daemon=True).start()
+    host = f"http://127.0.0.1:{beacon.server_port}"
+    failure = Failure(path=f"![beacon]({host}/from-name.png) [Click here to retry]({host}/link).md", stage="extract",
+                      reason=f"undecodable: the file starts with ![]({host}/from-bytes.png) <img src={host}/html.png>",
+                      source=f"/docs/[Click here]({host}/source).md")
+    url, _ = server
+    with temporary_settings({PREFECT_API_URL: url}):
+        publish_report.fn(RunSummary(failed=1, failures=(failure,)), str(tmp_path / "docs"), str(tmp_path / "db"))
+        with get_client(sync_client=True) as client:
+            artifact = client.read_artifacts(artifact_filter=ArtifactFilter(
+                key=ArtifactFilterKey(any_=["failed-documents"])))[-1]
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1600,1000"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    try:
+        driver.get(f"{url.removesuffix('/api')}/artifacts/artifact/{artifact.id}")
+        WebDriverWait(driver, 120).until(lambda d: "Click here to retry" in d.find_element(By.TAG_NAME, "body").text)
+        time.sleep(2)  # images the page draws would have been fetched by now
+        links = [a.get_attribute("href") for a in driver.find_elements(By.TAG_NAME, "a")]
+        images = [i.get_attribute("src") for i in driver.find_elements(By.TAG_NAME, "img")]
+    finally:
+        driver.quit()
+        beacon.shutdown()
+    assert hits == [], hits
+    assert not [x for x in links + images if x and (x.startswith(host) or x.startswith("javascript"))], (links, images)

@@ -28,7 +28,7 @@ def test_an_index_deleted_while_served_is_503_index_gone(docs, tmp_path):
     db = tmp_path / "db"
     index = Index.create(str(db), model=FAKE)
     assert index.sync(str(docs)).indexed == 2
-    with TestClient(create_app(index, poll_s=0)) as client:
+    with TestClient(create_app(index, poll_s=0), base_url="http://127.0.0.1") as client:
         doc = client.get("/documents").json()["documents"][0]["document_id"]
         chunk = client.get(f"/documents/{doc}/chunks").json()["chunks"][0]["chunk_id"]
         assert client.get("/search", params={"q": "dropout", "retriever": "dense"}).status_code == 200

@@ -43,7 +43,7 @@ def index(folder, tmp_path_factory, prefect_harness):
 
 @pytest.fixture(scope="module")
 def client(index):
-    with TestClient(create_app(index, poll_s=0)) as client:
+    with TestClient(create_app(index, poll_s=0), base_url="http://127.0.0.1") as client:
         yield client
 
 

@@ -49,7 +49,7 @@ def index(folder, tmp_path_factory, prefect_harness):
 
 @pytest.fixture(scope="module")
 def client(index):
-    with TestClient(create_app(index, poll_s=0.2)) as client:
+    with TestClient(create_app(index, poll_s=0.2), base_url="http://127.0.0.1") as client:
         yield client
 
 
@@ -156,7 +156,7 @@ def test_an_index_without_a_cut_is_a_json_400_not_a_500(tmp_path):
     index.sync(str(tmp_path / "docs"))
     lancedb.connect(str(tmp_path / "db")).open_table(META).delete(equals("key", CALIBRATION_KEY + Store(
         str(tmp_path / "db")).active_table()))
-    with TestClient(create_app(Index.open(str(tmp_path / "db")), poll_s=0)) as fresh:
+    with TestClient(create_app(Index.open(str(tmp_path / "db")), poll_s=0), base_url="http://127.0.0.1") as fresh:
         response = fresh.post("/ask", json={"question": "x"})
     assert response.status_code == 400, response.text
     assert "calibrat" in response.json()["error"]["message"]
@@ -193,6 +193,24 @@ def test_sources_serve_the_original_bytes_with_type_and_ranges(client, folder):
     assert hostile.headers["x-content-type-options"] == "nosniff" and "sandbox" in hostile.headers["content-security-policy"]
 
 
+def test_sources_read_ranges_as_rfc_9110_says(client):
+    """Issue 42, item 13: `bytes=-0` was a 206 with `Content-Range: bytes N-(N-1)/N`; a header
+    in another unit, malformed or naming several ranges was a 416 where it is to be ignored."""
+    pdf = doc_id(client, "report.pdf")
+    whole = client.get(f"/sources/{pdf}").content
+    for unsatisfiable in ("bytes=-0", f"bytes={len(whole)}-", f"bytes={len(whole) + 5}-{len(whole) + 9}"):
+        response = client.get(f"/sources/{pdf}", headers={"Range": unsatisfiable})
+        assert response.status_code == 416, unsatisfiable
+        assert response.headers["content-range"] == f"bytes */{len(whole)}", unsatisfiable
+    for ignored in ("items=0-9", "bytes=abc", "bytes=0-1,5-9", "bytes=9-2", "bytes=-", "bytes 0-9"):
+        response = client.get(f"/sources/{pdf}", headers={"Range": ignored})
+        assert response.status_code == 200 and response.content == whole, ignored
+        assert "content-range" not in response.headers, ignored
+    last = client.get(f"/sources/{pdf}", headers={"Range": "Bytes=-1"})
+    assert last.status_code == 206 and last.content == whole[-1:]
+    assert last.headers["content-range"] == f"bytes {len(whole) - 1}-{len(whole) - 1}/{len(whole)}"
+
+
 def bytes_read() -> int:
     """What this process has read through read(2) and friends so far (Linux's own count)."""
     return int(Path("/proc/self/io").read_text().split("rchar:")[1].split()[0])
@@ -207,7 +225,7 @@ def test_a_range_reads_only_its_bytes(tmp_path):
     (tmp_path / "long" / "recording.pdf").write_bytes(data)  # not a PDF: a failed document, still served
     index = Index.create(str(tmp_path / "db"), model=FAKE)
     index.sync(str(tmp_path / "long"))
-    with TestClient(create_app(index, poll_s=0)) as client:
+    with TestClient(create_app(index, poll_s=0), base_url="http://127.0.0.1") as client:
         source = f"/sources/{doc_id(client, 'recording.pdf')}"
         client.get(source, headers={"Range": "bytes=0-0"})  # the lookups' own first reads
         # /proc/self/io counts every thread of this process (Prefect's, LanceDB's): the
@@ -262,7 +280,7 @@ def test_sheet_view_is_a_table_of_exactly_the_range(client):
 
 
 def test_token_guards_everything_but_health(index):
-    with TestClient(create_app(index, token="s3cret", poll_s=0)) as client:
+    with TestClient(create_app(index, token="s3cret", poll_s=0), base_url="http://127.0.0.1") as client:
         assert client.get("/health").status_code == 200
         for path in ("/documents", "/search?q=x", "/", "/docs", "/openapi.json"):
             assert client.get(path).status_code == 401, path
@@ -272,14 +290,42 @@ def test_token_guards_everything_but_health(index):
         assert client.get("/documents").status_code == 200
 
 
+def test_without_a_token_only_loopback_names_are_answered(index):
+    """DNS rebinding (issue 42, item 2): a page on attacker.test, its name pointed at 127.0.0.1,
+    sends its own name as Host; before, every path answered it (200 with every document)."""
+    doc = index.documents()[0].document_id
+    with TestClient(create_app(index, poll_s=0), base_url="http://127.0.0.1") as client:
+        for host in ("attacker.test:8000", "attacker.test", "127.0.0.1.attacker.test", "localhost:x", ""):
+            for path in ("/documents", f"/sources/{doc}", "/", "/health"):
+                response = client.get(path, headers={"Host": host})
+                assert response.status_code == 400 and response.json()["error"]["type"] == "BadHost", (host, path)
+        for host in ("127.0.0.1:8000", "localhost:8000", "localhost", "[::1]:8000", "[::1]"):
+            assert client.get("/documents", headers={"Host": host}).status_code == 200, host
+    with TestClient(create_app(index, poll_s=0, allowed_hosts=("docs.internal",)),
+                    base_url="http://127.0.0.1") as client:
+        assert client.get("/documents", headers={"Host": "docs.internal:8000"}).status_code == 200
+        assert client.get("/documents", headers={"Host": "attacker.test:8000"}).status_code == 400
+
+
+def test_with_a_token_the_operators_names_are_answered(index):
+    auth = {"Authorization": "Bearer s3cret"}
+    with TestClient(create_app(index, token="s3cret", poll_s=0), base_url="http://127.0.0.1") as client:
+        assert client.get("/documents", headers={**auth, "Host": "search.example.org"}).status_code == 200
+    with TestClient(create_app(index, token="s3cret", poll_s=0, allowed_hosts=("search.example.org",)),
+                    base_url="http://127.0.0.1") as client:
+        assert client.get("/documents", headers={**auth, "Host": "search.example.org:443"}).status_code == 200
+        assert client.get("/documents", headers={**auth, "Host": "attacker.test"}).status_code == 400
+
+
 def test_no_index_yet_is_503_and_another_model_is_409(index, tmp_path):
-    with TestClient(create_app(Index.create(str(tmp_path / "empty"), model=FAKE), poll_s=0)) as client:
+    with TestClient(create_app(Index.create(str(tmp_path / "empty"), model=FAKE), poll_s=0),
+                    base_url="http://127.0.0.1") as client:
         assert client.get("/health").json()["ready"] is False
         response = client.get("/search", params={"q": "x"})
         assert response.status_code == 503 and response.json()["error"]["type"] == "NoIndex"
     other = "fake/other-model"
     with embed.registered(other, lambda precision, batch_size: HashEmbedder(name=other)):
-        with TestClient(create_app(Index(index.uri, other), poll_s=0)) as client:
+        with TestClient(create_app(Index(index.uri, other), poll_s=0), base_url="http://127.0.0.1") as client:
             response = client.get("/search", params={"q": "x"})
             assert response.status_code == 409 and response.json()["error"]["type"] == "IndexMismatch"
 

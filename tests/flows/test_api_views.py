@@ -28,7 +28,7 @@ def served(tmp_path):
     (folder / "notes.md").write_text("# Notes\n\nThe harbour committee meets on Fridays at the pier.\n")
     index = Index.create(str(tmp_path / "db"), model=FAKE)
     assert index.sync(str(folder)).indexed == 2
-    with TestClient(create_app(index, poll_s=0)) as client:
+    with TestClient(create_app(index, poll_s=0), base_url="http://127.0.0.1") as client:
         yield folder, client
 
 

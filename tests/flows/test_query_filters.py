@@ -98,7 +98,7 @@ def test_the_index_checks_clean_with_the_filter_indexes(index):
 
 @pytest.fixture(scope="module")
 def client(index):
-    with TestClient(create_app(index, poll_s=0)) as client:
+    with TestClient(create_app(index, poll_s=0), base_url="http://127.0.0.1") as client:
         yield client
 
 

@@ -91,7 +91,7 @@ def test_the_http_api_takes_an_ending(two_roots):
     from citeline.service import create_app
 
     _, db = two_roots
-    client = TestClient(create_app(Index(str(db), model=FAKE)))
+    client = TestClient(create_app(Index(str(db), model=FAKE)), base_url="http://127.0.0.1")
     found = client.get("/documents", params={"path": "proj1/notes.md"})
     assert found.status_code == 200
     assert [d["name"] for d in found.json()["documents"]] == ["proj1/notes.md"]

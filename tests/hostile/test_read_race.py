@@ -175,3 +175,20 @@ def test_a_file_swapped_for_a_symlink_as_it_is_opened_is_refused(tree, opener):
 def test_a_regular_file_under_the_root_is_read(tree, opener):
     root, _ = tree
     assert read_source(str(root / "sub" / "a.md"), 1 << 20, str(root)) == b"inside the root\n"
+
+
+@pytest.mark.parametrize("swapped", ["root", "its parent"])
+def test_a_root_swapped_for_a_symlink_is_refused(tmp_path, opener, swapped):
+    """`citeline retry` reads a path stored under a root resolved long ago: the root (or a folder
+    above it) replaced by a link to another tree was followed (issue 42, item 8)."""
+    synced, other = tmp_path / "home" / "synced", tmp_path / "other" / "synced"
+    synced.mkdir(parents=True)
+    other.mkdir(parents=True)
+    (synced / "a.md").write_text("inside the root\n")
+    (other / "a.md").write_text("SECRET from another tree\n")
+    path, root = str(synced / "a.md"), str(synced)
+    moved = synced if swapped == "root" else synced.parent
+    moved.rename(tmp_path / "was")
+    moved.symlink_to(other if swapped == "root" else other.parent)
+    with pytest.raises(Unreadable, match="symbolic link"):
+        read_source(path, 1 << 20, root)

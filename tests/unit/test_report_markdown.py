@@ -1,10 +1,14 @@
 """The index-summary Markdown artifact: paths and reasons from documents cannot break out."""
 from __future__ import annotations
 
+import html
+import json
 import re
 
+from markdown_it import MarkdownIt
+
 from citeline.schemas.status import Failure, RunSummary
-from citeline.tasks.report import _markdown
+from citeline.tasks.report import _markdown, failure_rows, retry_parameters
 
 HOSTILE = Failure(
     path="a | b <img src=x onerror=alert(1)>.md",
@@ -41,3 +45,24 @@ def test_no_html_or_markdown_link_survives():
 def test_a_root_with_a_backtick_cannot_end_its_heading():
     text = _markdown(RunSummary(), "/docs`<b>x</b>\n# forged")
     assert text.split("\n")[0] == "# Index run: /docs\\`&lt;b&gt;x&lt;/b&gt;\\\\n\\# forged"
+
+
+BEACONS = Failure(
+    path="![beacon](http://127.0.0.1:9/beacon-from-name.png) [Click here to retry](javascript:alert(1)).pdf",
+    stage="extract",
+    reason="parser-error: the file starts with ![](http://127.0.0.1:9/from-bytes) <img src=http://127.0.0.1:9/i>",
+    source="/docs/![beacon](http://127.0.0.1:9/beacon-from-name.png).pdf",
+)
+
+
+def test_the_failed_documents_table_renders_no_link_or_image_and_its_parameters_stay_exact():
+    """Issue 42, item 6: the table artifact's cells were raw; the Prefect UI renders each as
+    Markdown, so a name or a reason fetched a URL (an image) or offered a live link."""
+    (row,) = failure_rows(RunSummary(failed=1, failures=(BEACONS,)), "/data/index", "2026-01-01T00:00:00+00:00")
+    render = MarkdownIt("commonmark").enable("table").render
+    for key, cell in row.items():
+        assert not re.search(r"<(a|img)\b", render(str(cell))), key
+    shown = {key: html.unescape(re.sub(r"<[^>]+>", "", render(str(cell)))).strip() for key, cell in row.items()}
+    assert shown["path"] == BEACONS.path and shown["reason"] == BEACONS.reason  # read as the text itself
+    assert json.loads(shown["retry-failed/retry-failed parameters"]) == json.loads(
+        retry_parameters("/data/index", BEACONS.source))  # still copyable, exact
