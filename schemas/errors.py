@@ -64,6 +64,11 @@ class NoIndex(IndexMismatch):
     """
 
 
+class Unlistable(CitelineError):
+    """A folder's listing cannot be trusted (its ``.citelineignore`` cannot be read): the sync
+    stops before it indexes or forgets anything."""
+
+
 class IndexBusy(CitelineError):
     """Another process holds the index's writer lock."""
 
