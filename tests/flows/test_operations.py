@@ -97,3 +97,28 @@ def test_a_run_that_waited_longer_than_wait_s_does_nothing_and_says_why(synced):
     assert state.is_failed() and state.name == "Queued"
     assert limit_name(db) in state.message and "did nothing" in state.message
     assert Store(db).document_rows(["doc_id", "attempts"]) == before
+
+
+def test_an_emptied_folder_is_held_by_the_scheduled_sync_until_a_run_allows_it(synced):
+    folder, db = synced
+    for path in folder.iterdir():  # the share did not mount
+        path.unlink()
+    held = sync_folder(str(folder), db, return_state=True)
+    assert held.name == "DeletionsHeld" and "not forgetting 3 documents under" in held.message, held.message
+    assert held.result(raise_on_failure=False).summary.deleted == 0  # the worker's engine reads the summary
+    assert len(Store(db).document_rows(["doc_id"])) == 3
+    allowed = sync_folder(str(folder), db, allow_mass_delete=True, return_state=True)
+    assert allowed.is_completed() and allowed.result().deleted == 3, allowed.message
+
+
+def test_the_weekly_schedules_verify_and_name_real_parameters():
+    from citeline.flows.serve import FolderSync
+    from citeline.schemas.settings import IndexSettings
+
+    sync = next(d for d in deployments() if d["name"] == "index-folder")
+    assert [(s["cron"], s.get("parameters", {})) for s in sync["schedules"]] == [
+        ("*/15 * * * *", {}), ("0 3 * * 0", {"verify": True})]
+    served = FolderSync.of("/data/docs", IndexSettings(db="/data/index", model=FAKE), "*/15 * * * *",
+                           verify_cron="30 3 * * 0").schedules
+    assert [(s.cron, s.parameters.get("verify")) for s in served] == [("*/15 * * * *", None), ("30 3 * * 0", True)]
+    assert set(served[1].parameters) <= set(sync_folder.parameters.properties)  # the flow takes each one
