@@ -106,9 +106,20 @@ def test_an_emptied_folder_is_held_by_the_scheduled_sync_until_a_run_allows_it(s
     held = sync_folder(str(folder), db, return_state=True)
     assert held.name == "DeletionsHeld" and "not forgetting 3 documents under" in held.message, held.message
     assert held.result(raise_on_failure=False).summary.deleted == 0  # the worker's engine reads the summary
+    assert "## Deletions held back" in summary_artifact(held.state_details.flow_run_id)
     assert len(Store(db).document_rows(["doc_id"])) == 3
     allowed = sync_folder(str(folder), db, allow_mass_delete=True, return_state=True)
     assert allowed.is_completed() and allowed.result().deleted == 3, allowed.message
+
+
+def summary_artifact(flow_run_id) -> str:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(
+            flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]), key=ArtifactFilterKey(any_=["index-summary"])))
+    return artifacts[0].data
 
 
 def test_the_weekly_schedules_verify_and_name_real_parameters():
