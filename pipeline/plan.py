@@ -177,14 +177,20 @@ def plan_sync(files: list[SourceFile], records: list[dict], stamp: IndexStamp, p
         # By path, not by the root a record was written with: a file first indexed alone
         # or through a subfolder is forgotten by a sync of any folder above it.
         under = [r for r in records if is_under(r["source"], prune_root)]
+        arrived = frozenset(todo.file.stat.size for todo in plan.todo if todo.same_size)
         plan.gone, plan.held = hold_deletions([r for r in under if r["doc_id"] not in seen], len(under), prune_root,
-                                              empty=not files, unlisted=unlisted, allow=allow_mass_delete)
+                                              empty=not files, unlisted=unlisted, allow=allow_mass_delete,
+                                              arrived=arrived)
     return plan
 
 
 def hold_deletions(gone: list[dict], under: int, root: str, empty: bool, unlisted: tuple[Unlisted, ...] = (),
-                   allow: bool = False) -> tuple[list[dict], list[Held]]:
+                   allow: bool = False, arrived: frozenset[int] = frozenset()) -> tuple[list[dict], list[Held]]:
     """The records a sync of ``root`` may forget, and those it holds back with why.
+
+    A gone record with the size of a new file is likely renamed or moved (its new file is then
+    indexed from its stored work, pipeline/prepare.py ``same_bytes``): it counts for no mass
+    deletion and is never held by one, so renaming every file of a folder is an ordinary sync.
 
     >>> gone = [{"source": f"/docs/a/{i}.md"} for i in range(3)] + [{"source": "/docs/b.md"}]
     >>> kept, held = hold_deletions(gone, 20, "/docs", False, (Unlisted("/docs/a", "Permission denied"),))
@@ -194,11 +200,17 @@ def hold_deletions(gone: list[dict], under: int, root: str, empty: bool, unliste
     'not forgetting 4 documents under /docs: the folder came up empty (a share not mounted?); --allow-mass-delete forgets them'
     >>> len(hold_deletions(gone, 4, "/docs", True, allow=True)[0])
     4
+    >>> many = [{"source": f"/docs/{i}.md", "size": 10 + i} for i in range(12)]
+    >>> hold_deletions(many, 12, "/docs", False)[1][0].line()
+    'not forgetting 12 documents under /docs: that is 12 of its 12 documents; --allow-mass-delete forgets them'
+    >>> len(hold_deletions(many, 12, "/docs", False, arrived=frozenset(range(10, 20)))[0])  # renamed: forgotten
+    12
 
     Args:
         gone: the records under ``root`` whose files the listing did not see.
         under: how many records lie under ``root`` in all.
         empty: the listing found no file under ``root``.
+        arrived: the sizes of the new files that may be a stored document renamed, moved or copied.
     """
     held = []
     for folder in unlisted:
@@ -206,12 +218,14 @@ def hold_deletions(gone: list[dict], under: int, root: str, empty: bool, unliste
         if inside:
             held.append(Held(folder.path, len(inside), f"it could not be listed ({folder.reason})"))
             gone = [r for r in gone if not is_under(r["source"], folder.path)]
-    if allow or not gone:
+    lost = [r for r in gone if r.get("size") not in arrived]
+    if allow or not lost:
         return gone, held
     if empty:
         why = "the folder came up empty (a share not mounted?)"
-    elif len(gone) > MASS_DELETE_SHARE * under and len(gone) >= MASS_DELETE_MIN:
-        why = f"that is {len(gone)} of its {under} documents"
+    elif len(lost) > MASS_DELETE_SHARE * under and len(lost) >= MASS_DELETE_MIN:
+        why = f"that is {len(lost)} of its {under} documents"
     else:
         return gone, held
-    return [], [*held, Held(root, len(gone), f"{why}; {ALLOW_FLAG} forgets them")]
+    moved = [r for r in gone if r.get("size") in arrived]
+    return moved, [*held, Held(root, len(lost), f"{why}; {ALLOW_FLAG} forgets them")]
