@@ -385,17 +385,23 @@ class Index:
 
     # ---- writing ---------------------------------------------------------------------
 
-    def sync(self, path: str, max_failed: int | None = None, wait_s: float = 0.0, **options) -> RunSummary:
+    def sync(self, path: str, max_failed: int | None = None, wait_s: float = 0.0, verify: bool = False,
+             allow_mass_delete: bool = False, **options) -> RunSummary:
         """Index (or re-sync) ``path`` (the ``citeline index`` flow), then re-open for queries.
 
         Args:
             path: a folder or one file.
             max_failed: fail the run when more documents than this fail.
             wait_s: seconds to wait for another writer.
+            verify: hash every file, even those whose size and modification time are unchanged.
+            allow_mass_delete: forget vanished files' documents even when ``path`` came up empty
+                or more than half of its documents would go.
             **options: ``IndexSettings`` fields (strategy, budget, overlap, max_bytes, timeout_s, …).
 
         Returns:
-            The run summary; failed documents are listed in ``failures``.
+            The run summary; failed documents are listed in ``failures``, and documents kept
+            though their files were not listed (a folder that could not be listed, a mass
+            deletion not allowed) in ``held``, one line each.
 
         Raises:
             CitelineError: the run could not finish (another model's index, a busy writer,
@@ -407,7 +413,8 @@ class Index:
 
         settings = IndexSettings(db=self.uri, model=self.model, **options)
         with command_run():
-            state = index_folder(str(path), settings, max_failed=max_failed, wait_s=wait_s, return_state=True)
+            state = index_folder(str(path), settings, max_failed=max_failed, wait_s=wait_s, verify=verify,
+                                 allow_mass_delete=allow_mass_delete, return_state=True)
         summary = _result(state)
         self.refresh()
         return summary
@@ -502,14 +509,15 @@ def _result(state):
     """A flow's return value; its exception, a citeline error or a bug, raised as it came.
 
     A run whose documents failed ends Failed "DocumentsFailed" (red in the Prefect UI) but
-    finished: its summary lists the failures, as ``citeline index`` exits 3 for it.
+    finished: its summary lists the failures, as ``citeline index`` exits 3 for it; so does
+    one that held deletions back ("DeletionsHeld", exit 4), its summary listing them.
     """
-    from citeline.flows.ingest import DOCUMENTS_FAILED
+    from citeline.flows.ingest import DELETIONS_HELD, DOCUMENTS_FAILED
 
     result = state.result(raise_on_failure=False)
     if isinstance(result, BaseException):
         raise result
-    if state.is_failed() and hasattr(result, "line") and state.name != DOCUMENTS_FAILED:
+    if state.is_failed() and hasattr(result, "line") and state.name not in (DOCUMENTS_FAILED, DELETIONS_HELD):
         from citeline.schemas.errors import CitelineError
 
         raise CitelineError(state.message or result.line())

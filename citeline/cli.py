@@ -13,8 +13,8 @@ import click
 
 from citeline.api_cmd import api
 from citeline.ask_cmd import ask
-from citeline.common import (CONTEXT_SETTINGS, EXIT_DOCUMENTS_FAILED, CitelineGroup, CliError, as_cli_error, error_text,
-                             cli_errors, filter_options, known_model, model_for, output_options, verbosity)
+from citeline.common import (CONTEXT_SETTINGS, EXIT_DELETIONS_HELD, EXIT_DOCUMENTS_FAILED, CitelineGroup, CliError,
+                             as_cli_error, error_text, cli_errors, filter_options, known_model, model_for, output_options, verbosity)
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 from citeline.eval_cmd import eval_command
 from citeline.server_cmd import server
@@ -61,7 +61,8 @@ def cli() -> None:
 
     Every option also reads CITELINE_<COMMAND>_<OPTION> (e.g. CITELINE_INDEX_STRATEGY=C);
     --db and --model read CITELINE_DB and CITELINE_MODEL. Exit codes: 0 fine, 1 error,
-    2 bad arguments, 3 some documents failed (README, "Exit codes").
+    2 bad arguments, 3 some documents failed, 4 a sync kept documents it could not tell
+    were deleted (README, "Exit codes").
     """
 
 
@@ -120,13 +121,18 @@ class SourcePath(click.Path):
                    "(node_modules/, __pycache__/, venv/ …) and PATH/.citelineignore; repeatable. "
                    "Indexed files now excluded are forgotten.")
 @click.option("--verify", is_flag=True,
-              help="Hash every file, even those whose size and modification time are unchanged.")
+              help="Hash every file, even those whose size and modification time are unchanged (by default an "
+                   "unchanged size, modification time and inode skip a file unread).")
+@click.option("--allow-mass-delete", is_flag=True,
+              help="Forget the documents of vanished files even when PATH came up empty or more than half of "
+                   "its documents would go (by default such a sync forgets nothing and exits 4).")
 @click.option("--always-run", is_flag=True,
               help="Start a Prefect flow run even when nothing changed (by default a sync that would write "
                    "nothing answers without one).")
 @output_options
 def index(path, db, model, strategy, budget, overlap, precision, max_failed, max_bytes, timeout_s, wait_s, ocr_lang,
-          whisper_model, dask, token_vectors, progress, include, exclude, verify, always_run, as_json):
+          whisper_model, dask, token_vectors, progress, include, exclude, verify, allow_mass_delete, always_run,
+          as_json):
     """Index (or re-sync) PATH: a folder or one file, local or on S3 (s3://bucket/prefix)."""
     if overlap >= budget:
         raise click.UsageError(f"--overlap ({overlap}) must be smaller than --budget ({budget})")
@@ -151,7 +157,7 @@ def index(path, db, model, strategy, budget, overlap, precision, max_failed, max
     with _stops_on_signals(), index_progress(progress and verbosity() >= 0), cli_errors(), command_run():
         flow = index_folder.with_options(task_runner=task_runner_for(dask)) if dask else index_folder
         state = flow(path, settings, max_failed=max_failed, wait_s=wait_s, selection=selection, verify=verify,
-                     return_state=True)
+                     allow_mass_delete=allow_mass_delete, return_state=True)
     _print_run(state, as_json)
 
 
@@ -223,7 +229,7 @@ def _print_run(state, as_json: bool = False) -> None:
 
     A bug's exception is raised again, so its traceback is printed and the exit is 1.
     """
-    from citeline.flows.ingest import DOCUMENTS_FAILED, STOPPED
+    from citeline.flows.ingest import DELETIONS_HELD, DOCUMENTS_FAILED, STOPPED
     from citeline.schemas.interrupt import Stopped
 
     summary = state.result(raise_on_failure=False)
@@ -235,7 +241,8 @@ def _print_run(state, as_json: bool = False) -> None:
         raise summary
     if not hasattr(summary, "line"):
         raise CliError(f"the run failed: {state.message}", kind="run-failed")
-    error = state.is_failed() and state.name != DOCUMENTS_FAILED  # past --max-failed, or stopped (disk full)
+    # past --max-failed, or stopped (disk full); held deletions are reported below
+    error = state.is_failed() and state.name not in (DOCUMENTS_FAILED, DELETIONS_HELD)
     if as_json:
         report = _run_report(state.name, summary)
         if error:
@@ -246,12 +253,16 @@ def _print_run(state, as_json: bool = False) -> None:
         click.echo(summary.line())
         for failure in summary.failures:
             click.echo(f"  FAILED {visible(failure.path)} [{failure.stage}] {visible(failure.reason)}")
+        for held in getattr(summary, "held", ()):  # a retry's summary holds none
+            click.echo(f"citeline: {visible(held)}", err=True)
     if state.name == STOPPED:
         _exit_stopped(None if as_json else state.message)  # the JSON report holds the message
     if error:
         if as_json:
             sys.exit(1)
         raise CliError(state.message, kind="run-failed")
+    if state.name == DELETIONS_HELD:
+        sys.exit(EXIT_DELETIONS_HELD)
     if summary.failures:
         sys.exit(EXIT_DOCUMENTS_FAILED)
 
@@ -264,8 +275,14 @@ def _print_run(state, as_json: bool = False) -> None:
 @click.option("--strategy", type=click.Choice(STRATEGIES, case_sensitive=False), default=DEFAULT_STRATEGY,
               show_default=True)
 @click.option("--name", default=None, help="Deployment name (default: sync-<folder name>).")
+@click.option("--verify-cron", default="30 3 * * 0", show_default=True,
+              help="When a run also hashes files whose size and modification time are unchanged (cron syntax; "
+                   "'' for never).")
+@click.option("--allow-mass-delete", is_flag=True,
+              help="Let every scheduled run forget the documents of vanished files even when PATH came up empty or "
+                   "more than half of them would go (prefer one `citeline index --allow-mass-delete`).")
 @output_options
-def serve(path, db, model, cron, strategy, name, as_json):
+def serve(path, db, model, cron, strategy, name, verify_cron, allow_mass_delete, as_json):
     """Keep PATH (a folder, or an s3:// prefix) indexed on a schedule; needs a Prefect server (PREFECT_API_URL)."""
     import os
 
@@ -278,10 +295,10 @@ def serve(path, db, model, cron, strategy, name, as_json):
                                "without one, Prefect schedules nothing")
     _check_server(os.environ["PREFECT_API_URL"])
     settings = IndexSettings(db=absolute(db), model=model_for(db, model), strategy=strategy.upper())
-    sync = FolderSync.of(path, settings, cron, name)
+    sync = FolderSync.of(path, settings, cron, name, verify_cron, allow_mass_delete)
     if as_json:  # serving blocks: what is served is the one object printed
         click.echo(json.dumps({"deployment": f"index-folder/{sync.name}", "root": sync.root, "db": settings.db,
-                               "cron": cron}, indent=2))
+                               "cron": cron, "verify_cron": sync.verify_cron}, indent=2))
     sync.serve(announce=not as_json and verbosity() >= 0)  # under --json stdout holds the one object
 
 

@@ -39,17 +39,23 @@ from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
 DOCUMENTS_FAILED = "DocumentsFailed"
 TOO_MANY_FAILED = "TooManyFailed"  # past --max-failed: the CLI exits 1
 STOPPED = "Stopped"  # told to stop (SIGTERM, SIGINT): the CLI exits 128 + the signal's number
+# Files not listed whose documents were kept (a folder that could not be listed, a root that came
+# up empty, a mass deletion not allowed; pipeline/plan.py ``hold_deletions``): the CLI exits 4.
+DELETIONS_HELD = "DeletionsHeld"
 
 
 @flow(name="index-folder", flow_run_name="index {root}",
       task_runner=ThreadPoolTaskRunner(max_workers=DOCUMENT_WORKERS))
 def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_failed: int | None = None,
-                 wait_s: float = 0.0, selection: Selection = Selection(), verify: bool = False):
+                 wait_s: float = 0.0, selection: Selection = Selection(), verify: bool = False,
+                 allow_mass_delete: bool = False):
     """Index (or re-sync) ``root`` into ``settings.db``.
 
     Unchanged files are skipped (by their stat, unread; by their hash when the stat
     moved, or for every file with ``verify``), changed ones re-indexed, vanished ones
-    and those ``selection`` leaves out forgotten. A document that fails is recorded
+    and those ``selection`` leaves out forgotten — but nothing under a folder that could
+    not be listed, and nothing at all when the root came up empty or more than half of
+    its documents would go, unless ``allow_mass_delete``. A document that fails is recorded
     with its stage and reason while the rest go on; one that failed before and has not
     changed since is not read again, only counted as still failing.
 
@@ -59,7 +65,8 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
     Returns:
         RunSummary; the run ends Completed (still-failing documents included: nothing new
         failed), Failed "DocumentsFailed" when documents failed in this run, Failed
-        "TooManyFailed" when more than ``max_failed`` did.
+        "DeletionsHeld" when it kept documents it was not sure were gone, Failed
+        "TooManyFailed" when more than ``max_failed`` documents failed.
     """
     log = get_logger(flow="index-folder", root=root)
     log.info(Events.RUN_STARTED)
@@ -71,7 +78,9 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
             log.warning(Events.RUN_CLEANED, leftover_files=removed)
         store.migrate_documents()  # the plan reads the stat columns
         marks = [time.perf_counter()]
-        plan = plan_folder(root, store, stamp, selection, verify)
+        plan = plan_folder(root, store, stamp, selection, verify, allow_mass_delete)
+        for held in plan.held:
+            log.warning(Events.RUN_HELD, folder=held.folder, documents=held.documents, reason=held.reason)
         if synced_root(root) not in store.roots():
             store.add_root(synced_root(root))
         marks.append(time.perf_counter())
@@ -108,7 +117,7 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
             chunks=sum(o.chunks for o in outcomes), truncated=sum(o.truncated for o in outcomes),
             rows=store.count_chunks(), failures=tuple(failures),
             encoded=sum(o.encoded for o in outcomes), reused=sum(o.reused for o in outcomes),
-            still_failing=len(plan.still_failing),
+            still_failing=len(plan.still_failing), held=tuple(held.line() for held in plan.held),
         )
     seconds = dict(zip(("plan", "documents", "finish"), (round(b - a, 4) for a, b in zip(marks, marks[1:]))))
     log.info(Events.RUN_FINISHED, seconds=seconds, **{k: v for k, v in summary.__dict__.items() if k != "failures"})
@@ -368,6 +377,8 @@ def final_state(summary: RunSummary, max_failed: int | None):
     if max_failed is not None and summary.failed > max_failed:
         return Failed(name=TOO_MANY_FAILED, data=summary,
                       message=f"{summary.failed} documents failed (more than {max_failed}). {summary.line()}")
+    if summary.held:  # before DocumentsFailed: a share gone is worse news than a broken file
+        return Failed(name=DELETIONS_HELD, data=summary, message="; ".join(summary.held))
     if summary.failed:
         return Failed(name=DOCUMENTS_FAILED, message=summary.line(), data=summary)
     return Completed(message=summary.line(), data=summary)

@@ -147,11 +147,14 @@ def for_worker(state):
 @flow(name="index-folder", flow_run_name="index {folder}",
       task_runner=ThreadPoolTaskRunner(max_workers=DOCUMENT_WORKERS))
 def sync_folder(folder: str, db: str, model: str = "", strategy: Optional[Strategy] = None,
-                max_failed: Optional[int] = None, verify: bool = False, wait_s: float = WAIT_S):
+                max_failed: Optional[int] = None, verify: bool = False, allow_mass_delete: bool = False,
+                wait_s: float = WAIT_S):
     """Index a folder, or bring its index up to date: the scheduled sync.
 
-    New and changed files are indexed, unchanged ones skipped unread, deleted ones
-    forgotten. A file that fails is recorded with its reason and not read again until it
+    New and changed files are indexed, unchanged ones (same size, modification time and
+    inode) skipped unread, deleted ones forgotten — but nothing under a folder that could
+    not be listed, and nothing when the folder came up empty or more than half of its
+    documents would go (the run is Failed "DeletionsHeld"). A file that fails is recorded with its reason and not read again until it
     changes (counted as still failing); the run is Failed "DocumentsFailed" only when a
     document failed in this run.
 
@@ -167,13 +170,16 @@ def sync_folder(folder: str, db: str, model: str = "", strategy: Optional[Strate
         max_failed: Fail the run as TooManyFailed when more documents than this fail in it.
             Empty: no limit.
         verify: Hash every file, even those whose size and modification time are
-            unchanged, and read failed ones again (a nightly check).
+            unchanged, and read failed ones again (the weekly schedule runs with it).
+        allow_mass_delete: Forget the vanished files' documents even when the folder came
+            up empty or more than half of its documents would go. Set it for one run only.
         wait_s: Seconds to wait in line while another run writes this index.
     """
     try:
         with one_writer(db, wait_s):
             settings = settings_for(db, model, strategy)
-            return for_worker(index_folder.fn(folder, settings, max_failed=max_failed, wait_s=wait_s, verify=verify))
+            return for_worker(index_folder.fn(folder, settings, max_failed=max_failed, wait_s=wait_s, verify=verify,
+                                              allow_mass_delete=allow_mass_delete))
     except Queued as exc:
         return queued_state(exc)
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from prefect.schedules import Cron
+
 from citeline.flows.operations import sync_folder
 from citeline.schemas.paths import absolute
 from citeline.schemas.settings import IndexSettings
@@ -24,17 +26,29 @@ class FolderSync:
     cron: str
     root: str  # absolute: a served run's working directory is not the caller's
     settings: IndexSettings
+    # a second schedule whose runs hash every file (``verify``): the frequent syncs skip a file by
+    # its stat, and miss an edit that kept its size and modification time; None: no such runs
+    verify_cron: str | None = None
+    allow_mass_delete: bool = False
 
     @classmethod
-    def of(cls, root: str, settings: IndexSettings, cron: str, name: str | None = None) -> "FolderSync":
+    def of(cls, root: str, settings: IndexSettings, cron: str, name: str | None = None,
+           verify_cron: str | None = None, allow_mass_delete: bool = False) -> "FolderSync":
         folder = absolute(root)
-        return cls(name or f"sync-{PurePosixPath(folder).name}", cron, folder, settings)
+        return cls(name or f"sync-{PurePosixPath(folder).name}", cron, folder, settings, verify_cron or None,
+                   allow_mass_delete)
 
     @property
     def parameters(self) -> dict:
         """Each scheduled run's parameters, as the Prefect server stores them (JSON)."""
         return {"folder": self.root, "db": self.settings.db, "model": self.settings.model,
-                "strategy": self.settings.strategy}
+                "strategy": self.settings.strategy, "allow_mass_delete": self.allow_mass_delete}
+
+    @property
+    def schedules(self) -> list:
+        """The frequent sync's schedule, then the verifying one's (its runs take ``verify``)."""
+        verifying = [Cron(self.verify_cron, parameters={**self.parameters, "verify": True})] if self.verify_cron else []
+        return [Cron(self.cron), *verifying]
 
     def serve(self, announce: bool = True) -> None:
         """Register the deployment with its cron schedule and run its flow runs here; blocks until interrupted.
@@ -44,11 +58,13 @@ class FolderSync:
         index lock any other writer.
         """
         # Tagged as prefect.yaml's deployments are: deploy/automations/ watch the runs tagged citeline.
-        sync_folder.serve(name=self.name, cron=self.cron, parameters=self.parameters, global_limit=1, tags=["citeline"],
+        sync_folder.serve(name=self.name, schedules=self.schedules, parameters=self.parameters, global_limit=1,
+                          tags=["citeline"],
                            description=f"Keep {self.root} indexed in {self.settings.db}",
                            print_starting_message=announce)  # Prefect's banner goes to stdout
 
 
-def serve_folder(root: str, settings: IndexSettings, cron: str, name: str | None = None) -> None:
+def serve_folder(root: str, settings: IndexSettings, cron: str, name: str | None = None,
+                 verify_cron: str | None = None) -> None:
     """Keep ``root`` indexed in ``settings.db`` on the ``cron`` schedule (``FolderSync.serve``)."""
-    FolderSync.of(root, settings, cron, name).serve()
+    FolderSync.of(root, settings, cron, name, verify_cron).serve()

@@ -11,6 +11,13 @@ indexes it from that document's canonical text and vectors: no extraction, no en
 (``pipeline.prepare.same_bytes``). A renamed file's old record is then forgotten with the
 other vanished ones, after the new one is written.
 
+Deletion only from evidence: a record is forgotten only when the listing saw its folder and
+not its file. Nothing under a folder the listing could not read is forgotten (``Unlisted``),
+and a root that comes up empty, or a sync that would forget more than half of a root's
+documents (and at least ``MASS_DELETE_MIN``), forgets nothing unless the operator allows it
+(``allow_mass_delete``): an unmounted share is an empty folder. Both are ``Held`` in the plan,
+and the run that holds them fails, so it is seen.
+
 A failed file is read again only when it changed: bad input fails the same way every time,
 so a sync lists a failed file whose stat is the one it failed with as still failing, opens
 nothing and writes nothing for it (``is_still_failing``). A failure that says nothing
@@ -25,7 +32,7 @@ from citeline.pipeline.extractor_versions import extractor_versions
 from citeline.pipeline.prepare import Known, doc_id_for
 from citeline.pipeline.record import Prior
 from citeline.pipeline.reuse import Reuse, StoredWork
-from citeline.pipeline.walk import FileStat, SourceFile
+from citeline.pipeline.walk import FileStat, SourceFile, Unlisted
 from citeline.schemas.errors import StoreUnavailable, Vanished
 from citeline.schemas.paths import is_under
 from citeline.schemas.stamp import IndexStamp, Stamp, is_current
@@ -35,6 +42,11 @@ STAT_COLUMNS = ("size", "mtime_ns", "inode", "device")
 # Failures that say nothing against the file: tried again by the next sync, changed or not.
 RETRIED_KINDS = frozenset(error.kind for error in (Vanished, StoreUnavailable))
 RETRIED_STAGES = frozenset({"write"})  # disk full, an I/O error of the index
+# A sync forgets more than this share of a root's documents only when allowed; a small folder
+# (fewer than MASS_DELETE_MIN to forget) is not held, unless it came up empty.
+MASS_DELETE_SHARE = 0.5
+MASS_DELETE_MIN = 10
+ALLOW_FLAG = "--allow-mass-delete"
 
 
 @dataclass(frozen=True)
@@ -63,12 +75,26 @@ class Todo:
         return cls(SourceFile(record["source"], record["root"], record["path"]), Prior.of(record), fresh=fresh)
 
 
+@dataclass(frozen=True)
+class Held:
+    """Documents a sync did not forget, though their files were not listed, and why."""
+
+    folder: str  # absolute, escaped: the folder that failed, or the root
+    documents: int
+    reason: str
+
+    def line(self) -> str:
+        noun = "document" if self.documents == 1 else "documents"
+        return f"not forgetting {self.documents} {noun} under {self.folder}: {self.reason}"
+
+
 @dataclass
 class SyncPlan:
     todo: list[Todo] = field(default_factory=list)
     skip: list[SourceFile] = field(default_factory=list)
     gone: list[dict] = field(default_factory=list)  # stored records whose file is no longer there
     still_failing: list[SourceFile] = field(default_factory=list)  # failed, unchanged since: not read
+    held: list[Held] = field(default_factory=list)  # records kept though not listed (``hold_deletions``)
 
 
 def is_current_record(record: dict, stamp: IndexStamp) -> bool:
@@ -114,7 +140,8 @@ def stored_sizes(records: list[dict]) -> set[int]:
 
 
 def plan_sync(files: list[SourceFile], records: list[dict], stamp: IndexStamp, prune_root: str | None,
-              verify: bool = False) -> SyncPlan:
+              verify: bool = False, unlisted: tuple[Unlisted, ...] = (), allow_mass_delete: bool = False
+              ) -> SyncPlan:
     """Sort files into todo and skip; records whose source lies under ``prune_root`` with no file become gone.
 
     Args:
@@ -125,6 +152,8 @@ def plan_sync(files: list[SourceFile], records: list[dict], stamp: IndexStamp, p
             (then nothing else is forgotten).
         verify: hash every known file even when its stat matches (a nightly check for
             changes that kept size and mtime), and read every failed one again.
+        unlisted: what the listing could not read; nothing under it is forgotten.
+        allow_mass_delete: forget what is gone even when the root came up empty or most of it went.
     """
     by_id = {r["doc_id"]: r for r in records}
     sizes = stored_sizes(records)
@@ -147,5 +176,56 @@ def plan_sync(files: list[SourceFile], records: list[dict], stamp: IndexStamp, p
     if prune_root is not None:
         # By path, not by the root a record was written with: a file first indexed alone
         # or through a subfolder is forgotten by a sync of any folder above it.
-        plan.gone = [r for r in records if is_under(r["source"], prune_root) and r["doc_id"] not in seen]
+        under = [r for r in records if is_under(r["source"], prune_root)]
+        arrived = frozenset(todo.file.stat.size for todo in plan.todo if todo.same_size)
+        plan.gone, plan.held = hold_deletions([r for r in under if r["doc_id"] not in seen], len(under), prune_root,
+                                              empty=not files, unlisted=unlisted, allow=allow_mass_delete,
+                                              arrived=arrived)
     return plan
+
+
+def hold_deletions(gone: list[dict], under: int, root: str, empty: bool, unlisted: tuple[Unlisted, ...] = (),
+                   allow: bool = False, arrived: frozenset[int] = frozenset()) -> tuple[list[dict], list[Held]]:
+    """The records a sync of ``root`` may forget, and those it holds back with why.
+
+    A gone record with the size of a new file is likely renamed or moved (its new file is then
+    indexed from its stored work, pipeline/prepare.py ``same_bytes``): it counts for no mass
+    deletion and is never held by one, so renaming every file of a folder is an ordinary sync.
+
+    >>> gone = [{"source": f"/docs/a/{i}.md"} for i in range(3)] + [{"source": "/docs/b.md"}]
+    >>> kept, held = hold_deletions(gone, 20, "/docs", False, (Unlisted("/docs/a", "Permission denied"),))
+    >>> [r["source"] for r in kept], held[0].line()
+    (['/docs/b.md'], 'not forgetting 3 documents under /docs/a: it could not be listed (Permission denied)')
+    >>> hold_deletions(gone, 4, "/docs", True)[1][0].line()
+    'not forgetting 4 documents under /docs: the folder came up empty (a share not mounted?); --allow-mass-delete forgets them'
+    >>> len(hold_deletions(gone, 4, "/docs", True, allow=True)[0])
+    4
+    >>> many = [{"source": f"/docs/{i}.md", "size": 10 + i} for i in range(12)]
+    >>> hold_deletions(many, 12, "/docs", False)[1][0].line()
+    'not forgetting 12 documents under /docs: that is 12 of its 12 documents; --allow-mass-delete forgets them'
+    >>> len(hold_deletions(many, 12, "/docs", False, arrived=frozenset(range(10, 20)))[0])  # renamed: forgotten
+    12
+
+    Args:
+        gone: the records under ``root`` whose files the listing did not see.
+        under: how many records lie under ``root`` in all.
+        empty: the listing found no file under ``root``.
+        arrived: the sizes of the new files that may be a stored document renamed, moved or copied.
+    """
+    held = []
+    for folder in unlisted:
+        inside = [r for r in gone if is_under(r["source"], folder.path)]
+        if inside:
+            held.append(Held(folder.path, len(inside), f"it could not be listed ({folder.reason})"))
+            gone = [r for r in gone if not is_under(r["source"], folder.path)]
+    lost = [r for r in gone if r.get("size") not in arrived]
+    if allow or not lost:
+        return gone, held
+    if empty:
+        why = "the folder came up empty (a share not mounted?)"
+    elif len(lost) > MASS_DELETE_SHARE * under and len(lost) >= MASS_DELETE_MIN:
+        why = f"that is {len(lost)} of its {under} documents"
+    else:
+        return gone, held
+    moved = [r for r in gone if r.get("size") in arrived]
+    return moved, [*held, Held(root, len(lost), f"{why}; {ALLOW_FLAG} forgets them")]

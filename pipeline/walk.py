@@ -1,6 +1,7 @@
 """Which files of a folder are documents."""
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -10,6 +11,7 @@ from pathlib import Path, PurePosixPath
 import pathspec
 
 from citeline.pipeline import objects
+from citeline.schemas.errors import Unlistable
 from citeline.schemas.paths import escape, is_remote
 
 IGNORE_FILE = ".citelineignore"
@@ -79,8 +81,30 @@ def check_patterns(selection: Selection) -> None:
             raise ValueError(f"{pattern!r} is not a gitignore-style pattern: {exc}") from None
 
 
+@dataclass(frozen=True)
+class Unlisted:
+    """A folder (or a file) the listing could not read: its documents are not known to be gone."""
+
+    path: str  # absolute, escaped, as the index stores sources
+    reason: str  # the OS's words: "Permission denied", "Input/output error"
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What a listing found, and where it could not look (``list_folder``)."""
+
+    files: list[SourceFile]
+    unlisted: tuple[Unlisted, ...] = ()
+
+
 def list_files(root: str | Path, selection: Selection = Selection()) -> list[SourceFile]:
-    """Every regular file under ``root`` (or ``root`` itself if it is a file) that ``selection`` keeps, sorted.
+    """The files of ``list_folder``, for readers that forget nothing (what could not be listed is left out)."""
+    return list_folder(root, selection).files
+
+
+def list_folder(root: str | Path, selection: Selection = Selection()) -> Listing:
+    """Every regular file under ``root`` (or ``root`` itself if it is a file) that ``selection`` keeps, sorted,
+    and every folder or file under it that could not be read.
 
     Names that are not UTF-8 are ``escape``d, so one such file cannot stop a sync.
     Hidden files and folders (a leading dot: .git, .citeline) are skipped, and so is
@@ -90,19 +114,29 @@ def list_files(root: str | Path, selection: Selection = Selection()) -> list[Sou
     Excluded folders are not walked at all, and no file is opened here: each is
     ``lstat``ed once, and that stat is kept to skip unchanged files (pipeline/plan.py).
 
+    A folder that cannot be listed (no permission, an I/O error, a share gone or a folder
+    removed mid-walk) is not empty: it is returned in ``unlisted``, so a sync forgets
+    nothing under it (pipeline/plan.py); so is a file whose ``lstat`` fails for another
+    reason than being gone.
+
     Raises:
         FileNotFoundError: ``root`` does not exist.
         ValueError: a pattern of ``selection`` or of ``.citelineignore`` is malformed.
+        Unlistable: ``root``'s ``.citelineignore`` cannot be read.
     """
     if is_remote(str(root)):
-        return list_remote(str(root), selection)
+        return Listing(list_remote(str(root), selection))
     base = Path(root).expanduser().resolve(strict=True)
     if base.is_file():  # named on its own: indexed whatever the patterns say
         st = base.lstat()
-        return [SourceFile(escape(str(base)), escape(str(base.parent)), escape(base.name), FileStat.of(st))]
+        return Listing([SourceFile(escape(str(base)), escape(str(base.parent)), escape(base.name), FileStat.of(st))])
     excluded, included = _specs(base, selection)
-    found = []
-    for folder, dirs, files in os.walk(base, followlinks=False):
+    found, unlisted = [], []
+
+    def failed(exc: OSError) -> None:  # os.walk's onerror: it then leaves that folder out
+        unlisted.append(Unlisted(escape(str(exc.filename or base)), exc.strerror or type(exc).__name__))
+
+    for folder, dirs, files in os.walk(base, onerror=failed, followlinks=False):
         rel = Path(folder).relative_to(base).as_posix()
         prefix = "" if rel == "." else rel + "/"
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not excluded.match_file(f"{prefix}{d}/"))
@@ -112,11 +146,15 @@ def list_files(root: str | Path, selection: Selection = Selection()) -> list[Sou
             if included is not None and not included.match_file(prefix + name):
                 continue
             candidate = Path(folder) / name
-            st = _regular_stat(candidate)
+            try:
+                st = _regular_stat(candidate)
+            except OSError as exc:
+                failed(exc)
+                continue
             if st is None:
                 continue
             found.append(SourceFile(escape(str(candidate)), escape(str(base)), escape(prefix + name), FileStat.of(st)))
-    return found
+    return Listing(found, tuple(unlisted))
 
 
 def list_remote(root: str, selection: Selection = Selection()) -> list[SourceFile]:
@@ -182,6 +220,9 @@ def _ignore_file_lines(base: Path) -> list[str]:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except FileNotFoundError:
         return []
+    except OSError as exc:  # read with the wrong patterns, the sync would forget what they keep
+        raise Unlistable(f"{escape(str(path))}: cannot be read ({exc.strerror or exc}); nothing was "
+                         "indexed or forgotten") from None
     return _checked_lines(str(path), lines)
 
 
@@ -200,9 +241,15 @@ def _checked_lines(where: str, lines: list[str]) -> list[str]:
 
 
 def _regular_stat(candidate: Path) -> os.stat_result | None:
-    """``candidate``'s own stat if it is a regular file (not a link to one); os.walk stays under ``base``."""
+    """``candidate``'s own stat if it is a regular file (not a link to one); os.walk stays under ``base``.
+
+    Raises:
+        OSError: the file is there but cannot be stat'ed (EACCES, EIO): not gone.
+    """
     try:
         st = candidate.lstat()
-    except OSError:  # gone since the folder was listed
-        return None
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):  # gone since the folder was listed
+            return None
+        raise
     return st if stat.S_ISREG(st.st_mode) else None

@@ -69,6 +69,11 @@ class IndexUnavailable(CitelineError):
     until it is restarted, rather than from the table the index retired."""
 
 
+class Unlistable(CitelineError):
+    """A folder's listing cannot be trusted (its ``.citelineignore`` cannot be read): the sync
+    stops before it indexes or forgets anything."""
+
+
 class IndexBusy(CitelineError):
     """Another process holds the index's writer lock."""
 

@@ -73,6 +73,9 @@ class RunSummary:
     # failed before and unchanged since (pipeline/plan.py ``is_still_failing``): not read again,
     # not counted in ``failed``, which holds only this run's new failures
     still_failing: int = 0
+    # documents whose files were not listed but were not forgotten, each line naming the folder
+    # and why (pipeline/plan.py ``Held``): a folder that could not be listed, or a mass deletion
+    held: tuple[str, ...] = ()
 
     def line(self) -> str:
         line = (
@@ -84,4 +87,6 @@ class RunSummary:
         if self.still_failing:
             line += (f"; {self.still_failing} still failing, unchanged since they failed "
                      "(not read again: `citeline retry` or the retry-failed deployment tries them)")
+        if self.held:
+            line += "; deletions held back, not forgotten (listed below)"
         return line

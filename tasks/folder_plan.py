@@ -9,7 +9,8 @@ option "read-only work without a flow run" (issue 28, item 3): every run that wr
 still a flow run.
 
 ``unchanged`` is conservative: it says "nothing to do" only when every step the flow takes
-would write nothing — no file to read, none to forget, no leftover of a killed writer, no
+would write nothing — no file to read, none to forget (nor any held back: that run fails, to be
+seen), no leftover of a killed writer, no
 full-text index behind its rows, a stored gate calibration that still fits, no token table to
 keep current — and anything it cannot decide cheaply (an object store, a token table) runs the
 flow. A step added to ``flows.ingest.index_folder`` that writes needs its condition here too.
@@ -23,7 +24,7 @@ from citeline.index.tokens import TokenVectors
 from citeline.pipeline.embed import resolve_model
 from citeline.pipeline.objects import is_object
 from citeline.pipeline.plan import STAT_COLUMNS, SyncPlan, plan_sync
-from citeline.pipeline.walk import Selection, list_files
+from citeline.pipeline.walk import Selection, list_folder
 from citeline.query.calibrate import calibration_due
 from citeline.schemas.paths import absolute, escape, is_remote
 from citeline.schemas.settings import IndexSettings
@@ -35,11 +36,13 @@ RECORD_COLUMNS = ["doc_id", "root", "source", "path", "status", "stage", "reason
 
 
 def plan_folder(root: str, store: Store, stamp: IndexStamp, selection: Selection = Selection(),
-                verify: bool = False) -> SyncPlan:
-    """What this run must do; a single file is indexed without forgetting its neighbours."""
-    files = list_files(root, selection)
+                verify: bool = False, allow_mass_delete: bool = False) -> SyncPlan:
+    """What this run must do; a single file is indexed without forgetting its neighbours, and
+    nothing is forgotten without evidence (pipeline/plan.py ``hold_deletions``)."""
+    listing = list_folder(root, selection)
     prune = synced_root(root) if is_folder(root) else None
-    return plan_sync(files, store.document_rows(RECORD_COLUMNS), stamp, prune, verify)
+    return plan_sync(listing.files, store.document_rows(RECORD_COLUMNS), stamp, prune, verify, listing.unlisted,
+                     allow_mass_delete)
 
 
 def synced_root(root: str) -> str:
@@ -72,7 +75,7 @@ def unchanged(root: str, settings: IndexSettings, selection: Selection = Selecti
     if store.documents_need_migration():  # the plan reads the stat columns
         return None
     plan = plan_folder(root, store, stored, selection)  # first: where a sync with work finds it
-    if (plan.todo or plan.gone or store.temp_files() or synced_root(root) not in store.roots()
+    if (plan.todo or plan.gone or plan.held or store.temp_files() or synced_root(root) not in store.roots()
             or store.needs_finish() or TokenVectors(store, stored).exists() or calibration_due(store, stored)):
         return None
     return RunSummary(skipped=len(plan.skip), rows=store.count_chunks(), still_failing=len(plan.still_failing))

@@ -37,6 +37,7 @@ class Events:
     RUN_FINISHED = "run.finished"
     RUN_STOPPED = "run.stopped"
     RUN_CLEANED = "run.cleaned"
+    RUN_HELD = "run.held"  # documents not forgotten: a folder not listed, a mass deletion (pipeline/plan.py)
     DOCUMENT_FINISHED = "document.finished"
     DOCUMENT_INDEXED = "document.indexed"
     DOCUMENT_FAILED = "document.failed"

@@ -125,6 +125,11 @@ def _markdown(summary: RunSummary, root: str) -> str:
     if summary.truncated:
         lines += ["", f"{summary.truncated} chunks are longer than the encoder's window and were "
                       "embedded truncated: their tails are not searchable by meaning."]
+    if summary.held:  # a folder that could not be listed, a share that came up empty (pipeline/plan.py)
+        lines += ["", "## Deletions held back", ""] + [f"- {markdown_text(line)}" for line in summary.held]
+        lines += ["", "The documents stay indexed: under a folder that could not be listed until it can be; "
+                      "for a folder that came up empty or a large deletion that is meant, run the sync once "
+                      "with allow_mass_delete (`citeline index --allow-mass-delete`)."]
     if summary.failures:
         lines += ["", "## Failed documents", "", "| path | stage | reason |", "|---|---|---|"]
         lines += [f"| {markdown_text(f.path)} | {f.stage} | {markdown_text(f.reason)} |" for f in summary.failures]

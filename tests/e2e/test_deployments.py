@@ -145,7 +145,8 @@ def test_prefect_yaml_runs_on_postgres_through_a_worker(production, client):
     folder, db = production["folder"], production["db"]
     deployments = {d.name: d for d in client.read_deployments()}
     assert set(deployments) == {"index-folder", "retry-failed", "reindex", "check-repair", "prune-history"}
-    assert [s.schedule.cron for s in deployments["index-folder"].schedules] == ["*/15 * * * *"]
+    schedules = {s.schedule.cron: s.parameters for s in deployments["index-folder"].schedules}
+    assert schedules == {"*/15 * * * *": {}, "0 3 * * 0": {"verify": True}}  # weekly: every file hashed
     assert deployments["index-folder"].parameters == {"folder": str(folder), "db": str(db)}  # from the environment
     form = deployments["retry-failed"].parameter_openapi_schema["properties"]
     assert form["path"]["type"] == "string" and "Empty: every failed document" in form["path"]["description"]

@@ -142,7 +142,8 @@ def test_served_deployment_syncs_the_folder_when_triggered(server, tmp_path):
                     time.sleep(1)
             else:
                 pytest.fail("the deployment was not registered in 120 s")
-            assert [s.schedule.cron for s in deployment.schedules] == ["0 3 * * *"]
+            schedules = sorted((s.schedule.cron, s.parameters.get("verify")) for s in deployment.schedules)
+            assert schedules == [("0 3 * * *", None), ("30 3 * * 0", True)]  # and weekly, hashing every file
             run = run_deployment("index-folder/nightly", timeout=300)
             assert run.state.is_completed(), (tmp_path / "serve.log").read_text()[-3000:]
     finally:
@@ -151,6 +152,7 @@ def test_served_deployment_syncs_the_folder_when_triggered(server, tmp_path):
         stdout.close()
     served = json.loads((tmp_path / "serve.json").read_text())  # one object: not followed by Prefect's banner
     assert served["deployment"] == "index-folder/nightly" and served["cron"] == "0 3 * * *"
+    assert served["verify_cron"] == "30 3 * * 0"
     from citeline.index.store import Store
 
     store = Store(str(db))

@@ -253,3 +253,24 @@ def test_a_ranged_s3_source_fetches_only_its_range(bucket):
     assert one.status_code == 206 and one.content == body[100:101]
     assert tail.status_code == 206 and tail.content == body[-5:]
     assert fetched and sum(fetched) == 6, (fetched, len(body))
+
+
+def test_most_of_a_prefix_gone_is_held_as_a_folder_is_and_an_emptied_one_forgets_nothing(bucket):
+    """Deletion only from evidence on object storage too (issue 43): the same plan holds them."""
+    root = f"s3://{bucket}/docs"
+    for i in range(20):
+        put(bucket, f"docs/note-{i:02d}.md", f"# Note {i}\n\nShip {i * 7} reached the harbour.\n".encode())
+    settings = IndexSettings(db=f"s3://{bucket}/index", model=FAKE)
+    assert sync(root, settings).indexed == 20
+    for i in range(11):
+        s3_client().delete_object(Bucket=bucket, Key=f"docs/note-{i:02d}.md")
+    held = index_folder(root, settings, return_state=True)
+    assert held.name == "DeletionsHeld", held.message
+    assert held.message == (f"not forgetting 11 documents under {root}: that is 11 of its 20 documents; "
+                            "--allow-mass-delete forgets them")
+    assert len(Store(settings.db).document_rows(["doc_id"])) == 20
+    for i in range(11, 20):
+        s3_client().delete_object(Bucket=bucket, Key=f"docs/note-{i:02d}.md")
+    with pytest.raises(FileNotFoundError, match="no object under"):  # the run stops before it plans
+        index_folder(root, settings, allow_mass_delete=True)
+    assert len(Store(settings.db).document_rows(["doc_id"])) == 20

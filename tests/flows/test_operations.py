@@ -100,11 +100,10 @@ def test_a_run_that_waited_longer_than_wait_s_does_nothing_and_says_why(synced):
 
 
 def test_a_run_queued_behind_a_reindex_reads_the_model_the_reindex_left(synced):
-    """The sync due while a reindex holds the slot runs on the index the reindex left behind,
-    and its log says, while it waits, what it waits for."""
+    """The sync due while a reindex holds the slot runs on the index the reindex left behind."""
     from prefect.concurrency.sync import concurrency
 
-    from citeline.flows.operations import one_writer, settings_for
+    from citeline.flows.operations import settings_for
     from citeline.flows.reindex import reindex
 
     folder, db = synced
@@ -138,3 +137,39 @@ def test_a_waiting_run_says_so_while_it_waits(synced, caplog):
     waiting = [r for r in caplog.records if "run.waiting" in r.getMessage()]
     assert len(waiting) >= 2 and "another run is writing this index" in waiting[0].getMessage()
     assert not [r for r in caplog.records if r.levelname == "ERROR"]  # waiting is not an error
+
+
+def test_an_emptied_folder_is_held_by_the_scheduled_sync_until_a_run_allows_it(synced):
+    folder, db = synced
+    for path in folder.iterdir():  # the share did not mount
+        path.unlink()
+    held = sync_folder(str(folder), db, return_state=True)
+    assert held.name == "DeletionsHeld" and "not forgetting 3 documents under" in held.message, held.message
+    assert held.result(raise_on_failure=False).summary.deleted == 0  # the worker's engine reads the summary
+    assert "## Deletions held back" in summary_artifact(held.state_details.flow_run_id)
+    assert len(Store(db).document_rows(["doc_id"])) == 3
+    allowed = sync_folder(str(folder), db, allow_mass_delete=True, return_state=True)
+    assert allowed.is_completed() and allowed.result().deleted == 3, allowed.message
+
+
+def summary_artifact(flow_run_id) -> str:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(
+            flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]), key=ArtifactFilterKey(any_=["index-summary"])))
+    return artifacts[0].data
+
+
+def test_the_weekly_schedules_verify_and_name_real_parameters():
+    from citeline.flows.serve import FolderSync
+    from citeline.schemas.settings import IndexSettings
+
+    sync = next(d for d in deployments() if d["name"] == "index-folder")
+    assert [(s["cron"], s.get("parameters", {})) for s in sync["schedules"]] == [
+        ("*/15 * * * *", {}), ("0 3 * * 0", {"verify": True})]
+    served = FolderSync.of("/data/docs", IndexSettings(db="/data/index", model=FAKE), "*/15 * * * *",
+                           verify_cron="30 3 * * 0").schedules
+    assert [(s.cron, s.parameters.get("verify")) for s in served] == [("*/15 * * * *", None), ("30 3 * * 0", True)]
+    assert set(served[1].parameters) <= set(sync_folder.parameters.properties)  # the flow takes each one
