@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from citeline.pipeline import objects
 from citeline.pipeline.beneath import Escapes, open_beneath
-from citeline.pipeline.blame import library_errors
+from citeline.pipeline.blame import contained, library_errors
 from citeline.pipeline.chunk import CHUNKER_VERSION, Progress, chunk_document
 from citeline.pipeline.embed import Embedder
 from citeline.pipeline.isolate import extract_isolated
@@ -28,7 +28,7 @@ from citeline.pipeline.reuse import Kept, Reuse, Reused, encode_reusing, keeps_t
 from citeline.pipeline.walk import FileStat, SourceFile
 from citeline.schemas.document import Canonical, Chunk, segments_from_json
 from citeline.schemas import interrupt
-from citeline.schemas.errors import DocumentError, Timeout, TooLarge, Unreadable, UnsupportedType, Vanished
+from citeline.schemas.errors import DocumentError, Timeout, TooLarge, Unreadable, Vanished
 from citeline.schemas.options import ExtractOptions
 from citeline.schemas.paths import is_remote, os_path
 from citeline.schemas.settings import IndexSettings
@@ -224,12 +224,32 @@ def _deadline(seconds: float) -> Deadline:
 
 
 def extract_bytes(data: bytes, name: str, options: ExtractOptions) -> Canonical:
-    """Pick the extractor by magic bytes then suffix, and run it (isolated if it asks to be)."""
-    module = _extractors().for_bytes(data[:SNIFF_BYTES], name)
-    if getattr(module, "ISOLATE", False):
-        return extract_isolated(module.__name__, data, name, options)
-    with library_errors(module):  # as the worker does: a library's exception is the file's failure
-        return module.extract(data, name, options)
+    """Pick the extractor by magic bytes then suffix, and run it (isolated if it asks to be).
+
+    Whatever it raises is the file's failure (``contained``): a DocumentError, its library's
+    ParserFailed, or any other exception as ``Unexpected``; only a stop passes.
+    """
+    return run_extractor(sniffed(data, name), data, name, options)
+
+
+def run_extractor(module, data: bytes, name: str, options: ExtractOptions) -> Canonical:
+    """``module.extract(data, name, options)``, in a killable worker if the module asks for one.
+
+    Raises:
+        DocumentError: whatever the extractor raised, as the file's failure (``contained``).
+        Stopped: the run was told to stop.
+    """
+    with contained(f"the {getattr(module, 'NAME', module.__name__)} extractor"):
+        if getattr(module, "ISOLATE", False):
+            return extract_isolated(module.__name__, data, name, options)
+        with library_errors(module):  # as the worker does: a library's exception is the file's failure
+            return module.extract(data, name, options)
+
+
+def sniffed(data: bytes, name: str):
+    """The extractor module for a file's bytes and name (UnsupportedType, or Unexpected, when none)."""
+    with contained("the file type sniffer"):
+        return _extractors().for_bytes(data[:SNIFF_BYTES], name)
 
 
 def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: IndexSettings,
@@ -306,8 +326,9 @@ def extract_chunks(file: SourceFile, stamp: IndexStamp, settings: IndexSettings,
         marks.append(time.perf_counter())
         deadline.check("the end of extraction")
         stage = Stage.CHUNK
-        chunks = chunk_document(canonical.text, canonical.title, prepared.doc_id, stamp.strategy,
-                                settings.budget, settings.overlap, within(deadline, len(canonical.text)))
+        with contained("the chunker"):
+            chunks = chunk_document(canonical.text, canonical.title, prepared.doc_id, stamp.strategy,
+                                    settings.budget, settings.overlap, within(deadline, len(canonical.text)))
         kept = kept_vectors(reuse.stored.chunk_vectors(lender), stamp) if lender is not None else {}
         marks.append(time.perf_counter())
         deadline.check("the end of chunking")
@@ -359,8 +380,8 @@ def is_known(data: bytes, sha256: str, name: str, known: Known) -> bool:
     if sha256 != known.sha256:
         return False
     try:
-        module = _extractors().for_bytes(data[:SNIFF_BYTES], name)
-    except UnsupportedType:  # no extractor claims it now: index it again, to record why it fails
+        module = sniffed(data, name)
+    except DocumentError:  # no extractor claims it now: index it again, to record why it fails
         return False
     return (module.NAME, module.VERSION) == (known.extractor, known.extractor_version)
 
