@@ -33,3 +33,18 @@ def test_a_workbook_of_two_sheets_of_paragraphs_keeps_them():
     canonical = extract_bytes(buffer.getvalue(), "notes.xlsx", OPTIONS)
     assert "Second sheet: The way to get new ideas" in canonical.text
     assert " ".join(canonical.text.split()).count("notice anomalies") == 16
+
+
+def test_a_workbook_with_no_value_in_any_cell_is_empty():
+    from openpyxl import Workbook
+
+    from citeline.schemas.errors import Empty
+
+    buffer = io.BytesIO()
+    Workbook().save(buffer)
+    try:
+        extract_bytes(buffer.getvalue(), "blank.xlsx", OPTIONS)
+    except Empty as exc:
+        assert str(exc) == "no cell holds a value: all 1 worksheets are empty"
+    else:
+        raise AssertionError("a workbook with no values was read")
