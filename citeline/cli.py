@@ -97,8 +97,9 @@ class SourcePath(click.Path):
 @click.option("--max-bytes", type=click.IntRange(min=1), default=100 * 1024 * 1024, show_default=True,
               help="Larger files fail as too-large instead of being read.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=300.0, show_default=True,
-              help="Seconds one document may take to be read, extracted, chunked and embedded "
-                   "(checked between steps; an isolated extractor is killed past it).")
+              help="Seconds one document may take to be read, extracted and chunked (an isolated "
+                   "extractor is killed past it); embedding runs while it progresses, each group of "
+                   "64 chunks within this limit.")
 @click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
               help="Seconds to wait for another writer of the same index.")
 @click.option("--ocr-lang", default="auto", show_default=True,

@@ -13,7 +13,7 @@ import io
 from pathlib import PurePath
 
 from citeline.schemas.document import Canonical, Segment
-from citeline.schemas.errors import Corrupt, Empty, Encrypted, NoText
+from citeline.schemas.errors import Corrupt, Empty, Encrypted
 from citeline.schemas.options import ExtractOptions
 
 from citeline.extractors.blocks import Writer, text_limit
@@ -40,8 +40,8 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     """Canonical text of a .xls or .ods workbook: every non-empty sheet, in tab order.
 
     Raises:
-        Empty, Encrypted, UnsupportedType (another OLE2 file), Corrupt, TooLarge (zip
-        bomb), NoText, Timeout.
+        Empty (no bytes, or no cell holds a value), Encrypted, UnsupportedType (another OLE2
+        file), Corrupt, TooLarge (zip bomb), Timeout.
     """
     import python_calamine  # imported here so the registry loads without it
 
@@ -61,7 +61,7 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     finally:
         book.close()
     if not segments:
-        raise NoText(f"all {len(book.sheet_names)} sheets are empty")
+        raise Empty(f"no cell holds a value: all {len(book.sheet_names)} sheets are empty")
     return Canonical(text=text, title=PurePath(name).stem, extractor=NAME, extractor_version=VERSION,
                      segments=tuple(segments))
 

@@ -96,6 +96,13 @@ class Deadline:
         self.started = time.monotonic()
         self.at = None if not seconds else self.started + seconds
 
+    def renew(self) -> None:
+        """Start the limit again from now: work that makes progress (a group of chunks embedded)
+        earns another full limit for its next step (pipeline/prepare.py ``encode_groups``)."""
+        if self.seconds:
+            self.started = time.monotonic()
+            self.at = self.started + self.seconds
+
     def left(self) -> float | None:
         return None if self.at is None else max(0.0, self.at - time.monotonic())
 

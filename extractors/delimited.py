@@ -40,6 +40,8 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     if not data:
         raise Empty("empty file (0 bytes)")
     text = normalise(decode(data))
+    if not text.strip():
+        raise Empty(f"empty file (only whitespace, {len(data):,} bytes)")
     records = _records(text, _delimiter(text, name), deadline)
     rows = [GridRow(k, cells) for k, cells in enumerate(records, start=1) if cells]
     if not rows:

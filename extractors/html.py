@@ -34,7 +34,7 @@ from citeline.extractors.blocks import Writer, one_line, text_limit
 from citeline.extractors.clean import Deadline, clean
 from citeline.extractors.numbering import counter_text
 from citeline.extractors.tables import grid, table_blocks
-from citeline.extractors.text import decode, normalise
+from citeline.extractors.text import decode, detected, normalise
 
 NAME = "html"
 # 2: tables laid out by extractors.tables (issue 27): caption, every header row (colspan
@@ -138,25 +138,23 @@ def _decode(data: bytes) -> str:
         codec = _codec(declared.group(1))
         # A page that says UTF-8 but is not: browsers replace the bad bytes; so does this.
         return normalise(data.decode(codec, errors="replace"))
-    if b"\x00" in data[:8192]:
-        raise Undecodable("binary data (NUL bytes) in a web page")
+    if b"\x00" in data[:8192]:  # UTF-16 or UTF-32 without a byte-order mark, or binary
+        wide = detected(data, wide_only=True)
+        if wide is None:
+            raise Undecodable("binary data (NUL bytes) in a web page: not UTF-16 or UTF-32 either")
+        return normalise(wide)
     try:
         return normalise(data.decode("utf-8"))
     except UnicodeDecodeError:
         pass
-    from charset_normalizer import from_bytes
-
     # Detection reads the text, not the markup (tags are ASCII in every candidate and only dilute
     # the statistics); windows-1252, a browser's default for an undeclared page, wins unless
-    # another encoding fits the bytes clearly better (a short French page otherwise reads as cp1257).
-    matches = list(from_bytes(_TAGS.sub(b" ", data[:200_000])))
-    if not matches:
-        raise Undecodable("not valid UTF-8, no charset declared, and no text encoding fits the bytes")
-    best = matches[0]
-    default = next((m for m in matches if m.encoding in ("cp1252", "latin_1", "iso8859_1", "ascii")), None)
-    if default is not None and default.chaos <= best.chaos + 0.1 and default.coherence >= best.coherence - 0.05:
-        return normalise(data.decode("cp1252", errors="replace"))
-    return normalise(data.decode(best.encoding, errors="replace"))
+    # another encoding fits the bytes clearly better (text.detected).
+    text = detected(data, sample=_TAGS.sub(b" ", data[:200_000]), prefer_western=True)
+    if text is None:
+        raise Undecodable("not valid UTF-8, no charset declared, and no other encoding explains the bytes as "
+                          "text (tried UTF-16, UTF-32 and the legacy code pages charset-normalizer knows)")
+    return normalise(text)
 
 
 def _codec(label: bytes) -> str:

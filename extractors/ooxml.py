@@ -26,6 +26,12 @@ _KINDS = {"word/document.xml": "a Word document (.docx)", "ppt/presentation.xml"
 _LEGACY = {"WordDocument": "a legacy Word 97-2003 document (.doc, OLE2): save it as .docx",
            "PowerPoint Document": "a legacy PowerPoint 97-2003 file (.ppt, OLE2): save it as .pptx",
            "Workbook": "a legacy Excel 97-2003 workbook (.xls, OLE2)"}
+# Other OLE2 compound files people keep, by a stream only that kind holds: named in the reason, so
+# an Outlook message is not called a damaged workbook.
+_OTHER_OLE2 = {"__properties_version1.0": "an Outlook message (.msg, OLE2)",
+               "VisioDocument": "a legacy Visio drawing (.vsd, OLE2)",
+               "Quill": "a Publisher document (.pub, OLE2)",
+               "HwpSummaryInformation": "a Hangul word processor document (.hwp, OLE2)"}
 
 
 def claims_part(head: bytes, folder: bytes) -> bool:
@@ -99,7 +105,11 @@ def ole2_reason(data: bytes, name: str, part: str) -> Exception:
     for stream, reason in _LEGACY.items():
         if has(stream):
             return UnsupportedType(reason + named)
-    return UnsupportedType(f"an OLE2 compound file (legacy Office format){named}, not {_KINDS[part]}")
+    other = next((kind for stream, kind in _OTHER_OLE2.items() if has(stream)), None)
+    if other is not None:  # a kind of its own: what it is says enough (its suffix, when another)
+        return UnsupportedType(other + ("" if f"({PurePath(name).suffix.lower()}," in other else named))
+    wanted = _KINDS.get(part) or _LEGACY.get(part, part)
+    return UnsupportedType(f"an OLE2 compound file (legacy Office format){named}, not {wanted}")
 
 
 # ---- Strict OOXML ----------------------------------------------------------------------

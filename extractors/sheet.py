@@ -150,7 +150,7 @@ def _workbook(wb, archive: zipfile.ZipFile, name: str, options: ExtractOptions, 
             if rows or charts:
                 add_sheet(writer, ws.title, rows, facts, options, charts)
     if not writer.segments:
-        raise NoText(f"all {len(sheets)} worksheets are empty")
+        raise Empty(f"no cell holds a value: all {len(sheets)} worksheets are empty")
     title = (wb.properties.title or "").strip() if wb.properties else ""
     return Canonical(
         text=writer.text,

@@ -361,7 +361,10 @@ def _parts(table: TableLayout, titles: list[GridRow], headers: list[GridRow], bo
         group += unit
     if group:
         parts.append(labels + group)
-    return parts
+    # A table of label columns only whose cells are too long for a block (a page laid out in one
+    # cell, a sheet of paragraphs) has no value columns to split: it is one part, over the block's
+    # size, which the chunker cuts; it was no part at all, and its text was lost (issue 41 item 6).
+    return parts or [labels + list(table.values)]
 
 
 GROUP = "group"  # a role of a line: the group row repeated above a block

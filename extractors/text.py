@@ -10,8 +10,8 @@ from __future__ import annotations
 import codecs
 import html
 import re
-from collections import deque
 import unicodedata
+from collections import deque
 from pathlib import PurePath
 
 from citeline.schemas.document import Canonical
@@ -42,10 +42,15 @@ _TITLE = re.compile(r"^# +(.+)$", re.MULTILINE)
 
 
 def decode(data: bytes) -> str:
-    """Decode by BOM, else strict UTF-8.
+    """Decode by BOM, else strict UTF-8, else the encoding charset-normalizer finds that explains
+    the bytes as text (UTF-16 and UTF-32 without a BOM, Latin-1, windows-125x, ISO-8859-x ...).
+
+    Detection explains almost any bytes somehow, so what it finds is held to text's shape
+    (``detected``): a NUL byte is binary unless the bytes are UTF-16/32, and a decoding with
+    more than 1% control, private-use or unassigned characters is no text.
 
     Raises:
-        Undecodable: the bytes are not text in a known encoding.
+        Undecodable: no encoding explains the bytes as text; the reason says what was tried.
     """
     for bom, encoding in _BOMS:
         if data.startswith(bom):
@@ -53,12 +58,78 @@ def decode(data: bytes) -> str:
                 return data[len(bom):].decode(encoding)
             except UnicodeDecodeError as exc:
                 raise Undecodable(f"invalid {encoding} at byte {exc.start + len(bom)}") from None
-    if b"\x00" in data[:8192]:
-        raise Undecodable("binary data (NUL bytes) in a text file")
+    nul = b"\x00" in data[:8192]
+    if not nul:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            why = f"not valid UTF-8 at byte {exc.start}: {data[exc.start:exc.start + 8]!r}"
+    text = detected(data, wide_only=nul)
+    if text is not None:
+        return text
+    if nul:
+        raise Undecodable("binary data (NUL bytes) in a text file: not UTF-16 or UTF-32 either")
+    raise Undecodable(f"{why}; no other encoding explains the bytes as text (tried UTF-16, UTF-32 "
+                      "and the legacy code pages charset-normalizer knows)")
+
+
+_WIDE = ("utf_16", "utf_16_le", "utf_16_be", "utf_32", "utf_32_le", "utf_32_be")
+_DETECT_BYTES = 200_000
+_MAX_ODD_SHARE = 0.01
+
+
+def detected(data: bytes, wide_only: bool = False, sample: bytes | None = None,
+             prefer_western: bool = False) -> str | None:
+    """The bytes decoded in the encoding charset-normalizer finds for them, when that decoding reads
+    as text; else None.
+
+    Args:
+        wide_only: only UTF-16/32 may explain them (the bytes hold NULs: anything else is binary).
+        sample: the bytes to detect on (a web page's text without its ASCII tags), default ``data``'s head.
+        prefer_western: windows-1252 wins unless another encoding fits clearly better (a browser's
+            default for an undeclared page; a short French page otherwise reads as cp1257).
+    """
+    from charset_normalizer import from_bytes
+
+    matches = [m for m in from_bytes(sample if sample is not None else data[:_DETECT_BYTES])
+               if not wide_only or m.encoding in _WIDE]
+    if not matches:
+        return None
+    best = matches[0]
+    if prefer_western:
+        default = next((m for m in matches if m.encoding in ("cp1252", "latin_1", "iso8859_1", "ascii")), None)
+        if default is not None and default.chaos <= best.chaos + 0.1 and default.coherence >= best.coherence - 0.05:
+            best = default
+    encoding = "cp1252" if best.encoding in ("latin_1", "iso8859_1") and prefer_western else best.encoding
+    if encoding in _WIDE and not _nuls_in_place(data[:_DETECT_BYTES], encoding):
+        return None
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise Undecodable(f"not valid UTF-8 at byte {exc.start}: {data[exc.start:exc.start + 8]!r}") from None
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError):
+        return None
+    return text if _reads_as_text(text) else None
+
+
+def _nuls_in_place(data: bytes, encoding: str) -> bool:
+    """Whether the NUL bytes sit where UTF-16/32 text puts them: in a character's high bytes, almost
+    never its low byte (U+0100, U+2000 are rare). ASCII with a few NULs decodes as UTF-16 too, as a
+    soup of ideographs ('\\x00\\x01\\x02 not text' is 'Ā\\u2002潮⁴整瑸'): its NULs fall anywhere.
+
+    >>> _nuls_in_place("Köln".encode("utf-16-le"), "utf_16_le"), _nuls_in_place(b"\\x00\\x01\\x02 not text", "utf_16_le")
+    (True, False)
+    """
+    width = 4 if "32" in encoding else 2
+    low = 0 if encoding.endswith("le") or encoding in ("utf_16", "utf_32") else width - 1
+    chars = len(data) // width
+    misplaced = sum(1 for at in range(low, chars * width, width) if data[at] == 0)
+    return misplaced <= chars // 100
+
+
+def _reads_as_text(text: str) -> bool:
+    """Few characters no text holds: controls (tab and line ends aside), private-use, unassigned."""
+    head = text[:_DETECT_BYTES]
+    odd = sum(1 for c in head if c not in "\t\n\r\f" and unicodedata.category(c) in ("Cc", "Co", "Cn", "Cs"))
+    return odd <= len(head) * _MAX_ODD_SHARE
 
 
 def normalise(text: str) -> str:
@@ -197,13 +268,15 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     """Canonical text of a text or Markdown file.
 
     Raises:
-        Empty: zero bytes (the same reason every other extractor gives).
+        Empty: zero bytes (the same reason every other extractor gives), or only whitespace.
         Undecodable: not text.
-        NoText: nothing but whitespace.
+        NoText: nothing left once Markdown's comments and tags are read.
     """
     if not data:
         raise Empty("empty file (0 bytes)")
     text = normalise(decode(data))
+    if not text.strip():  # a person calls a file of blank lines empty, not "no text" (issue 41 item 6)
+        raise Empty(f"empty file (only whitespace, {len(data):,} bytes)")
     if PurePath(name).suffix.lower() in _MARKDOWN:
         text = markdown_text(text)
     if not text.strip():

@@ -42,7 +42,7 @@ from contextlib import contextmanager
 from pathlib import PurePath
 from types import FrameType, ModuleType
 
-from citeline.schemas.errors import CitelineError, ParserFailed, TooLarge
+from citeline.schemas.errors import CitelineError, ParserFailed, TooLarge, Unexpected
 
 # Per extractor NAME: the top-level packages it hands the file's bytes to.
 LIBRARIES: dict[str, tuple[str, ...]] = {
@@ -83,6 +83,42 @@ def library_errors(module: ModuleType) -> Iterator[None]:
         if failure is None:
             raise
         raise failure from None
+
+
+@contextmanager
+def contained(what: str) -> Iterator[None]:
+    """Around the work one file drives (sniffing, extraction, chunking): whatever escapes it is
+    that file's failure, so no file can stop a run. A bug of citeline's that a file reveals is
+    still a bug, but the promise is that a broken document fails alone: it fails as
+    ``Unexpected``, naming the exception and where it rose, for an operator to report.
+
+    Args:
+        what: the code that ran, for the reason ("the calamine extractor", "the chunker").
+
+    Raises:
+        Unexpected: anything but citeline's own errors and the process being stopped.
+        TooLarge: a MemoryError.
+    """
+    try:
+        yield
+    except _PASS:
+        raise
+    except MemoryError:
+        raise TooLarge(f"{what} ran out of memory on this file (MemoryError)") from None
+    except BaseException as exc:  # safe: only the stop signals and citeline's own errors pass (_PASS)
+        raise unexpected(exc, what) from None
+
+
+def unexpected(exc: BaseException, what: str) -> Unexpected:
+    """``exc`` as the file's ``Unexpected`` failure: its type, message and innermost frame."""
+    frames = list(traceback.walk_tb(exc.__traceback__))
+    where = ""
+    if frames:
+        frame, line = frames[-1]
+        where = f" (raised in {module_of(frame) or frame.f_code.co_filename}:{line})"
+    message = " ".join(str(exc).split())[:_MESSAGE_CHARS] or "(no message)"
+    return Unexpected(f"{what} failed on this file: {type(exc).__name__}: {message}{where}; "
+                      "a citeline bug this file reveals: please report it")
 
 
 def as_failure(exc: BaseException, module: ModuleType) -> CitelineError | None:

@@ -15,7 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 
-from citeline.pipeline.blame import library_errors
+from citeline.pipeline.blame import contained, library_errors
 from citeline.schemas import interrupt
 from citeline.schemas.document import Canonical
 from citeline.schemas.errors import Corrupt, Timeout
@@ -33,9 +33,11 @@ GRACE_S = 5.0
 
 def _extract(module_name: str, data: bytes, name: str, options: ExtractOptions) -> Canonical:
     """In the worker: the extractor's result, or its library's exception as the document's failure
-    (judged here, where the traceback still holds the frames that raised it: pipeline/blame.py)."""
-    module = importlib.import_module(module_name)
-    with library_errors(module):
+    (judged here, where the traceback still holds the frames that raised it: pipeline/blame.py);
+    any other exception is the document's ``Unexpected`` failure, named where it rose."""
+    with contained(f"the extractor module {module_name}"):
+        module = importlib.import_module(module_name)
+    with contained(f"the {getattr(module, 'NAME', module_name)} extractor"), library_errors(module):
         return module.extract(data, name, options)
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from citeline.pipeline import objects
 from citeline.pipeline.beneath import Escapes, open_beneath
-from citeline.pipeline.blame import library_errors
+from citeline.pipeline.blame import contained, library_errors
 from citeline.pipeline.chunk import CHUNKER_VERSION, Progress, chunk_document
 from citeline.pipeline.embed import Embedder
 from citeline.pipeline.isolate import extract_isolated
@@ -28,7 +28,7 @@ from citeline.pipeline.reuse import Kept, Reuse, Reused, encode_reusing, keeps_t
 from citeline.pipeline.walk import FileStat, SourceFile
 from citeline.schemas.document import Canonical, Chunk, segments_from_json
 from citeline.schemas import interrupt
-from citeline.schemas.errors import DocumentError, Timeout, TooLarge, Unreadable, UnsupportedType, Vanished
+from citeline.schemas.errors import DocumentError, Timeout, TooLarge, Unreadable, Vanished
 from citeline.schemas.options import ExtractOptions
 from citeline.schemas.paths import is_remote, os_path
 from citeline.schemas.settings import IndexSettings
@@ -224,17 +224,38 @@ def _deadline(seconds: float) -> Deadline:
 
 
 def extract_bytes(data: bytes, name: str, options: ExtractOptions) -> Canonical:
-    """Pick the extractor by magic bytes then suffix, and run it (isolated if it asks to be)."""
-    module = _extractors().for_bytes(data[:SNIFF_BYTES], name)
-    if getattr(module, "ISOLATE", False):
-        return extract_isolated(module.__name__, data, name, options)
-    with library_errors(module):  # as the worker does: a library's exception is the file's failure
-        return module.extract(data, name, options)
+    """Pick the extractor by magic bytes then suffix, and run it (isolated if it asks to be).
+
+    Whatever it raises is the file's failure (``contained``): a DocumentError, its library's
+    ParserFailed, or any other exception as ``Unexpected``; only a stop passes.
+    """
+    return run_extractor(sniffed(data, name), data, name, options)
+
+
+def run_extractor(module, data: bytes, name: str, options: ExtractOptions) -> Canonical:
+    """``module.extract(data, name, options)``, in a killable worker if the module asks for one.
+
+    Raises:
+        DocumentError: whatever the extractor raised, as the file's failure (``contained``).
+        Stopped: the run was told to stop.
+    """
+    with contained(f"the {getattr(module, 'NAME', module.__name__)} extractor"):
+        if getattr(module, "ISOLATE", False):
+            return extract_isolated(module.__name__, data, name, options)
+        with library_errors(module):  # as the worker does: a library's exception is the file's failure
+            return module.extract(data, name, options)
+
+
+def sniffed(data: bytes, name: str):
+    """The extractor module for a file's bytes and name (UnsupportedType, or Unexpected, when none)."""
+    with contained("the file type sniffer"):
+        return _extractors().for_bytes(data[:SNIFF_BYTES], name)
 
 
 def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: IndexSettings,
             known: Known | None = None, reuse: Reuse | None = None) -> Prepared | Unchanged:
-    """Read, extract, chunk and embed one file, within ``settings.timeout_s`` in all.
+    """Read, extract, chunk and embed one file: extraction and chunking within ``settings.timeout_s``,
+    embedding for as long as it makes progress (each group of chunks within the limit).
 
     The file is read once: its bytes are hashed, and when they are ``known`` (the
     indexed ones, for the same extractor) nothing else is done; otherwise the same
@@ -244,10 +265,12 @@ def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: I
     text is stored under the same stamp (that document's, or this one's previous
     version's) keeps its vector, so only the others are encoded.
 
-    The limit is checked between stages, as the chunker goes (pipeline/chunk.py's
-    ``Progress``) and between groups of ``EMBED_GROUP`` chunks, and handed to the extractor
-    as what is left of it (an isolated extractor is killed past it): a document overruns by
-    at most one step (one group, or the in-process text extractor, linear in the file's size).
+    The limit is checked between stages and as the chunker goes (pipeline/chunk.py's
+    ``Progress``), and handed to the extractor as what is left of it (an isolated extractor is
+    killed past it): it is there to stop a stuck parser. Embedding is honest work whose length
+    grows with the document (a 3 MB book is ~8,700 chunks): the limit starts again when embedding
+    starts and after every group of ``EMBED_GROUP`` chunks, so a long document finishes while its
+    groups keep coming, and one whose encoder stalls past the limit fails before its next group.
 
     Raises:
         DocumentError: bad input (Timeout past the limit), with ``.stage`` set; any other
@@ -265,6 +288,7 @@ def embed_prepared(prepared: Prepared, chunks: list[Chunk], kept: dict[str, Kept
                    stamp: IndexStamp, deadline: Deadline) -> Prepared:
     """The extracted document given its rows: kept vectors taken, the other chunks encoded."""
     started = time.perf_counter()
+    deadline.renew()  # extraction's limit spent is not embedding's (see ``prepare``)
     try:
         prepared.rows, prepared.reused = embed_rows(prepared, chunks, embedder, stamp, deadline, kept)
     except Exception as exc:  # safe: re-raised at once, only tagged with the stage it reached
@@ -306,8 +330,9 @@ def extract_chunks(file: SourceFile, stamp: IndexStamp, settings: IndexSettings,
         marks.append(time.perf_counter())
         deadline.check("the end of extraction")
         stage = Stage.CHUNK
-        chunks = chunk_document(canonical.text, canonical.title, prepared.doc_id, stamp.strategy,
-                                settings.budget, settings.overlap, within(deadline, len(canonical.text)))
+        with contained("the chunker"):
+            chunks = chunk_document(canonical.text, canonical.title, prepared.doc_id, stamp.strategy,
+                                    settings.budget, settings.overlap, within(deadline, len(canonical.text)))
         prepared.canonical = why_unquoted(canonical, chunks)
         kept = kept_vectors(reuse.stored.chunk_vectors(lender), stamp) if lender is not None else {}
         marks.append(time.perf_counter())
@@ -360,8 +385,8 @@ def is_known(data: bytes, sha256: str, name: str, known: Known) -> bool:
     if sha256 != known.sha256:
         return False
     try:
-        module = _extractors().for_bytes(data[:SNIFF_BYTES], name)
-    except UnsupportedType:  # no extractor claims it now: index it again, to record why it fails
+        module = sniffed(data, name)
+    except DocumentError:  # no extractor claims it now: index it again, to record why it fails
         return False
     return (module.NAME, module.VERSION) == (known.extractor, known.extractor_version)
 
@@ -416,12 +441,15 @@ def embed_rows(prepared: Prepared, chunks: list[Chunk], embedder: Embedder, stam
 
 
 def encode_groups(embedder: Embedder, texts: list[str], deadline: Deadline | None) -> tuple[list, list[int]]:
-    """Encode ``texts`` ``EMBED_GROUP`` at a time, checking the time limit between groups."""
+    """Encode ``texts`` ``EMBED_GROUP`` at a time; the time limit is one group's (``prepare``):
+    checked before each group, started again after each."""
     vectors, tokens = [], []
     for start in range(0, len(texts), EMBED_GROUP):
         interrupt.check()  # a run told to stop does not encode a large document to its end
         if deadline is not None:
-            deadline.check(f"embedding, {start} of {len(texts)} chunks done")
+            deadline.check(f"embedding, {start} of {len(texts)} chunks done: the last group of "
+                           f"{EMBED_GROUP} took longer than the limit")
+            deadline.renew()  # the group now started has the whole limit
         group_vectors, group_tokens = embedder.embed_counted(texts[start:start + EMBED_GROUP])
         vectors.extend(group_vectors)
         tokens.extend(group_tokens)
@@ -461,8 +489,8 @@ def prepare_group(files: list[tuple[SourceFile, Known | None, Reuse | None]], em
 
     Each file is read, extracted and chunked in turn within its own time limit; then the
     chunks of all of them are encoded in shared groups of ``EMBED_GROUP``. A document's limit
-    counts its own extraction and the shared encoding, not the time it waited while the
-    others were extracted; it is checked before each group that holds its chunks. A document
+    bounds its own extraction; in the shared encoding it is one group's (as in ``prepare``),
+    checked before each group that holds its chunks. A document
     with stored vectors to keep (``Reuse``, pipeline/reuse.py) is encoded on its own, so only
     its changed chunks are.
 
@@ -501,10 +529,7 @@ def encode_together(results: list, extracted: list[tuple[int, list[Chunk], Deadl
     Returns:
         the documents whose time limit ran out while they waited to be encoded, by position.
     """
-    started = time.monotonic()
-    for _, _, deadline, done_at in extracted:  # the wait for the others' extraction is not theirs
-        if deadline.at is not None:
-            deadline.at += started - done_at
+    started = time.monotonic()  # embedding's limit is one group's, as in ``encode_groups``
     flat = [(k, chunk) for k, (_, chunks, _, _) in enumerate(extracted) for chunk in chunks]
     encoded: list[list] = [[] for _ in extracted]
     failed: dict[int, Exception] = {}
@@ -516,6 +541,8 @@ def encode_together(results: list, extracted: list[tuple[int, list[Chunk], Deadl
                 failed[k] = tag(exc, Stage.EMBED)
         group = [(k, chunk) for k, chunk in flat[start:start + EMBED_GROUP] if k not in failed]
         if group:
+            for _, _, deadline, _ in extracted:  # the group now started has the whole limit, for each waiting
+                deadline.renew()
             vectors, tokens = embedder.embed_counted([chunk.text for _, chunk in group])
             for (k, _), vector, n in zip(group, vectors, tokens):
                 encoded[k].append((vector, n))

@@ -115,6 +115,14 @@ class ParserFailed(DocumentError):
     kind = "parser-error"
 
 
+class Unexpected(DocumentError):
+    """citeline's own code raised on this file something it does not expect (a bug this file
+    reveals, an extractor's ``KeyError``): the document fails alone with the exception and where
+    it rose, and the run goes on (pipeline/blame.py ``contained``)."""
+
+    kind = "unexpected-error"
+
+
 class Truncated(DocumentError):
     """The file ends early: a PDF without its end, an MP4 without its moov atom."""
 

@@ -21,7 +21,7 @@ def db(tmp_path_factory, prefect_harness):
     folder = tmp_path_factory.mktemp("docs")
     for doc in EXAMPLES.glob("*.md"):
         shutil.copy(doc, folder / doc.name)
-    (folder / "notes.md").write_bytes(b"caf\xe9 au lait \xff\xfe")
+    (folder / "notes.md").write_bytes(b"caf\xe9 au lait \xff\xfe\x00\x01")
     db = tmp_path_factory.mktemp("index") / "db"
     result = invoke("index", folder, "--db", db, "--no-progress")
     assert result.exit_code == 3, result.output  # the run finished; one document failed

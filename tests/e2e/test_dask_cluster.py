@@ -151,7 +151,7 @@ def test_a_sync_through_a_scheduler_and_two_workers_matches_in_process(docs, mak
     for i, text in enumerate(NOTES):
         (docs / f"note-{i}.md").write_text(f"# Note {i}\n\n{text}\n")
     (docs / "report.pdf").write_bytes(make.text_pdf(1))  # an isolated extractor: a child of the worker
-    (docs / "bad.md").write_bytes(b"caf\xe9 latin-1")
+    (docs / "bad.md").write_bytes(b"caf\xe9 latin-1\x00\x01")
     here, there = tmp_path / "threads", tmp_path / "cluster"
     threads_out = index(docs, here)
     with cluster(tmp_path) as (address, groups):

@@ -25,7 +25,7 @@ def folder(tmp_path) -> Path:
     docs.mkdir()
     for name in ("04-dropout.md", "SOURCE.md"):
         (docs / name).write_bytes((EXAMPLES / name).read_bytes())
-    (docs / "broken.md").write_bytes(b"caf\xe9 latin-1 bytes")
+    (docs / "broken.md").write_bytes(b"caf\xe9 latin-1 bytes\x00\x01")
     return docs
 
 

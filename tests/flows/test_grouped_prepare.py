@@ -34,7 +34,7 @@ def notes(tmp_path) -> Path:
     folder.mkdir()
     for i, text in enumerate(NOTES):
         (folder / f"note-{i}.md").write_text(f"# Note {i}\n\n{text}\n")
-    (folder / "bad.md").write_bytes(b"caf\xe9 latin-1, not UTF-8")
+    (folder / "bad.md").write_bytes(b"caf\xe9 latin-1, not UTF-8\x00\x01")
     return folder
 
 

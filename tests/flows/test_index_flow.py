@@ -31,7 +31,7 @@ def records(s: IndexSettings) -> dict[str, dict]:
 
 
 def test_bad_file_fails_alone_and_books_balance(docs, tmp_path):
-    (docs / "broken.md").write_bytes(b"caf\xe9 au lait, latin-1 bytes in a .md file")
+    (docs / "broken.md").write_bytes(b"caf\xe9 au lait, latin-1 bytes in a .md file\x00\x01")
     s = settings(tmp_path)
     state, summary = run(docs, s)
 
@@ -152,7 +152,7 @@ def test_retry_runs_only_failed_documents(docs, tmp_path):
 
     s = settings(tmp_path)
     broken = docs / "later.md"
-    broken.write_bytes(b"caf\xe9: latin-1, not yet UTF-8 text")
+    broken.write_bytes(b"caf\xe9: latin-1, not yet UTF-8 text\x00\x01")
     run(docs, s)
     assert records(s)["later.md"]["status"] == "failed"
     broken.write_text("# Later\n\nNow it is a readable paragraph about retries.\n")

@@ -100,7 +100,7 @@ def test_retry_fills_the_vectors_of_documents_it_indexes(docs, tmp_path):
     from citeline.flows.retry import retry_failed
 
     broken = docs / "late.md"
-    broken.write_bytes(b"# Late\n\nCaf\xe9 latin-1 bytes fail as undecodable.\n")
+    broken.write_bytes(b"# Late\n\nCaf\xe9 latin-1 bytes fail as undecodable.\x00\x01\n")
     db = str(tmp_path / "db")
     index_folder(str(docs), IndexSettings(model=FAKE, db=db, token_vectors=True), return_state=True)
     broken.write_text("# Late\n\nMomentum accumulates an exponentially decaying average of past gradients.\n")

@@ -8,18 +8,24 @@ exception escaping an extractor would stop a whole run.
 """
 from __future__ import annotations
 
+import random
+import time
+from pathlib import Path
+
 import make
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from citeline import extractors
-from citeline.pipeline.isolate import extract_isolated
-from citeline.pipeline.prepare import is_bad_input, tag
-from citeline.schemas.errors import Timeout
+from citeline.pipeline.isolate import GRACE_S, extract_isolated
+from citeline.pipeline.prepare import is_bad_input, run_extractor, tag
+from citeline.schemas.document import Canonical
+from citeline.schemas.errors import DocumentError, Timeout, UnsupportedType
 from citeline.schemas.options import ExtractOptions
 from citeline.schemas.status import Stage
 
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 LIMIT_S = 20.0  # for inputs of a few KB: anything near it is a hang
 _OPTIONS = ExtractOptions(time_limit_s=LIMIT_S, max_pages=20)
 _FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -89,3 +95,68 @@ def test_the_sniffer_answers_in_bounded_time(data, suffix):
 @example(data=b"Ab. Cd. " * 3000)
 def test_text_is_read_in_bounded_time(data):
     _outcome("citeline.extractors.text", data, "fuzz.md")
+
+
+# ------------------------------------------------------------------ real files, cut and mutated
+# Issue 41 item 1: one Outlook message stopped every sync (a KeyError of citeline's own code on an
+# OLE2 file). Every extractor is fed truncated and byte-mutated copies of real files (the suite's
+# own: unstructured's and docling's, tests/fixtures), seeded, through the pipeline's own call
+# (``run_extractor``: the worker for a binary format, this process for text): each returns or fails
+# its document with a DocumentError, within its time limit, whatever the extractor raised.
+
+REAL_LIMIT_S = 10.0
+_REAL_FOLDERS = ("realfiles", "docling", "media")
+
+
+def _real_files() -> dict[str, list[Path]]:
+    """The suite's real files by the extractor that reads them."""
+    by_extractor: dict[str, list[Path]] = {}
+    for folder in _REAL_FOLDERS:
+        for path in sorted((FIXTURES / folder).iterdir()):
+            if path.name.endswith((".gt.md", "ORIGIN.md")):
+                continue
+            try:
+                module = extractors.for_bytes(path.read_bytes()[:8192], path.name)
+            except UnsupportedType:
+                continue
+            by_extractor.setdefault(module.NAME, []).append(path)
+    return by_extractor
+
+
+_REAL = _real_files()
+
+
+def _copies(data: bytes, rng: random.Random) -> list[tuple[str, bytes]]:
+    """A copy cut short, one with bytes overwritten past its magic, and one with both."""
+    def mutated(body: bytes) -> bytes:
+        out = bytearray(body)
+        for _ in range(rng.randint(4, 32)):
+            at = rng.randrange(min(16, len(out) - 1), len(out))
+            out[at:at + 4] = rng.randbytes(rng.randint(1, 4))
+        return bytes(out)
+
+    cut = data[: rng.randint(1, max(1, len(data) - 1))]
+    return [("cut", cut), ("mutated", mutated(data)), ("cut+mutated", mutated(data[: max(32, len(data) * 2 // 3)]))]
+
+
+def test_every_extractor_has_real_files_to_fuzz():
+    assert set(extractors.registered()) - set(_REAL) <= {"calamine-ods"}, sorted(_REAL)
+
+
+@pytest.mark.parametrize("extractor", sorted(_REAL))
+def test_cut_and_mutated_real_files_fail_alone_within_the_limit(extractor):
+    rng = random.Random(f"issue-41-{extractor}")
+    module = extractors.registered()[extractor]
+    options = ExtractOptions(time_limit_s=REAL_LIMIT_S, max_pages=5, ocr_lang="eng")
+    for path in rng.sample(_REAL[extractor], min(2, len(_REAL[extractor]))):
+        for how, data in _copies(path.read_bytes(), rng):
+            started = time.monotonic()
+            try:
+                result = run_extractor(module, data, path.name, options)
+            except Exception as exc:  # safe: asserted to be the document's own failure
+                assert is_bad_input(exc), f"{how} {path.name}: {type(exc).__name__}: {exc}"
+                assert not isinstance(exc, Timeout), f"{how} {path.name} ran past its limit: {exc}"
+                result = exc
+            took = time.monotonic() - started
+            assert took < REAL_LIMIT_S + GRACE_S, f"{how} {path.name} took {took:.1f} s"
+            assert isinstance(result, (Canonical, DocumentError)), result

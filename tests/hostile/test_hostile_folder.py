@@ -59,7 +59,7 @@ HOSTILE = [
     Case("zip-bomb.xlsx", lambda: make.zip_bomb(600 << 20), "extract", "too-large", "zip bomb"),
     Case("bomb.png", lambda: make.png_claiming(20_000, 10_000), "extract", "too-large", "decompression bomb"),
     Case("truncated.mp4", make.truncated_mp4, "extract", "truncated", "moov atom"),
-    Case("latin1.txt", make.invalid_utf8, "extract", "undecodable", "not valid UTF-8"),
+    Case("noise.txt", make.undecodable, "extract", "undecodable", "no other encoding explains the bytes"),
     Case("broken-utf16.txt", make.invalid_utf16, "extract", "undecodable", "invalid utf-16-le"),
     Case("text-named.pdf", lambda: b"# Notes\n\nPlain text that says it is a PDF.\n", "extract", "corrupt",
          "not a PDF"),
@@ -73,6 +73,7 @@ GOOD = {
     "sales.xlsx": (make.workbook(), "auditors signed off"),
     "open-password.pdf": (make.encrypted_pdf(""), "harbour project"),  # empty user password: opens
     "pdf-named.txt": (make.two_column_pdf(), "harbour project"),  # the extension lies: magic bytes win
+    "latin1.txt": (make.invalid_utf8(), "Café au lait, crème brûlée"),  # not UTF-8: its code page is found
     "one-bad-page.pdf": (make.corrupt_stream_pdf(pages=2, bad=(0,)), "Speed Test Journal"),
     "handbook.docx": (make.handbook_docx(), "Run the installer twice"),
     "deck.pptx": (make.deck_pptx(), "auditors signed off on 2 April"),

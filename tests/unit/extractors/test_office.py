@@ -126,7 +126,7 @@ def test_no_xls_writer_is_installed_so_xls_is_checked_by_its_container_only(make
         (calc, lambda m: m._ole2(["WordDocument", "1Table"]), None, UnsupportedType, "legacy Word"),
         (calc, lambda m: m.ods({"S": [["a"]]}, encrypted=True), None, Encrypted, "password-protected OpenDocument"),
         (calc, lambda m: m.services_ods()[:700], None, Corrupt, "damaged or truncated zip"),
-        (calc, lambda m: m.ods({"Empty": [], "Blank": [[None, None]]}), None, NoText, "all 2 sheets are empty"),
+        (calc, lambda m: m.ods({"Empty": [], "Blank": [[None, None]]}), None, Empty, "all 2 sheets are empty"),
         (calc, lambda m: m.zip_bomb(64 << 20), ExtractOptions(max_unpacked_bytes=32 << 20), TooLarge, "zip bomb"),
     ],
     ids=["docx-empty", "docx-cut", "docx-bad-xml", "docx-encrypted", "docx-legacy", "docx-is-pptx", "docx-bomb",
