@@ -5,6 +5,7 @@ import errno
 import hashlib
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -95,6 +96,7 @@ class Listing:
 
     files: list[SourceFile]
     unlisted: tuple[Unlisted, ...] = ()
+    left_out: tuple[str, ...] = ()  # folders of ``leave_out`` found under the root, not walked
 
 
 def list_files(root: str | Path, selection: Selection = Selection()) -> list[SourceFile]:
@@ -102,7 +104,7 @@ def list_files(root: str | Path, selection: Selection = Selection()) -> list[Sou
     return list_folder(root, selection).files
 
 
-def list_folder(root: str | Path, selection: Selection = Selection()) -> Listing:
+def list_folder(root: str | Path, selection: Selection = Selection(), leave_out: Iterable[str] = ()) -> Listing:
     """Every regular file under ``root`` (or ``root`` itself if it is a file) that ``selection`` keeps, sorted,
     and every folder or file under it that could not be read.
 
@@ -119,6 +121,9 @@ def list_folder(root: str | Path, selection: Selection = Selection()) -> Listing
     nothing under it (pipeline/plan.py); so is a file whose ``lstat`` fails for another
     reason than being gone.
 
+    The folders of ``leave_out`` (absolute paths: the index being written, Prefect's home)
+    are never walked, whatever the patterns say, and are returned in ``left_out`` when met.
+
     Raises:
         FileNotFoundError: ``root`` does not exist.
         ValueError: a pattern of ``selection`` or of ``.citelineignore`` is malformed.
@@ -131,7 +136,8 @@ def list_folder(root: str | Path, selection: Selection = Selection()) -> Listing
         st = base.lstat()
         return Listing([SourceFile(escape(str(base)), escape(str(base.parent)), escape(base.name), FileStat.of(st))])
     excluded, included = _specs(base, selection)
-    found, unlisted = [], []
+    found, unlisted, met = [], [], []
+    never = {os.path.realpath(os.path.expanduser(p)) for p in leave_out}
 
     def failed(exc: OSError) -> None:  # os.walk's onerror: it then leaves that folder out
         unlisted.append(Unlisted(escape(str(exc.filename or base)), exc.strerror or type(exc).__name__))
@@ -140,6 +146,9 @@ def list_folder(root: str | Path, selection: Selection = Selection()) -> Listing
         rel = Path(folder).relative_to(base).as_posix()
         prefix = "" if rel == "." else rel + "/"
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not excluded.match_file(f"{prefix}{d}/"))
+        if never:
+            met += [escape(os.path.join(folder, d)) for d in dirs if os.path.join(folder, d) in never]
+            dirs[:] = [d for d in dirs if os.path.join(folder, d) not in never]
         for name in sorted(files):
             if name.startswith(".") or excluded.match_file(prefix + name):
                 continue
@@ -154,7 +163,7 @@ def list_folder(root: str | Path, selection: Selection = Selection()) -> Listing
             if st is None:
                 continue
             found.append(SourceFile(escape(str(candidate)), escape(str(base)), escape(prefix + name), FileStat.of(st)))
-    return Listing(found, tuple(unlisted))
+    return Listing(found, tuple(unlisted), tuple(met))
 
 
 def list_remote(root: str, selection: Selection = Selection()) -> list[SourceFile]:

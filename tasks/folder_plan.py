@@ -17,6 +17,7 @@ flow. A step added to ``flows.ingest.index_folder`` that writes needs its condit
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from citeline.index.store import Store, index_exists
@@ -30,6 +31,7 @@ from citeline.schemas.paths import absolute, escape, is_remote
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import PIPELINE_VERSION, STAMP_COLUMNS, IndexStamp
 from citeline.schemas.status import RunSummary
+from citeline.tasks.log import Events, get_logger
 
 RECORD_COLUMNS = ["doc_id", "root", "source", "path", "status", "stage", "reason", "sha256", "attempts", "created_at",
                   *STAT_COLUMNS, *STAMP_COLUMNS]
@@ -39,10 +41,20 @@ def plan_folder(root: str, store: Store, stamp: IndexStamp, selection: Selection
                 verify: bool = False, allow_mass_delete: bool = False) -> SyncPlan:
     """What this run must do; a single file is indexed without forgetting its neighbours, and
     nothing is forgotten without evidence (pipeline/plan.py ``hold_deletions``)."""
-    listing = list_folder(root, selection)
+    listing = list_folder(root, selection, own_folders(store.uri))
+    for folder in listing.left_out:
+        get_logger().info(Events.FOLDER_LEFT_OUT, folder=folder, why="citeline's own files: the index, or Prefect's home")
     prune = synced_root(root) if is_folder(root) else None
     return plan_sync(listing.files, store.document_rows(RECORD_COLUMNS), stamp, prune, verify, listing.unlisted,
                      allow_mass_delete)
+
+
+def own_folders(db: str) -> tuple[str, ...]:
+    """The folders a sync never indexes though they lie in the folder it syncs: the index it
+    writes (its LanceDB files failed on every sync) and the homes of Prefect and of citeline's
+    server (their databases and logs)."""
+    homes = (os.environ.get("PREFECT_HOME"), os.environ.get("CITELINE_HOME"))
+    return tuple(absolute(p) for p in (db, *homes) if p and not is_remote(p))
 
 
 def synced_root(root: str) -> str:

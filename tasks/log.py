@@ -37,6 +37,7 @@ class Events:
     RUN_FINISHED = "run.finished"
     RUN_STOPPED = "run.stopped"
     RUN_CLEANED = "run.cleaned"
+    FOLDER_LEFT_OUT = "folder.left_out"  # the index (or Prefect's home) inside the synced folder: not indexed
     RUN_HELD = "run.held"  # documents not forgotten: a folder not listed, a mass deletion (pipeline/plan.py)
     DOCUMENT_FINISHED = "document.finished"
     DOCUMENT_INDEXED = "document.indexed"
