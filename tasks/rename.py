@@ -90,7 +90,7 @@ def _write(store, stamp: IndexStamp, settings: IndexSettings, stored, group: lis
         TokenVectors(store, stamp).copy(kept)
     seconds = round((time.perf_counter() - started) / len(group), 4)
     outcomes = [Outcome(r.file.path, DocStatus.INDEXED, chunks=counts[r.doc_id], truncated=lenders[r.doc_id]["truncated"],
-                        reused=counts[r.doc_id]) for r in group]
+                        reused=counts[r.doc_id], change="renamed", lent_by=lenders[r.doc_id]["source"]) for r in group]
     each_or_summary(get_logger(), (Events.DOCUMENT_INDEXED, Events.DOCUMENT_FINISHED), [
         {"path": o.path, "document_id": r.doc_id, "status": DocStatus.INDEXED, "chunks": o.chunks,
          "truncated": o.truncated, "encoded": 0, "reused": o.reused, "lent_by": lenders[r.doc_id]["source"],
