@@ -113,7 +113,8 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
             not_documents=tuple(sorted([*plan.set_aside, *set_aside], key=lambda d: d.path)),
         )
     seconds = dict(zip(("plan", "documents", "finish"), (round(b - a, 4) for a, b in zip(marks, marks[1:]))))
-    log.info(Events.RUN_FINISHED, seconds=seconds, **{k: v for k, v in summary.__dict__.items() if k != "failures"})
+    log.info(Events.RUN_FINISHED, seconds=seconds, not_documents=len(summary.not_documents),
+             **{k: v for k, v in summary.__dict__.items() if k not in ("failures", "not_documents")})
     publish_report(summary, root, settings.db)
     return stopped_state(summary, stopped) if stopped else final_state(summary, max_failed)
 
