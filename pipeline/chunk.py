@@ -154,11 +154,18 @@ def _make_chunk(
 ) -> Chunk:
     """Build one chunk; the header is only ever in ``text``, never in ``content``."""
     content = text[span[0] : span[1]]
-    embedded = content
-    if header:
-        path = f"{title} > {section}" if section else title
-        embedded = f"[{path}]\n{content}"
+    embedded = headed(title, section, content) if header else content
     return Chunk(doc_id, ordinal, span[0], span[1], section, content, embedded)
+
+
+def headed(title: str, section: str, content: str) -> str:
+    """A chunk's embedded text under a header strategy: ``[Title > Section]`` and its content.
+
+    >>> headed("Notes", "Part", "text"), headed("Notes", "", "text")
+    ('[Notes > Part]\\ntext', '[Notes]\\ntext')
+    """
+    path = f"{title} > {section}" if section else title
+    return f"[{path}]\n{content}"
 
 
 # --- sections -------------------------------------------------------------------------

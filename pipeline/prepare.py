@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, BinaryIO
 
 from citeline.pipeline import objects
@@ -355,8 +355,32 @@ def lender_among(records, data: bytes, sha256: str, file: SourceFile, doc_id: st
     for record in records:
         if (record["doc_id"] != doc_id and record["status"] == DocStatus.INDEXED
                 and is_known(data, sha256, name, Known.of(record))
-                and keeps_title(record["path"], file.path, record["title"] or "")):
-            return record
+                and (title := title_at(record, file.path)) is not None):
+            # the lender as the new file has it: its title at the new name (the stored one in ``lent_title``)
+            return {**record, "title": title, "lent_title": record["title"] or ""}
+    return None
+
+
+def title_at(record: Mapping, path: str) -> str | None:
+    """The title the stored document ``record`` has at ``path``: its own where the new name
+    keeps it; else, where its extractor titles a document by its file name in a way known
+    without extracting (text and Markdown: the first ``# `` line, else the name; media: the
+    stem), the one the new name gives; None: only extraction can tell (extract it again).
+
+    >>> record = {"path": "a/notes.txt", "title": "notes", "extractor": "text", "canonical": "Plain words."}
+    >>> title_at(record, "b/notes.txt"), title_at(record, "b/ideas.txt"), title_at({**record, "extractor": "pdf"}, "x.pdf")
+    ('notes', 'ideas', None)
+    """
+    title = record["title"] or ""
+    if keeps_title(record["path"], path, title):
+        return title
+    name = PurePosixPath(path).name
+    if record["extractor"] == "text":
+        from citeline.extractors.text import title_of
+
+        return title_of(record["canonical"], name)
+    if record["extractor"] == "media":
+        return PurePosixPath(name).stem
     return None
 
 

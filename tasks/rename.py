@@ -80,7 +80,9 @@ def _write(store, stamp: IndexStamp, settings: IndexSettings, stored, group: lis
            prior: dict) -> list[Outcome]:
     """One group of renamed files: their rows in one commit, their records in the next."""
     started = time.perf_counter()
-    rows, kept = moved_rows(stored, [(lenders[r.doc_id]["doc_id"], r.doc_id, r.file.path) for r in group], stamp)
+    moves = [(lenders[r.doc_id]["doc_id"], r.doc_id, r.file.path, lenders[r.doc_id]["lent_title"],
+              lenders[r.doc_id]["title"]) for r in group]
+    rows, kept = moved_rows(stored, moves, stamp)
     with write_lock(settings.db):
         counts = store.replace_rows_of(stamp, [r.doc_id for r in group], rows)
         store.upsert_documents([

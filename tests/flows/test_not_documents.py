@@ -115,3 +115,30 @@ def test_renaming_a_file_that_is_no_document_is_no_new_failure(folder, tmp_path)
     summary = sync(folder, settings)
     assert summary.failed == 0 and "script.py" in {d.path for d in summary.not_documents}
     assert summary.words() == "1 deleted, 4 skipped as not documents"
+
+
+def test_a_text_file_renamed_twice_reuses_its_stored_work_both_times(docs, tmp_path):
+    """Issue 41.10: a second rename of a text file titled by its name re-encoded it (every such
+    rename did: its title, in every chunk header, changed). Each rename now keeps the vectors,
+    and the title and headers follow the name; the summary says it in words."""
+    settings = IndexSettings(db=str(tmp_path / "db"), model=FAKE)
+    words = "harbour ledger pump bridge tender audit survey archive budget".split()
+    rng = random.Random(10)
+    (docs / "book.txt").write_text("\n\n".join(" ".join(rng.choice(words) for _ in range(90)) for _ in range(6)))
+    first = sync(docs, settings)
+    assert first.words() == "3 new"
+    for old, new in (("book.txt", "book-2023.txt"), ("book-2023.txt", "archive/old-book.txt")):
+        (docs / new).parent.mkdir(exist_ok=True)
+        (docs / old).rename(docs / new)
+        summary = sync(docs, settings)
+        assert (summary.encoded, summary.reused, summary.deleted) == (0, summary.chunks, 1), summary.line()
+        assert summary.words() == "1 renamed"
+    rows = [r for r in Store(settings.db).chunk_rows(["path", "title", "text"]) if r["path"] == "archive/old-book.txt"]
+    assert len(rows) > 1 and all(r["title"] == "old-book" and r["text"].startswith("[old-book") for r in rows)
+    changed = docs / "archive" / "old-book.txt"
+    changed.write_text(changed.read_text() + "\n\nA closing paragraph about the tender.\n")
+    (docs / "gone.md").write_text("# Gone\n\nSoon deleted.\n")
+    sync(docs, settings)
+    (docs / "gone.md").unlink()
+    changed.write_text(changed.read_text() + "\n\nOne more line.\n")
+    assert sync(docs, settings).words() == "1 changed, 1 deleted"
