@@ -209,6 +209,11 @@ def library_page(docs: Sequence[DocumentInfo], query: LibraryQuery, index_stamp:
 {table}{pager}""", current="/library")
 
 
+def badge(status: str) -> str:
+    """A document's status as a badge: styled by its stored value, worded as people say it."""
+    return f"<span class=\"badge {esc(status)}\">{esc(SHOWN.get(status, status))}</span>"
+
+
 def _library_row(doc: DocumentInfo, index_stamp: Mapping[str, object], versions: Mapping[str, str]) -> str:
     title = (f"<div class=\"note\">{esc(doc.title)}</div>"
              if doc.title and doc.title != PurePosixPath(doc.path).stem else "")
@@ -228,7 +233,7 @@ def _library_row(doc: DocumentInfo, index_stamp: Mapping[str, object], versions:
     return (f"<tr class=\"{esc(doc.status)}\" data-id=\"{esc(doc.document_id)}\">"
             f"<td class=\"name\"><a class=\"doc-link\" href=\"/documents/{esc(doc.document_id)}\">{esc(doc.path)}</a>{title}</td>"
             f"<td class=\"short\" data-label=\"Type\">{esc(kind_of(doc.path))}</td>"
-            f"<td class=\"short\" data-label=\"Status\"><span class=\"badge {esc(doc.status)}\">{esc(SHOWN.get(doc.status, doc.status))}</span></td>"
+            f"<td class=\"short\" data-label=\"Status\">{badge(doc.status)}</td>"
             f"<td class=\"short\" data-label=\"Chunks\">{doc.chunk_count}</td>"
             f"<td class=\"details\">{''.join(details)}</td></tr>")
 
@@ -244,7 +249,7 @@ def document_page(doc: DocumentInfo, chunks: Sequence[ChunkInfo], page: int, ind
     page = min(max(page, 1), pages)
     shown = chunks[(page - 1) * CHUNKS_PAGE: page * CHUNKS_PAGE]
     stamps = dict(doc.stamps)
-    facts = [("Status", f"<span class=\"badge {esc(doc.status)}\">{esc(SHOWN.get(doc.status, doc.status))}</span>"),
+    facts = [("Status", badge(doc.status)),
              ("Path", esc(doc.path))]
     if doc.title:
         facts.append(("Title", esc(doc.title)))
