@@ -222,7 +222,8 @@ def _library_row(doc: DocumentInfo, index_stamp: Mapping[str, object], versions:
         stage = f" at {esc(doc.stage)}" if doc.stage else ""
         details.append(f"<div class=\"reason\">Failed{stage}: {esc(doc.reason or 'no reason recorded')}</div>")
     elif doc.status == DocStatus.NOT_DOCUMENT:
-        details.append(f"<div class=\"note\">{esc((doc.reason or NOT_A_DOCUMENT).capitalize())}</div>")
+        reason = doc.reason or NOT_A_DOCUMENT
+        details.append(f"<div class=\"note\">{esc(reason[:1].upper() + reason[1:])}</div>")
     differs = stamp_differences(doc, index_stamp, versions)
     if differs:
         details.append(f"<div class=\"note\">Made with {esc(', '.join(differs))}</div>")

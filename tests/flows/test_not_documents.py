@@ -142,3 +142,19 @@ def test_a_text_file_renamed_twice_reuses_its_stored_work_both_times(docs, tmp_p
     (docs / "gone.md").unlink()
     changed.write_text(changed.read_text() + "\n\nOne more line.\n")
     assert sync(docs, settings).words() == "1 changed, 1 deleted"
+
+
+def test_the_library_shows_them_skipped_with_what_they_are_never_failed(folder, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from citeline.api import Index
+    from citeline.service import create_app
+
+    index = Index.create(str(tmp_path / "db"), model=FAKE)
+    assert index.sync(str(folder)).failed == 0
+    with TestClient(create_app(index, poll_s=0)) as client:
+        page = client.get("/library").text
+        skipped = client.get("/library", params={"status": "not-a-document"}).text
+    assert "0 failed" in page and "4 skipped as not documents" in page and "Failed" not in page
+    assert '<span class="badge not-a-document">skipped</span>' in skipped
+    assert "Not a document: Python source" in skipped and skipped.count('class="doc-link"') == 4
