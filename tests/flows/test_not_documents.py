@@ -158,3 +158,23 @@ def test_the_library_shows_them_skipped_with_what_they_are_never_failed(folder, 
     assert "0 failed" in page and "4 skipped as not documents" in page and "Failed" not in page
     assert '<span class="badge not-a-document">skipped</span>' in skipped
     assert "Not a document: Python source" in skipped and skipped.count('class="doc-link"') == 4
+
+
+def test_an_old_unsupported_type_failure_is_skipped_once_retried(folder, tmp_path):
+    """An index written before issue 41.2 holds such files as failed: they stay still failing
+    until changed, and ``retry`` moves them to skipped (counted there, not as indexed)."""
+    from citeline.flows.retry import retry_failed
+
+    settings = IndexSettings(db=str(tmp_path / "db"), model=FAKE)
+    sync(folder, settings)
+    store = Store(settings.db)
+    old = {"doc_id": next(r["doc_id"] for r in store.document_rows(["doc_id", "path"]) if r["path"] == "tool.py"),
+           "status": "failed", "stage": "extract", "reason": "unsupported-type: a text file with suffix .py"}
+    store.upsert_documents([old])
+    assert sync(folder, settings).still_failing == 1
+    state = retry_failed(settings, return_state=True)
+    assert state.is_completed(), state.message
+    summary = state.result()
+    assert (summary.indexed, summary.failed) == (0, 0)
+    assert [(d.path, d.what) for d in summary.not_documents] == [("tool.py", "Python source")]
+    assert statuses(settings)["tool.py"] == ("not-a-document", "not a document: Python source")
