@@ -86,6 +86,11 @@ def test_a_changed_file_is_examined_again(folder, tmp_path):
     assert (second.indexed, second.changed, second.failed) == (1, 1, 0)
     assert statuses(settings)["LICENSE"] == ("indexed", None)
     assert "LICENSE" not in {d.path for d in second.not_documents}
+    (folder / "LICENSE").write_bytes(b"\x00\x01\x02\x03" * 64)  # a document replaced by a file that is none
+    third = sync(folder, settings)  # sync() checks the index: no chunk is left of the document it replaced
+    assert third.failed == 0 and "LICENSE" in {d.path for d in third.not_documents}
+    assert statuses(settings)["LICENSE"][0] == "not-a-document"
+    assert not [r for r in Store(settings.db).chunk_rows(["path"]) if r["path"] == "LICENSE"]
 
 
 def test_cli_exits_0_and_lists_them_in_text_json_and_status(folder, tmp_path):
