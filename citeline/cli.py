@@ -179,6 +179,8 @@ def _run_report(state_name: str, summary) -> dict:
     """A run's ``--json`` report: its final state's name, its counts (and in words), its failures
     and the files it set aside as no documents."""
     counts = {k: v for k, v in asdict(summary).items() if k not in ("failures", "not_documents")}
+    if not hasattr(summary, "words"):  # a re-index's summary: no files read, none set aside
+        return {"state": state_name, "summary": counts, "failures": [asdict(f) for f in summary.failures]}
     return {"state": state_name, "summary": {**counts, "in_words": summary.words()},
             "failures": [asdict(f) for f in summary.failures],
             "not_documents": [asdict(d) for d in summary.not_documents]}
@@ -186,7 +188,7 @@ def _run_report(state_name: str, summary) -> dict:
 
 def _echo_not_documents(summary) -> None:
     """The run's files that are no documents, one line each, after its failures (not failures)."""
-    for skipped in summary.not_documents:
+    for skipped in getattr(summary, "not_documents", ()):
         click.echo(f"  SKIPPED {visible(skipped.path)}: {NOT_A_DOCUMENT}{visible(skipped.what)}")
 
 
