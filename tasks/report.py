@@ -103,10 +103,10 @@ def _markdown(summary: RunSummary, root: str) -> str:
     lines = [
         f"# Index run: {markdown_text(root)}",
         "",
-        "| indexed | skipped | not documents | failed | deleted | chunks written | truncated | rows in index |",
+        "| indexed | skipped | failed | deleted | chunks written | truncated | rows in index | not documents |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|",
-        f"| {summary.indexed} | {summary.skipped} | {len(summary.not_documents)} | {summary.failed} | {summary.deleted} "
-        f"| {summary.chunks} | {summary.truncated} | {summary.rows} |",
+        f"| {summary.indexed} | {summary.skipped} | {summary.failed} | {summary.deleted} "
+        f"| {summary.chunks} | {summary.truncated} | {summary.rows} | {len(summary.not_documents)} |",
         "", f"In words: {summary.words()}.",
     ]
     if summary.still_failing:

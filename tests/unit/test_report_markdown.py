@@ -41,3 +41,18 @@ def test_no_html_or_markdown_link_survives():
 def test_a_root_with_a_backtick_cannot_end_its_heading():
     text = _markdown(RunSummary(), "/docs`<b>x</b>\n# forged")
     assert text.split("\n")[0] == "# Index run: /docs\\`&lt;b&gt;x&lt;/b&gt;\\\\n\\# forged"
+
+
+def test_files_that_are_no_documents_are_listed_apart_from_failures_and_escaped():
+    """Issue 41.2: the artifact counts and lists them, never as failures; a hostile name stays one cell."""
+    from citeline.schemas.status import NotDocument
+
+    summary = RunSummary(indexed=1, new=1, not_documents=(NotDocument("tool.py", "Python source"),
+                                                           NotDocument("a | b <i>.zip", "a zip archive (.zip)")))
+    markdown = _markdown(summary, "/docs")
+    assert "In words: 1 new, 2 skipped as not documents." in markdown and "Failed documents" not in markdown
+    lines = markdown.split("\n")
+    rows = lines[lines.index("| path | what it is |") + 2:]
+    assert [_cells(r) for r in rows] == [[" tool.py ", " Python source "],
+                                         [" a \\| b &lt;i&gt;.zip ", " a zip archive \\(.zip\\) "]]
+    assert _cells(lines[4])[-1].strip() == "2"  # the counts row's last column
