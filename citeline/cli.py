@@ -23,7 +23,7 @@ from citeline.schemas.paths import absolute, escape, is_remote, os_path
 from citeline.schemas.retrieval import BM25, DEFAULT_RERANK, DEFAULT_RETRIEVER, RETRIEVERS
 from citeline.schemas.settings import DEFAULT_STRATEGY, STRATEGIES
 from citeline.schemas.stamp import STAMP_COLUMNS, Stamp, is_current
-from citeline.schemas.status import DocStatus
+from citeline.schemas.status import NOT_A_DOCUMENT, DocStatus
 from citeline.schemas.text import visible, visible_lines
 
 db_option = click.option("--db", envvar=ENV_DB, default=DEFAULTS["db"], show_default=True,
@@ -178,13 +178,25 @@ def _answered_unchanged(path: str, settings, selection, as_json: bool) -> bool:
         click.echo(json.dumps({**_run_report("Completed", summary), "flow_run": None}, indent=2))
     else:
         click.echo(summary.line())
+        _echo_not_documents(summary)
     return True
 
 
 def _run_report(state_name: str, summary) -> dict:
-    """A run's ``--json`` report: its final state's name, its counts and its failures."""
-    return {"state": state_name, "summary": {k: v for k, v in asdict(summary).items() if k != "failures"},
-            "failures": [asdict(f) for f in summary.failures]}
+    """A run's ``--json`` report: its final state's name, its counts (and in words), its failures
+    and the files it set aside as no documents."""
+    counts = {k: v for k, v in asdict(summary).items() if k not in ("failures", "not_documents")}
+    if not hasattr(summary, "words"):  # a re-index's summary: no files read, none set aside
+        return {"state": state_name, "summary": counts, "failures": [asdict(f) for f in summary.failures]}
+    return {"state": state_name, "summary": {**counts, "in_words": summary.words()},
+            "failures": [asdict(f) for f in summary.failures],
+            "not_documents": [asdict(d) for d in summary.not_documents]}
+
+
+def _echo_not_documents(summary) -> None:
+    """The run's files that are no documents, one line each, after its failures (not failures)."""
+    for skipped in getattr(summary, "not_documents", ()):
+        click.echo(f"  SKIPPED {visible(skipped.path)}: {NOT_A_DOCUMENT}{visible(skipped.what)}")
 
 
 def _existing_settings(db: str):
@@ -256,6 +268,7 @@ def _print_run(state, as_json: bool = False) -> None:
             click.echo(f"  FAILED {visible(failure.path)} [{failure.stage}] {visible(failure.reason)}")
         for held in getattr(summary, "held", ()):  # a retry's summary holds none
             click.echo(f"citeline: {visible(held)}", err=True)
+        _echo_not_documents(summary)
     if state.name == STOPPED:
         _exit_stopped(None if as_json else state.message)  # the JSON report holds the message
     if error:
@@ -544,10 +557,15 @@ def status(db, failed, as_json):
                    f"pipeline v{stamp['pipeline_version']}; {report['rows']} chunk rows")
         click.echo(gate_line)
     for d in report["documents"]:
-        rows = "-" if d["status"] == DocStatus.FAILED else "current" if d["current"] else "STALE"  # failed: no rows
-        line = f"{d['status']:<8} {rows:<7} {d['chunk_count']:>5} chunks  {visible(d['name'])}"
+        aside = d["status"] == DocStatus.NOT_DOCUMENT  # shown "skipped", as the run's summary says
+        # failed or set aside: no rows of its own
+        rows = "-" if d["status"] == DocStatus.FAILED or aside else "current" if d["current"] else "STALE"
+        shown = "skipped" if aside else d["status"]
+        line = f"{shown:<8} {rows:<7} {d['chunk_count']:>5} chunks  {visible(d['name'])}"
         if d["status"] == DocStatus.FAILED:
             line += f"  [{d['stage']}] {visible(d['reason'] or '')} (attempts: {d['attempts']})"
+        elif aside:
+            line += f"  {visible(d['reason'] or NOT_A_DOCUMENT)}"
         click.echo(line)
         for note in visible_lines(d["notes"] or ""):
             if note:

@@ -16,11 +16,14 @@ from pathlib import PurePosixPath
 from urllib.parse import quote, urlencode
 
 from citeline.api import ChunkInfo, DocumentInfo
+from citeline.schemas.status import NOT_A_DOCUMENT, DocStatus
 
 LIBRARY_PAGE = 50  # documents per library page
 CHUNKS_PAGE = 100  # chunks per document page
 INDEX_STAMP = ("embed_model", "embed_dim", "strategy", "pipeline_version")
-STATUSES = ("failed", "indexed")
+STATUSES = ("failed", "indexed", "not-a-document")
+# What a status reads as on the page: a file that is no document was skipped, not failed.
+SHOWN = {"not-a-document": "skipped"}
 NO_TYPE = "none"  # the type filter's value for a file without an extension
 _NAV = (("/", "Ask"), ("/library", "Library"), ("/docs", "API"))
 
@@ -175,7 +178,7 @@ def library_page(docs: Sequence[DocumentInfo], query: LibraryQuery, index_stamp:
     types = sorted({kind_of(d.path) for d in docs})
     rows = "".join(_library_row(d, index_stamp, versions) for d in shown)
     status_options = "".join(
-        f"<option value=\"{s}\"{' selected' if query.status == s else ''}>{s} ({counts.get(s, 0)})</option>"
+        f"<option value=\"{s}\"{' selected' if query.status == s else ''}>{SHOWN.get(s, s)} ({counts.get(s, 0)})</option>"
         for s in STATUSES)
     type_options = "".join(f"<option value=\"{esc(t)}\"{' selected' if query.type == t else ''}>{esc(t)}</option>"
                            for t in types)
@@ -193,7 +196,8 @@ def library_page(docs: Sequence[DocumentInfo], query: LibraryQuery, index_stamp:
     return layout("Library — citeline", f"""
 <h1>Library</h1>
 <p class="summary"><span id="library-count">{esc(showing)}</span><span>{counts.get('indexed', 0)} indexed</span>
-<span>{counts.get('failed', 0)} failed</span></p>
+<span>{counts.get('failed', 0)} failed</span>
+<span>{counts.get('not-a-document', 0)} skipped as not documents</span></p>
 {index_stamp_line(index_stamp)}
 <form class="filters" method="get" action="/library" role="search" aria-label="Filter documents">
   <label>Name <input type="search" name="q" value="{esc(query.q)}" placeholder="Search by name"></label>
@@ -205,6 +209,11 @@ def library_page(docs: Sequence[DocumentInfo], query: LibraryQuery, index_stamp:
 {table}{pager}""", current="/library")
 
 
+def badge(status: str) -> str:
+    """A document's status as a badge: styled by its stored value, worded as people say it."""
+    return f"<span class=\"badge {esc(status)}\">{esc(SHOWN.get(status, status))}</span>"
+
+
 def _library_row(doc: DocumentInfo, index_stamp: Mapping[str, object], versions: Mapping[str, str]) -> str:
     title = (f"<div class=\"note\">{esc(doc.title)}</div>"
              if doc.title and doc.title != PurePosixPath(doc.path).stem else "")
@@ -212,6 +221,9 @@ def _library_row(doc: DocumentInfo, index_stamp: Mapping[str, object], versions:
     if doc.failed:
         stage = f" at {esc(doc.stage)}" if doc.stage else ""
         details.append(f"<div class=\"reason\">Failed{stage}: {esc(doc.reason or 'no reason recorded')}</div>")
+    elif doc.status == DocStatus.NOT_DOCUMENT:
+        reason = doc.reason or NOT_A_DOCUMENT
+        details.append(f"<div class=\"note\">{esc(reason[:1].upper() + reason[1:])}</div>")
     differs = stamp_differences(doc, index_stamp, versions)
     if differs:
         details.append(f"<div class=\"note\">Made with {esc(', '.join(differs))}</div>")
@@ -222,7 +234,7 @@ def _library_row(doc: DocumentInfo, index_stamp: Mapping[str, object], versions:
     return (f"<tr class=\"{esc(doc.status)}\" data-id=\"{esc(doc.document_id)}\">"
             f"<td class=\"name\"><a class=\"doc-link\" href=\"/documents/{esc(doc.document_id)}\">{esc(doc.path)}</a>{title}</td>"
             f"<td class=\"short\" data-label=\"Type\">{esc(kind_of(doc.path))}</td>"
-            f"<td class=\"short\" data-label=\"Status\"><span class=\"badge {esc(doc.status)}\">{esc(doc.status)}</span></td>"
+            f"<td class=\"short\" data-label=\"Status\">{badge(doc.status)}</td>"
             f"<td class=\"short\" data-label=\"Chunks\">{doc.chunk_count}</td>"
             f"<td class=\"details\">{''.join(details)}</td></tr>")
 
@@ -238,11 +250,11 @@ def document_page(doc: DocumentInfo, chunks: Sequence[ChunkInfo], page: int, ind
     page = min(max(page, 1), pages)
     shown = chunks[(page - 1) * CHUNKS_PAGE: page * CHUNKS_PAGE]
     stamps = dict(doc.stamps)
-    facts = [("Status", f"<span class=\"badge {esc(doc.status)}\">{esc(doc.status)}</span>"),
+    facts = [("Status", badge(doc.status)),
              ("Path", esc(doc.path))]
     if doc.title:
         facts.append(("Title", esc(doc.title)))
-    if doc.failed:
+    if doc.failed or doc.status == DocStatus.NOT_DOCUMENT:
         facts.append(("Reason", f"<span id=\"reason\" class=\"reason\">{esc(doc.reason or 'no reason recorded')}"
                                 f"{' (at ' + esc(doc.stage) + ')' if doc.stage else ''}</span>"))
     facts.append(("Chunks", str(doc.chunk_count)))

@@ -16,9 +16,9 @@ import threading
 from pathlib import PurePath
 from types import ModuleType
 
-from citeline.schemas.errors import UnsupportedType
+from citeline.schemas.errors import NotADocument
 
-from citeline.extractors.sniff import describe, has_no_real_suffix, looks_like_text
+from citeline.extractors.sniff import has_no_real_suffix, looks_like_text, what_it_is
 
 # The built-in extractor modules in registry order: magic-sniffed binary formats first;
 # text (no magic) last, reached by suffix only. pipeline/extractor_versions.py reads this
@@ -111,8 +111,9 @@ def for_bytes(head: bytes, name: str) -> ModuleType:
     text.
 
     Raises:
-        UnsupportedType: nothing claims the bytes or the suffix; the reason is one line
-            naming what the bytes look like.
+        NotADocument: nothing claims the bytes or the suffix: the file is no document citeline
+            reads (an archive, source code, a file of no known type), and the reason says what
+            it is (an UnsupportedType: callers that only ask "can it be read?" are unchanged).
     """
     by_magic = sniff(head)  # loads the built-ins
     if by_magic is not None:
@@ -124,5 +125,5 @@ def for_bytes(head: bytes, name: str) -> ModuleType:
         from citeline.extractors import text
 
         return text
-    raise UnsupportedType(describe(head, name))  # the kind, unsupported-type, says the rest
+    raise NotADocument(what_it_is(head, name))
 

@@ -17,7 +17,7 @@ import threading
 from pathlib import Path, PurePath
 
 from citeline.schemas.document import Canonical, Segment
-from citeline.schemas.errors import Corrupt, Empty, TooLarge, Truncated, UnsupportedType
+from citeline.schemas.errors import Corrupt, Empty, NotADocument, TooLarge, Truncated, UnsupportedType
 from citeline.schemas.locator import TimeSpan
 from citeline.schemas.options import ExtractOptions
 
@@ -70,7 +70,8 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
 
     Raises:
         Empty, Truncated (MP4 without its moov atom), Corrupt (undecodable), TooLarge,
-        UnsupportedType (speech-to-text not installed), Timeout.
+        UnsupportedType (speech-to-text not installed), Timeout, NotADocument (no sound
+        track, or no speech in it).
     """
     options = options or ExtractOptions()
     deadline = Deadline(options.time_limit_s)
@@ -80,8 +81,8 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     if data[4:8] == b"ftyp":
         notes += _check_iso_boxes(data)
     has_audio, duration = _probe(data)
-    if not has_audio:
-        return _canonical("", (), name, [*notes, "no audio track: no speech detected"])
+    if not has_audio:  # set aside like a recording with no speech, not indexed with no text
+        raise NotADocument("a video with no sound track")
     if duration is not None and duration > options.max_media_seconds:
         raise TooLarge(f"{duration:.0f} s of media, over the limit of {options.max_media_seconds:.0f} s (max_media_seconds)")
     audio = _decode(data)
@@ -97,8 +98,8 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     else:
         heard = _heard(whisper, audio, seconds, options, deadline, notes)
     text, segments = _assemble(heard, seconds)
-    if not text:
-        notes.append("no speech detected")
+    if not text:  # music, room tone: as a photo with no text is, not a failure (schemas/errors.py)
+        raise NotADocument("a recording with no speech")
     return _canonical(text, segments, name, list(dict.fromkeys(notes)))
 
 

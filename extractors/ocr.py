@@ -27,7 +27,7 @@ import pytesseract
 from PIL import Image, ImageSequence, UnidentifiedImageError
 
 from citeline.schemas.document import Canonical
-from citeline.schemas.errors import Corrupt, Empty, NoText, Timeout, TooLarge, Truncated, Unreadable, UnsupportedType
+from citeline.schemas.errors import Corrupt, Empty, NotADocument, Timeout, TooLarge, Truncated, Unreadable, UnsupportedType
 from citeline.schemas.locator import Page
 from citeline.schemas.options import ExtractOptions
 
@@ -711,7 +711,7 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     """OCR an image file, a multi-page TIFF page by page.
 
     Raises:
-        Empty, Corrupt, Truncated, TooLarge, NoText, Timeout.
+        Empty, Corrupt, Truncated, TooLarge, Timeout; NotADocument: OCR found no text (a photo).
     """
     options = options or ExtractOptions()
     deadline = Deadline(options.time_limit_s)
@@ -730,8 +730,8 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
             notes.append(f"low OCR confidence on page {number}: {page.confidence:.0f}")
         if text:
             built.add(text, Page(number, "", page.confidence))
-    if not built:
-        raise NoText(f"OCR found no text in the image ({number} page{'s' * (number > 1)})")
+    if not built:  # a photo: set aside, not failed (a scanned page with no text is a PDF's NoText)
+        raise NotADocument("an image with no text" + (f" ({number} pages)" if number > 1 else ""))
     notes[:0] = language_notes([(n, p) for n, p in enumerate(used, start=1)])
     return Canonical(
         text=built.text,

@@ -38,6 +38,33 @@ _ZIP_MIMETYPES = {
     b"application/vnd.oasis.opendocument.graphics": "an OpenDocument drawing",
     b"application/vnd.oasis.opendocument.formula": "an OpenDocument formula",
 }
+# Suffixes of files kept beside documents that are not documents themselves: what each is, as
+# "not a document: ..." says it. The bytes decide first where they can (``what_it_is``).
+_NOT_DOCUMENTS = {
+    **dict.fromkeys((".py", ".pyw", ".pyi"), "Python source"),
+    **dict.fromkeys((".go",), "Go source"),
+    **dict.fromkeys((".js", ".mjs", ".cjs", ".jsx"), "JavaScript source"),
+    **dict.fromkeys((".ts", ".tsx"), "TypeScript source"),
+    **dict.fromkeys((".c", ".h"), "C source"),
+    **dict.fromkeys((".cc", ".cpp", ".cxx", ".hpp", ".hh"), "C++ source"),
+    **dict.fromkeys((".rs",), "Rust source"),
+    **dict.fromkeys((".java",), "Java source"),
+    **dict.fromkeys((".kt", ".kts"), "Kotlin source"),
+    **dict.fromkeys((".rb",), "Ruby source"),
+    **dict.fromkeys((".php",), "PHP source"),
+    **dict.fromkeys((".cs",), "C# source"),
+    **dict.fromkeys((".swift",), "Swift source"),
+    **dict.fromkeys((".sh", ".bash", ".zsh", ".ps1", ".bat", ".cmd"), "a shell script"),
+    **dict.fromkeys((".sql",), "SQL source"),
+    **dict.fromkeys((".css", ".scss", ".sass", ".less"), "a stylesheet"),
+    **dict.fromkeys((".sig", ".asc", ".p7s", ".gpg", ".pgp"), "a signature"),
+    **dict.fromkeys((".pem", ".crt", ".cer", ".key", ".der"), "a key or certificate"),
+    **dict.fromkeys((".zip", ".tar", ".tgz", ".gz", ".bz2", ".xz", ".zst", ".7z", ".rar"), "an archive"),
+    **dict.fromkeys((".exe", ".dll", ".so", ".dylib", ".o", ".a", ".class", ".pyc", ".wasm"), "a program"),
+    **dict.fromkeys((".ttf", ".otf", ".woff", ".woff2"), "a font"),
+    **dict.fromkeys((".db", ".sqlite", ".sqlite3"), "a database"),
+    **dict.fromkeys((".lock",), "a lock file"),
+}
 _BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 # Control characters other than tab, newline, carriage return and form feed.
 _BINARY_CONTROLS = bytes(c for c in range(32) if c not in (9, 10, 12, 13)) + b"\x7f"
@@ -113,3 +140,18 @@ def describe(head: bytes, name: str) -> str:
     if looks_like_text(head):
         return f"a text file with suffix {suffix}" if suffix else "a text file"
     return f"binary data of an unknown type{shown}, starting {head[:8]!r}"
+
+
+def what_it_is(head: bytes, name: str) -> str:
+    """What a file that no extractor reads is, in a few words (``not a document: ...``): a
+    known kind of program, archive or signature by its suffix, else what its bytes look like.
+
+    >>> what_it_is(b"print('hi')\\n", "tool.py"), what_it_is(b"PK\\x03\\x04", "x.zip")
+    ('Python source', 'a zip archive (.zip)')
+    >>> what_it_is(b"\\x00\\x01", "blob.xyz")
+    "binary data of an unknown type (.xyz), starting b'\\\\x00\\\\x01'"
+    """
+    suffix = PurePath(name).suffix.lower()
+    known = describe(head, name)
+    by_bytes = not (known.startswith(("binary data", "a text file")))  # a magic the bytes open with
+    return known if by_bytes or suffix not in _NOT_DOCUMENTS else _NOT_DOCUMENTS[suffix]

@@ -15,14 +15,14 @@ from citeline.index.faults import is_storage_error
 from citeline.index.lease import check_writer
 from citeline.index.lock import writer_lock
 from citeline.pipeline.plan import Todo
-from citeline.pipeline.prepare import Prepared, Unchanged
+from citeline.pipeline.prepare import Prepared, SetAside, Unchanged
 from citeline.pipeline.walk import Selection
 from citeline.schemas import interrupt
 from citeline.schemas.errors import DocumentError
 from citeline.schemas.paths import is_remote
 from citeline.schemas.settings import DOCUMENT_WORKERS, IndexSettings
 from citeline.schemas.stamp import IndexStamp
-from citeline.schemas.status import DocError, DocStatus, Outcome, RunSummary
+from citeline.schemas.status import DocError, DocStatus, NotDocument, Outcome, RunSummary
 from citeline.tasks.calibrate import calibrate_gate
 from citeline.tasks.document import Again, document_failed, prepare_document, prepare_documents, write_documents
 from citeline.tasks.folder_plan import plan_folder, synced_root
@@ -94,6 +94,7 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
         if interrupt.requested():
             return stopped_by_signal(store, outcomes, failed, len(plan.todo), len(plan.skip))
         unchanged = sum(o.status == DocStatus.SKIPPED for o in outcomes)
+        set_aside = [NotDocument(o.path, o.what) for o in outcomes if o.status == DocStatus.NOT_DOCUMENT]
         outcomes = [o for o in outcomes if o.status == DocStatus.INDEXED]
         failures, deleted, stopped = as_failures(failed), 0, None
         try:
@@ -118,11 +119,25 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
             rows=store.count_chunks(), failures=tuple(failures),
             encoded=sum(o.encoded for o in outcomes), reused=sum(o.reused for o in outcomes),
             still_failing=len(plan.still_failing), held=tuple(held.line() for held in plan.held),
+            **in_words(outcomes, plan.gone, deleted),
+            not_documents=tuple(sorted([*plan.set_aside, *set_aside], key=lambda d: d.path)),
         )
     seconds = dict(zip(("plan", "documents", "finish"), (round(b - a, 4) for a, b in zip(marks, marks[1:]))))
-    log.info(Events.RUN_FINISHED, seconds=seconds, **{k: v for k, v in summary.__dict__.items() if k != "failures"})
+    log.info(Events.RUN_FINISHED, seconds=seconds, not_documents=len(summary.not_documents),
+             **{k: v for k, v in summary.__dict__.items() if k not in ("failures", "not_documents")})
     publish_report(summary, root, settings.db)
     return stopped_state(summary, stopped) if stopped else final_state(summary, max_failed)
+
+
+def in_words(indexed: list[Outcome], gone: list[dict], deleted: int) -> dict[str, int]:
+    """``RunSummary``'s counts in words: new, changed, renamed (the lender's file is gone: its
+    record's deletion is the rename's, not a file deleted), copied, and the files really gone."""
+    gone_sources = {r["source"] for r in gone}
+    lenders = {o.lent_by for o in indexed if o.change == "renamed" and o.lent_by in gone_sources}
+    count = {change: sum(o.change == change for o in indexed) for change in ("new", "changed", "renamed")}
+    renamed = sum(o.change == "renamed" and o.lent_by in lenders for o in indexed)
+    return {"new": count["new"], "changed": count["changed"], "renamed": renamed,
+            "copied": count["renamed"] - renamed, "vanished": max(deleted - len(lenders), 0) if deleted else 0}
 
 
 def run_documents(todo: list[Todo], stamp: IndexStamp, settings: IndexSettings
@@ -249,11 +264,11 @@ WRITE_WAIT_S = 2.0  # a slow document does not hold finished ones back for longe
 class WriteBatch:
     """Finished documents waiting for one write, with when the first of them came."""
 
-    items: list[tuple[Todo, Prepared | Unchanged]] = field(default_factory=list)
+    items: list[tuple[Todo, Prepared | Unchanged | SetAside]] = field(default_factory=list)
     rows: int = 0
     since: float = 0.0
 
-    def add(self, todo: Todo, result: Prepared | Unchanged) -> None:
+    def add(self, todo: Todo, result: Prepared | Unchanged | SetAside) -> None:
         if not self.items:
             self.since = time.monotonic()
         self.items.append((todo, result))
@@ -266,7 +281,7 @@ class WriteBatch:
         """How long to wait for the next document before writing; None: no batch, wait for one."""
         return max(0.0, self.since + WRITE_WAIT_S - time.monotonic()) if self.items else None
 
-    def take(self) -> list[tuple[Todo, Prepared | Unchanged]]:
+    def take(self) -> list[tuple[Todo, Prepared | Unchanged | SetAside]]:
         items, self.items, self.rows = self.items, [], 0
         return items
 
@@ -288,7 +303,7 @@ def next_finished(finished: queue.SimpleQueue, batch: WriteBatch):
     return None
 
 
-def write_batch(items: list[tuple[Todo, Prepared | Unchanged]], stamp: IndexStamp, settings: IndexSettings
+def write_batch(items: list[tuple[Todo, Prepared | Unchanged | SetAside]], stamp: IndexStamp, settings: IndexSettings
                 ) -> tuple[list[Outcome], list[tuple[Todo, DocError]]]:
     """Write a batch in two commits; when the storage refuses it, each document alone, so only
     the one it refuses fails (disk full, I/O error)."""
@@ -312,7 +327,7 @@ def write_batch(items: list[tuple[Todo, Prepared | Unchanged]], stamp: IndexStam
     return [], [(todo, error)]
 
 
-def batch_label(items: list[tuple[Todo, Prepared | Unchanged]]) -> str:
+def batch_label(items: list[tuple[Todo, Prepared | Unchanged | SetAside]]) -> str:
     """The write's task-run name: a lone document's path, else the count and the first path."""
     first = items[0][0].file.path
     return first if len(items) == 1 else f"{len(items)} documents ({first} …)"

@@ -2,14 +2,14 @@
 from prefect import flow
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from citeline.flows.ingest import final_state, run_documents, stopped_by_signal, stopped_state
+from citeline.flows.ingest import final_state, in_words, run_documents, stopped_by_signal, stopped_state
 from citeline.index.faults import is_storage_error
 from citeline.index.lock import writer_lock
 from citeline.pipeline.plan import Todo
 from citeline.schemas import interrupt
 from citeline.schemas.paths import absolute, escape, is_under
 from citeline.schemas.settings import IndexSettings
-from citeline.schemas.status import DocStatus, RunSummary
+from citeline.schemas.status import DocStatus, NotDocument, RunSummary
 from citeline.tasks.record import as_failures, record_failures
 from citeline.tasks.report import publish_report
 from citeline.tasks.signals import cooperative
@@ -33,6 +33,9 @@ def retry_failed(settings: IndexSettings = IndexSettings(), path: str | None = N
         outcomes, failed = run_documents(todo, stamp, settings)
         if interrupt.requested():
             return stopped_by_signal(store, outcomes, failed, len(todo), 0)
+        # failed before as unsupported or without text, some are no documents: skipped now, not indexed
+        set_aside = tuple(NotDocument(o.path, o.what) for o in outcomes if o.status == DocStatus.NOT_DOCUMENT)
+        outcomes = [o for o in outcomes if o.status == DocStatus.INDEXED]
         failures, stopped = as_failures(failed), None
         try:
             failures = record_failures(failed, settings) if failed else []
@@ -47,7 +50,8 @@ def retry_failed(settings: IndexSettings = IndexSettings(), path: str | None = N
         summary = RunSummary(indexed=len(outcomes), failed=len(failures),
                              chunks=sum(o.chunks for o in outcomes),
                              truncated=sum(o.truncated for o in outcomes),
-                             rows=store.count_chunks(), failures=tuple(failures))
+                             rows=store.count_chunks(), failures=tuple(failures),
+                             not_documents=set_aside, **in_words(outcomes, [], 0))
     publish_report(summary, path or settings.db, settings.db)
     return stopped_state(summary, stopped) if stopped else final_state(summary, None)
 

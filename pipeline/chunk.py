@@ -174,8 +174,7 @@ def _make_chunk(
     content = text[span[0] : span[1]]
     embedded = content
     if header:
-        path = f"{title} > {section.name}" if section.name else title
-        embedded = f"[{path}]\n{_after_heading(text, section, span) or content}"
+        embedded = headed(title, section.name, _after_heading(text, section, span) or content)
     return Chunk(doc_id, ordinal, span[0], span[1], section.name, content, embedded)
 
 
@@ -185,6 +184,16 @@ def _after_heading(text: str, section: Section, span: Span) -> str:
         return ""
     rest = _trim(text, section.heading[1], span[1])
     return text[rest[0] : rest[1]] if rest else ""
+
+
+def headed(title: str, section: str, content: str) -> str:
+    """A chunk's embedded text under a header strategy: ``[Title > Section]`` and its content.
+
+    >>> headed("Notes", "Part", "text"), headed("Notes", "", "text")
+    ('[Notes > Part]\\ntext', '[Notes]\\ntext')
+    """
+    path = f"{title} > {section}" if section else title
+    return f"[{path}]\n{content}"
 
 
 # --- sections -------------------------------------------------------------------------

@@ -23,6 +23,10 @@ so a sync lists a failed file whose stat is the one it failed with as still fail
 nothing and writes nothing for it (``is_still_failing``). A failure that says nothing
 against the file (it vanished mid-read, the object store was unavailable, the write was
 refused) is tried again on every sync.
+
+A file that is no document (an archive, source code, a photo with no text) is set aside, not
+failed, and passed by like an unchanged one while its stat is the one it was read under
+(``is_set_aside``); a change reads it again, and it may then be a document.
 """
 from __future__ import annotations
 
@@ -36,7 +40,7 @@ from citeline.pipeline.walk import FileStat, SourceFile, Unlisted
 from citeline.schemas.errors import StoreUnavailable, Vanished
 from citeline.schemas.paths import is_under
 from citeline.schemas.stamp import IndexStamp, Stamp, is_current
-from citeline.schemas.status import DocStatus
+from citeline.schemas.status import NOT_A_DOCUMENT, DocStatus, NotDocument
 
 STAT_COLUMNS = ("size", "mtime_ns", "inode", "device")
 # Failures that say nothing against the file: tried again by the next sync, changed or not.
@@ -95,6 +99,7 @@ class SyncPlan:
     gone: list[dict] = field(default_factory=list)  # stored records whose file is no longer there
     still_failing: list[SourceFile] = field(default_factory=list)  # failed, unchanged since: not read
     held: list[Held] = field(default_factory=list)  # records kept though not listed (``hold_deletions``)
+    set_aside: list[NotDocument] = field(default_factory=list)  # no documents, unchanged since: not read
 
 
 def is_current_record(record: dict, stamp: IndexStamp) -> bool:
@@ -133,6 +138,21 @@ def is_still_failing(record: dict, seen: FileStat | None) -> bool:
     return kind not in RETRIED_KINDS and stat_matches(record, seen)
 
 
+def is_set_aside(record: dict, seen: FileStat | None) -> bool:
+    """Whether a file set aside as no document is still the one that was read (its stat).
+
+    >>> aside = {"status": "not-a-document", "size": 9, "mtime_ns": 1, "inode": 2, "device": 3}
+    >>> is_set_aside(aside, FileStat(9, 1, 2, 3)), is_set_aside(aside, FileStat(10, 1, 2, 3))
+    (True, False)
+    """
+    return record.get("status") == DocStatus.NOT_DOCUMENT and stat_matches(record, seen)
+
+
+def not_document(file: SourceFile, record: dict) -> NotDocument:
+    """A set-aside file as operators see it: its path and what its record says it is."""
+    return NotDocument(file.path, (record.get("reason") or "").removeprefix(NOT_A_DOCUMENT))
+
+
 def stored_sizes(records: list[dict]) -> set[int]:
     """The sizes of the indexed documents: a new file of another size is no rename or copy of
     one, and is extracted without looking for stored work (a first index looks for none)."""
@@ -167,6 +187,8 @@ def plan_sync(files: list[SourceFile], records: list[dict], stamp: IndexStamp, p
             plan.todo.append(Todo(file, same_size=file.stat is not None and file.stat.size in sizes))
         elif not verify and is_still_failing(record, file.stat):
             plan.still_failing.append(file)
+        elif not verify and is_set_aside(record, file.stat):
+            plan.set_aside.append(not_document(file, record))
         elif not is_current_record(record, stamp):
             plan.todo.append(Todo(file, Prior.of(record)))
         elif not verify and stat_matches(record, file.stat):

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, BinaryIO
 
 from citeline.pipeline import objects
@@ -28,7 +28,7 @@ from citeline.pipeline.reuse import Kept, Reuse, Reused, encode_reusing, keeps_t
 from citeline.pipeline.walk import FileStat, SourceFile
 from citeline.schemas.document import Canonical, Chunk, segments_from_json
 from citeline.schemas import interrupt
-from citeline.schemas.errors import DocumentError, Timeout, TooLarge, Unreadable, Vanished
+from citeline.schemas.errors import DocumentError, NotADocument, Timeout, TooLarge, Unreadable, Vanished
 from citeline.schemas.options import ExtractOptions
 from citeline.schemas.paths import is_remote, os_path
 from citeline.schemas.settings import IndexSettings
@@ -99,6 +99,17 @@ class Unchanged:
 
     file: SourceFile
     doc_id: str
+    stat: FileStat
+
+
+@dataclass(frozen=True)
+class SetAside:
+    """A file that is no document (schemas/errors.py ``NotADocument``): recorded with what it is
+    and the stat it was read under, not failed, so the next sync passes it by until it changes."""
+
+    file: SourceFile
+    doc_id: str
+    what: str  # "Python source", "an image with no text"
     stat: FileStat
 
 
@@ -253,7 +264,7 @@ def sniffed(data: bytes, name: str):
 
 
 def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: IndexSettings,
-            known: Known | None = None, reuse: Reuse | None = None) -> Prepared | Unchanged:
+            known: Known | None = None, reuse: Reuse | None = None) -> Prepared | Unchanged | SetAside:
     """Read, extract, chunk and embed one file: extraction and chunking within ``settings.timeout_s``,
     embedding for as long as it makes progress (each group of chunks within the limit).
 
@@ -279,7 +290,7 @@ def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: I
     """
     deadline = _deadline(settings.timeout_s)
     done = extract_chunks(file, stamp, settings, known, deadline, reuse)
-    if isinstance(done, Unchanged):
+    if isinstance(done, (Unchanged, SetAside)):
         return done
     return embed_prepared(*done, embedder, stamp, deadline)
 
@@ -299,9 +310,10 @@ def embed_prepared(prepared: Prepared, chunks: list[Chunk], kept: dict[str, Kept
 
 def extract_chunks(file: SourceFile, stamp: IndexStamp, settings: IndexSettings, known: Known | None,
                    deadline: Deadline, reuse: Reuse | None = None
-                   ) -> Unchanged | tuple[Prepared, list[Chunk], dict[str, Kept]]:
+                   ) -> Unchanged | SetAside | tuple[Prepared, list[Chunk], dict[str, Kept]]:
     """``prepare`` up to its embedding: the file read, extracted (or its stored twin's text
     taken) and chunked, with the stored vectors its chunks may keep; rows not yet made.
+    A file no extractor reads, or one with nothing to read (a photo with no text), is SetAside.
 
     Raises:
         as ``prepare``, with ``.stage`` set to read, extract or chunk.
@@ -323,7 +335,10 @@ def extract_chunks(file: SourceFile, stamp: IndexStamp, settings: IndexSettings,
         else:
             options = ExtractOptions(ocr_lang=settings.ocr_lang, time_limit_s=_left(deadline),
                                      whisper_model=whisper_folder(settings.whisper_model))
-            canonical = extract_bytes(data, Path(file.path).name, options)
+            try:
+                canonical = extract_bytes(data, Path(file.path).name, options)
+            except NotADocument as exc:
+                return SetAside(file, doc_id, str(exc), seen)
             lender = doc_id if reuse is not None and reuse.previous else None
         prepared = Prepared(file, doc_id, sha256, len(data), canonical, stat=seen,
                             lent_by=None if donor is None else donor["source"])
@@ -366,8 +381,32 @@ def lender_among(records, data: bytes, sha256: str, file: SourceFile, doc_id: st
     for record in records:
         if (record["doc_id"] != doc_id and record["status"] == DocStatus.INDEXED
                 and is_known(data, sha256, name, Known.of(record))
-                and keeps_title(record["path"], file.path, record["title"] or "")):
-            return record
+                and (title := title_at(record, file.path)) is not None):
+            # the lender as the new file has it: its title at the new name (the stored one in ``lent_title``)
+            return {**record, "title": title, "lent_title": record["title"] or ""}
+    return None
+
+
+def title_at(record: Mapping, path: str) -> str | None:
+    """The title the stored document ``record`` has at ``path``: its own where the new name
+    keeps it; else, where its extractor titles a document by its file name in a way known
+    without extracting (text and Markdown: the first ``# `` line, else the name; media: the
+    stem), the one the new name gives; None: only extraction can tell (extract it again).
+
+    >>> record = {"path": "a/notes.txt", "title": "notes", "extractor": "text", "canonical": "Plain words."}
+    >>> title_at(record, "b/notes.txt"), title_at(record, "b/ideas.txt"), title_at({**record, "extractor": "pdf"}, "x.pdf")
+    ('notes', 'ideas', None)
+    """
+    title = record["title"] or ""
+    if keeps_title(record["path"], path, title):
+        return title
+    name = PurePosixPath(path).name
+    if record["extractor"] == "text":
+        from citeline.extractors.text import title_of
+
+        return title_of(record["canonical"], name)
+    if record["extractor"] == "media":
+        return PurePosixPath(name).stem
     return None
 
 
@@ -483,7 +522,7 @@ def chunk_rows(prepared: Prepared, chunks: list[Chunk], ids: list[str], vectors:
 
 
 def prepare_group(files: list[tuple[SourceFile, Known | None, Reuse | None]], embedder: Embedder,
-                  stamp: IndexStamp, settings: IndexSettings) -> list[Prepared | Unchanged | Exception]:
+                  stamp: IndexStamp, settings: IndexSettings) -> list[Prepared | Unchanged | SetAside | Exception]:
     """``prepare`` for several small files, their chunks encoded together: with documents of one or
     two chunks, an encoder batch of one document is mostly empty.
 
@@ -495,13 +534,13 @@ def prepare_group(files: list[tuple[SourceFile, Known | None, Reuse | None]], em
     its changed chunks are.
 
     Returns:
-        per file, in order: Prepared, Unchanged, or the exception of bad input (``is_bad_input``,
+        per file, in order: Prepared, Unchanged, SetAside, or the exception of bad input (``is_bad_input``,
         ``.stage`` set), so a document that fails fails alone.
 
     Raises:
         any exception that is not bad input (a bug: the run stops).
     """
-    results: list[Prepared | Unchanged | Exception] = []
+    results: list[Prepared | Unchanged | SetAside | Exception] = []
     extracted: list[tuple[int, list[Chunk], Deadline, float]] = []
     for file, known, reuse in files:
         deadline = _deadline(settings.timeout_s)

@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from citeline.pipeline.prepare import Prepared, Unchanged, doc_id_for
+from citeline.pipeline.prepare import Prepared, SetAside, Unchanged, doc_id_for
 from citeline.pipeline.walk import FileStat, SourceFile
 from citeline.schemas.stamp import IndexStamp, Stamp
-from citeline.schemas.status import DocError, DocStatus
+from citeline.schemas.status import NOT_A_DOCUMENT, DocError, DocStatus
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,14 @@ def failed_record(file: SourceFile, prior: Prior, error: DocError, rows: int) ->
     stamp stay its indexed version's, which its searchable rows are.
     """
     return {**document_record(file, prior, DocStatus.FAILED, rows, error=error), **stat_columns(file.stat)}
+
+
+def set_aside_record(set_aside: SetAside, prior: Prior) -> dict:
+    """A file that is no document: what it is as its reason, no chunks (a document it replaced
+    under the same name is gone, as a deleted one is), and the stat it was read under, so the
+    next sync passes it by until it changes (pipeline/plan.py ``is_set_aside``)."""
+    return {**document_record(set_aside.file, prior, DocStatus.NOT_DOCUMENT, 0),
+            "reason": f"{NOT_A_DOCUMENT}{set_aside.what}", **stat_columns(set_aside.stat)}
 
 
 def restamped_record(doc_id: str, stamp: IndexStamp, rows: int) -> dict:

@@ -12,11 +12,12 @@ task run, two index look-ups and a re-chunk per file.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 
+from citeline.pipeline.chunk import headed
 from citeline.pipeline.prepare import Prepared, chunk_id_of, doc_id_for, lender_among, read_stat, stored_canonical
 from citeline.pipeline.walk import FileStat, SourceFile
 from citeline.schemas.errors import DocumentError
@@ -75,10 +76,15 @@ def moved_rows(stored: pa.Table, moves: Sequence[tuple[str, str, str]], stamp: I
                ) -> tuple[pa.Table, dict[str, str]]:
     """The stored rows of each lender under its new document: new ``doc_id``, ``path`` and chunk ids.
 
+    A document titled by its file name (text, media) gets its new name's title, in the rows'
+    ``title`` and in each chunk header (``[Title > Section]``) of a header strategy, and keeps its
+    vectors: they were made with the old name in that one header line, the rest of the embedded
+    text unchanged, and re-encoding a book for a rename was minutes of work (issue 41.10).
+
     Args:
         stored: chunk rows of the lenders (every column of the chunks table).
-        moves: (lender doc id, new doc id, new path); one lender may lend to several new
-            documents (copies of one file appearing together).
+        moves: (lender doc id, new doc id, new path, stored title, title at the new path); one
+            lender may lend to several new documents (copies of one file appearing together).
 
     Returns:
         the new rows (vectors and every other column as stored), and new chunk id -> the
@@ -87,17 +93,36 @@ def moved_rows(stored: pa.Table, moves: Sequence[tuple[str, str, str]], stamp: I
     at: dict[str, list[int]] = {}
     for i, doc in enumerate(stored.column("doc_id").to_pylist()):
         at.setdefault(doc, []).append(i)
-    take, new_docs, new_paths = [], [], []
-    for lender, doc_id, path in moves:
+    take, new_docs, new_paths, titles = [], [], [], []
+    for lender, doc_id, path, before, after in moves:
         rows_of = at.get(lender, [])
         take += rows_of
         new_docs += [doc_id] * len(rows_of)
         new_paths += [path] * len(rows_of)
+        titles += [(before, after)] * len(rows_of)
     rows = stored.take(pa.array(take, pa.int64()))
-    starts, ends, texts = (rows.column(name).to_pylist() for name in ("start", "end", "text"))
+    starts, ends, texts, sections, contents = (rows.column(name).to_pylist()
+                                               for name in ("start", "end", "text", "section", "content"))
+    texts = [retitled(text, section, content, before, after)
+             for text, section, content, (before, after) in zip(texts, sections, contents, titles)]
     ids = [chunk_id_of(doc, s, e, t, stamp) for doc, s, e, t in zip(new_docs, starts, ends, texts)]
     kept = dict(zip(ids, rows.column("chunk_id").to_pylist()))
-    for name, values in (("chunk_id", ids), ("doc_id", new_docs), ("path", new_paths)):
+    for name, values in (("chunk_id", ids), ("doc_id", new_docs), ("path", new_paths), ("text", texts),
+                         ("title", [after for _, after in titles])):
         index = rows.schema.get_field_index(name)
         rows = rows.set_column(index, rows.schema.field(index), pa.array(values, pa.string()))
     return rows, kept
+
+
+def retitled(text: str, section: str, content: str, before: str, after: str) -> str:
+    """A chunk's embedded text with the document's title ``after`` in its header where it had
+    ``before`` (a strategy without headers embeds the content alone: unchanged).
+
+    >>> retitled("[notes > Part]\\nwords", "Part", "words", "notes", "ideas"), retitled("words", "", "words", "a", "b")
+    ('[ideas > Part]\\nwords', 'words')
+    """
+    header = headed(before, section, "")
+    # The body after the header is the content, or its end past a heading the header names.
+    if before == after or not text.startswith(header) or not content.endswith(text[len(header):]):
+        return text
+    return headed(after, section, text[len(header):])

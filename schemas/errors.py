@@ -37,6 +37,18 @@ class UnsupportedType(DocumentError):
     kind = "unsupported-type"
 
 
+class NotADocument(UnsupportedType):
+    """The file is no document: an archive, source code, a signature, a photo with no text, a
+    recording with no speech. Its message is what it is, in a few words ("Python source").
+
+    Not a failure: the run sets it aside (status ``not-a-document``), counts and lists it, and
+    reads it again only when it changes. An UnsupportedType, so code that asks whether any
+    extractor reads a file (``pipeline.prepare.is_known``) gets the same answer as before.
+    """
+
+    kind = "not-a-document"
+
+
 class Vanished(DocumentError):
     """The file disappeared or changed while it was being read; the next run picks it up."""
 

@@ -11,6 +11,13 @@ class DocStatus(StrEnum):
     INDEXED = "indexed"
     FAILED = "failed"
     SKIPPED = "skipped"  # a run's outcome only (read, found unchanged), never a stored status
+    # no document (an archive, source code, a photo with no text): set aside, not failed, with
+    # what it is as its reason; read again only when it changes (pipeline/plan.py)
+    NOT_DOCUMENT = "not-a-document"
+
+
+# How a set-aside file's stored reason begins: "not a document: Python source".
+NOT_A_DOCUMENT = "not a document: "
 
 
 class Stage(str, Enum):
@@ -43,6 +50,9 @@ class Outcome:
     truncated: int = 0
     encoded: int = 0  # chunk texts given to the encoder
     reused: int = 0  # chunks that kept a stored vector (their embedded text was unchanged)
+    change: str = ""  # INDEXED: "new", "changed", or "renamed" (another document lent its bytes' work)
+    lent_by: str | None = None  # renamed: the stored source it took its work from
+    what: str = ""  # NOT_DOCUMENT: what the file is ("Python source")
 
 
 @dataclass(frozen=True)
@@ -54,6 +64,14 @@ class Failure:
     reason: str
     attempts: int = 1
     source: str = ""  # as the index stores it (absolute, escaped): what ``retry-failed``'s path takes
+
+
+@dataclass(frozen=True)
+class NotDocument:
+    """A file set aside as no document, as operators see it (CLI, status, Prefect artifact)."""
+
+    path: str
+    what: str  # "Python source", "an image with no text"
 
 
 @dataclass(frozen=True)
@@ -76,6 +94,31 @@ class RunSummary:
     # documents whose files were not listed but were not forgotten, each line naming the folder
     # and why (pipeline/plan.py ``Held``): a folder that could not be listed, or a mass deletion
     held: tuple[str, ...] = ()
+    # what happened in words: of ``indexed``, new files, changed ones, and new paths that took a
+    # stored document's work (``renamed``: its old path is gone; ``copied``: it is still there);
+    # ``deleted`` counts the renamed files' old paths too, ``vanished`` only the files really gone
+    new: int = 0
+    changed: int = 0
+    renamed: int = 0
+    copied: int = 0
+    vanished: int = 0
+    # every file of the run's folder that is no document (set aside this run or before), in path order
+    not_documents: tuple[NotDocument, ...] = ()
+
+    def words(self) -> str:
+        """What the run did, as a person says it: "2 new, 1 changed, 1 renamed, 1 deleted,
+        3 skipped as not documents" (only what happened; "nothing changed" when nothing did).
+
+        >>> RunSummary(new=2, changed=1, renamed=1, vanished=1, not_documents=(NotDocument("a.py", "x"),)).words()
+        '2 new, 1 changed, 1 renamed, 1 deleted, 1 skipped as not a document'
+        """
+        counts = [(self.new, "new"), (self.changed, "changed"), (self.renamed, "renamed"), (self.copied, "copied"),
+                  (self.vanished, "deleted"), (self.failed, "failed")]
+        parts = [f"{n} {label}" for n, label in counts if n]
+        if self.not_documents:
+            n = len(self.not_documents)
+            parts.append(f"{n} skipped as {'not a document' if n == 1 else 'not documents'}")
+        return ", ".join(parts) or "nothing changed"
 
     def line(self) -> str:
         line = (
@@ -89,4 +132,4 @@ class RunSummary:
                      "(not read again: `citeline retry` or the retry-failed deployment tries them)")
         if self.held:
             line += "; deletions held back, not forgotten (listed below)"
-        return line
+        return f"{line}. In words: {self.words()}"

@@ -22,8 +22,8 @@ from citeline.index.reuse import StoredChunks
 from citeline.index.store import chunk_table
 from citeline.index.tokens import TokenVectors
 from citeline.pipeline.plan import Todo
-from citeline.pipeline.record import Prior, indexed_record, unchanged_record
-from citeline.pipeline.prepare import Prepared, Unchanged, error_kind, is_bad_input, prepare, prepare_group
+from citeline.pipeline.record import Prior, indexed_record, set_aside_record, unchanged_record
+from citeline.pipeline.prepare import Prepared, SetAside, Unchanged, error_kind, is_bad_input, prepare, prepare_group
 from citeline.schemas.errors import DocumentError
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
@@ -60,7 +60,8 @@ def prepare_document(todo: Todo, stamp: IndexStamp, settings: IndexSettings):
     in citeline and is raised, so the run stops with its traceback.
 
     Returns:
-        Prepared; Unchanged when the file's bytes are the ``todo.known`` ones; or a Failed
+        Prepared; Unchanged when the file's bytes are the ``todo.known`` ones; SetAside (a
+        completed task run, not a failed one) when the file is no document; or a Failed
         state carrying a DocError whose message is the reason and the ``retry-failed``
         parameters that index the file again.
     """
@@ -98,7 +99,7 @@ class Again:
 
 @task(task_run_name="{label}", cache_policy=NO_CACHE, persist_result=False)
 def prepare_documents(todos: list[Todo], stamp: IndexStamp, settings: IndexSettings, label: str
-                      ) -> list[Prepared | Unchanged | DocError | Again]:
+                      ) -> list[Prepared | Unchanged | SetAside | DocError | Again]:
     """``prepare_document`` for a group of small files in one task run, their chunks encoded
     together (pipeline.prepare.prepare_group).
 
@@ -111,13 +112,13 @@ def prepare_documents(todos: list[Todo], stamp: IndexStamp, settings: IndexSetti
         label: the task run's name: how many documents, and the first one's path.
 
     Returns:
-        per document, in order: Prepared, Unchanged, DocError or Again.
+        per document, in order: Prepared, Unchanged, SetAside, DocError or Again.
     """
     env.apply()  # a Dask worker ran no entry point: the model loads offline, nothing phones home
     stored = StoredChunks(store_for(settings.db), stamp)
     results = prepare_group([(todo.file, todo.known, todo.reuse(stored)) for todo in todos], embedder_for(settings),
                             stamp, settings)
-    return [result if isinstance(result, (Prepared, Unchanged)) else failure_of(todo, result)
+    return [result if isinstance(result, (Prepared, Unchanged, SetAside)) else failure_of(todo, result)
             for todo, result in zip(todos, results)]
 
 
@@ -136,12 +137,13 @@ def document_failed(path: str, error: DocError, db: str, source: str):
 
 
 @task(task_run_name="write {label}", cache_policy=NO_CACHE, persist_result=False)
-def write_documents(batch: list[tuple[Prepared | Unchanged, Prior]], stamp: IndexStamp, settings: IndexSettings,
-                    label: str):
+def write_documents(batch: list[tuple[Prepared | Unchanged | SetAside, Prior]], stamp: IndexStamp,
+                    settings: IndexSettings, label: str):
     """Replace the documents' chunks in one commit, count them in the store, then record them in one more.
 
     An Unchanged document (read, and its bytes found to be the indexed ones) only has its
-    new stat recorded, in the same records commit.
+    new stat recorded, in the same records commit. A file SetAside as no document is recorded
+    so, and loses the chunks of a document it replaced under its name (in the chunks commit).
 
     A write that the storage refuses (disk full, I/O error: an OSError, or LanceDB's
     ``LanceError(IO)``, see index/faults.py) fails the whole batch, which the flow then
@@ -161,10 +163,10 @@ def write_documents(batch: list[tuple[Prepared | Unchanged, Prior]], stamp: Inde
     try:
         with write_lock(settings.db):
             started = time.perf_counter()
-            new = {p.doc_id: chunk_table(p.rows, stamp) for p, _ in batch if isinstance(p, Prepared)}
+            new = {p.doc_id: chunk_table(p.rows if isinstance(p, Prepared) else [], stamp) for p, prior in batch
+                   if isinstance(p, Prepared) or (isinstance(p, SetAside) and prior.created_at is not None)}
             counts = store.replace_chunks_of(stamp, new) if new else {}
-            store.upsert_documents([indexed_record(p, prior, stamp, counts[p.doc_id]) if isinstance(p, Prepared)
-                                    else unchanged_record(p) for p, prior in batch])
+            store.upsert_documents([record_of(p, prior, stamp, counts) for p, prior in batch])
             # chunks whose id moved with a kept vector keep their word-piece vectors too
             TokenVectors(store, stamp).copy({new: old for p, _ in batch if isinstance(p, Prepared)
                                              for new, old in p.reused.kept.items() if new != old})
@@ -177,11 +179,37 @@ def write_documents(batch: list[tuple[Prepared | Unchanged, Prior]], stamp: Inde
             get_logger(path=batch[0][0].file.path, document_id=batch[0][0].doc_id).error(
                 Events.DOCUMENT_FAILED, stage="write", kind=error.kind, reason=error.message)
         return Failed(message=f"write: {error.reason()}", data=error)
-    return [indexed(p, counts[p.doc_id], written) if isinstance(p, Prepared)
-            else Outcome(p.file.path, DocStatus.SKIPPED) for p, _ in batch]
+    return [outcome_of(p, prior, counts, written) for p, prior in batch]
 
 
-def indexed(prepared: Prepared, count: int, written: float) -> Outcome:
+def record_of(done: Prepared | Unchanged | SetAside, prior: Prior, stamp: IndexStamp, counts: dict[str, int]) -> dict:
+    """The document record a written result leaves."""
+    if isinstance(done, Prepared):
+        return indexed_record(done, prior, stamp, counts[done.doc_id])
+    if isinstance(done, SetAside):
+        return set_aside_record(done, prior)
+    return unchanged_record(done)
+
+
+def outcome_of(done: Prepared | Unchanged | SetAside, prior: Prior, counts: dict[str, int], written: float) -> Outcome:
+    """The run's outcome of a written result (an indexed one logged with its seconds per stage)."""
+    if isinstance(done, Prepared):
+        return indexed(done, counts[done.doc_id], written, prior)
+    if isinstance(done, SetAside):
+        get_logger(path=done.file.path, document_id=done.doc_id).info(Events.DOCUMENT_SET_ASIDE, what=done.what)
+        return Outcome(done.file.path, DocStatus.NOT_DOCUMENT, what=done.what)
+    return Outcome(done.file.path, DocStatus.SKIPPED)
+
+
+def change_of(prepared: Prepared, prior: Prior) -> str:
+    """What a written document was to the index: "changed" (indexed before under its path),
+    "renamed" (new here, with the work of stored bytes: a rename, a move or a copy) or "new"."""
+    if prior.created_at is not None:
+        return "changed"
+    return "renamed" if prepared.lent_by is not None else "new"
+
+
+def indexed(prepared: Prepared, count: int, written: float, prior: Prior = Prior()) -> Outcome:
     """The outcome of a written document, logged with its seconds per stage (its share of the batch write)."""
     seconds = {**prepared.seconds, "write": written}
     # bound here: a batch's write task has no single document for the run-id processor to name
@@ -189,4 +217,5 @@ def indexed(prepared: Prepared, count: int, written: float) -> Outcome:
         Events.DOCUMENT_INDEXED, chunks=count, truncated=prepared.truncated, encoded=prepared.reused.encoded,
         reused=prepared.reused.reused, lent_by=prepared.lent_by, seconds={stage: round(s, 4) for stage, s in seconds.items()})
     return Outcome(prepared.file.path, DocStatus.INDEXED, chunks=count, truncated=prepared.truncated,
-                   encoded=prepared.reused.encoded, reused=prepared.reused.reused)
+                   encoded=prepared.reused.encoded, reused=prepared.reused.reused,
+                   change=change_of(prepared, prior), lent_by=prepared.lent_by)

@@ -90,4 +90,5 @@ def unchanged(root: str, settings: IndexSettings, selection: Selection = Selecti
     if (plan.todo or plan.gone or plan.held or store.temp_files() or synced_root(root) not in store.roots()
             or store.needs_finish() or TokenVectors(store, stored).exists() or calibration_due(store, stored)):
         return None
-    return RunSummary(skipped=len(plan.skip), rows=store.count_chunks(), still_failing=len(plan.still_failing))
+    return RunSummary(skipped=len(plan.skip), rows=store.count_chunks(), still_failing=len(plan.still_failing),
+                      not_documents=tuple(plan.set_aside))

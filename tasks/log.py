@@ -42,6 +42,7 @@ class Events:
     DOCUMENT_FINISHED = "document.finished"
     DOCUMENT_INDEXED = "document.indexed"
     DOCUMENT_FAILED = "document.failed"
+    DOCUMENT_SET_ASIDE = "document.set_aside"  # no document (an archive, a photo with no text): not failed
     DOCUMENT_DELETED = "document.deleted"
     DOCUMENT_REEMBEDDED = "document.reembedded"
     # Past PER_DOCUMENT_LINES documents of one kind in one step, one line for all of them: each
@@ -49,8 +50,8 @@ class Events:
     DOCUMENTS_RENAMED = "documents.renamed"
     DOCUMENTS_DELETED = "documents.deleted"
     # One line per document: shown on a terminal only with -v (the summary lists failures).
-    PER_DOCUMENT = frozenset({DOCUMENT_FINISHED, DOCUMENT_INDEXED, DOCUMENT_FAILED, DOCUMENT_DELETED,
-                              DOCUMENT_REEMBEDDED})
+    PER_DOCUMENT = frozenset({DOCUMENT_FINISHED, DOCUMENT_INDEXED, DOCUMENT_FAILED, DOCUMENT_SET_ASIDE,
+                              DOCUMENT_DELETED, DOCUMENT_REEMBEDDED})
 
 
 PER_DOCUMENT_LINES = 100

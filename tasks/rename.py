@@ -80,7 +80,9 @@ def _write(store, stamp: IndexStamp, settings: IndexSettings, stored, group: lis
            prior: dict) -> list[Outcome]:
     """One group of renamed files: their rows in one commit, their records in the next."""
     started = time.perf_counter()
-    rows, kept = moved_rows(stored, [(lenders[r.doc_id]["doc_id"], r.doc_id, r.file.path) for r in group], stamp)
+    moves = [(lenders[r.doc_id]["doc_id"], r.doc_id, r.file.path, lenders[r.doc_id]["lent_title"],
+              lenders[r.doc_id]["title"]) for r in group]
+    rows, kept = moved_rows(stored, moves, stamp)
     with write_lock(settings.db):
         counts = store.replace_rows_of(stamp, [r.doc_id for r in group], rows)
         store.upsert_documents([
@@ -90,7 +92,7 @@ def _write(store, stamp: IndexStamp, settings: IndexSettings, stored, group: lis
         TokenVectors(store, stamp).copy(kept)
     seconds = round((time.perf_counter() - started) / len(group), 4)
     outcomes = [Outcome(r.file.path, DocStatus.INDEXED, chunks=counts[r.doc_id], truncated=lenders[r.doc_id]["truncated"],
-                        reused=counts[r.doc_id]) for r in group]
+                        reused=counts[r.doc_id], change="renamed", lent_by=lenders[r.doc_id]["source"]) for r in group]
     each_or_summary(get_logger(), (Events.DOCUMENT_INDEXED, Events.DOCUMENT_FINISHED), [
         {"path": o.path, "document_id": r.doc_id, "status": DocStatus.INDEXED, "chunks": o.chunks,
          "truncated": o.truncated, "encoded": 0, "reused": o.reused, "lent_by": lenders[r.doc_id]["source"],

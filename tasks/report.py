@@ -113,10 +113,11 @@ def _markdown(summary: RunSummary, root: str) -> str:
     lines = [
         f"# Index run: {markdown_text(root)}",
         "",
-        "| indexed | skipped | failed | deleted | chunks written | truncated | rows in index |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        "| indexed | skipped | failed | deleted | chunks written | truncated | rows in index | not documents |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
         f"| {summary.indexed} | {summary.skipped} | {summary.failed} | {summary.deleted} "
-        f"| {summary.chunks} | {summary.truncated} | {summary.rows} |",
+        f"| {summary.chunks} | {summary.truncated} | {summary.rows} | {len(summary.not_documents)} |",
+        "", f"In words: {summary.words()}.",
     ]
     if summary.still_failing:
         lines += ["", f"{summary.still_failing} documents are still failing: they failed before and have not "
@@ -133,6 +134,12 @@ def _markdown(summary: RunSummary, root: str) -> str:
     if summary.failures:
         lines += ["", "## Failed documents", "", "| path | stage | reason |", "|---|---|---|"]
         lines += [f"| {markdown_text(f.path)} | {f.stage} | {markdown_text(f.reason)} |" for f in summary.failures]
+    if summary.not_documents:  # not failures: no tag, no event, listed so an operator sees them
+        lines += ["", "## Skipped: not documents", "",
+                  "Files that are no documents (archives, source code, a photo with no text, a recording with no "
+                  "speech): not indexed and not failed; read again when they change.", "", "| path | what it is |",
+                  "|---|---|"]
+        lines += [f"| {markdown_text(d.path)} | {markdown_text(d.what)} |" for d in summary.not_documents]
     return "\n".join(lines)
 
 

@@ -53,8 +53,6 @@ HOSTILE = [
     Case("legacy.docx", lambda: make._ole2(["WordDocument", "1Table"]), "extract", "unsupported-type",
          "legacy Word 97-2003"),
     Case("cut.ods", lambda: make.services_ods()[:700], "extract", "corrupt", "damaged or truncated zip"),
-    Case("backup.7z", lambda: b"7z\xbc\xaf\x27\x1c\x00\x04" + bytes(64), "extract", "unsupported-type",
-         "a 7-Zip archive (.7z)"),
     Case("no-sheets.xlsx", make.workbook_without_sheets, "extract", "no-text", "no worksheets"),
     Case("zip-bomb.xlsx", lambda: make.zip_bomb(600 << 20), "extract", "too-large", "zip bomb"),
     Case("bomb.png", lambda: make.png_claiming(20_000, 10_000), "extract", "too-large", "decompression bomb"),
@@ -64,6 +62,9 @@ HOSTILE = [
     Case("text-named.pdf", lambda: b"# Notes\n\nPlain text that says it is a PDF.\n", "extract", "corrupt",
          "not a PDF"),
 ]
+
+# name -> (bytes, what it is): no documents, set aside, not failed (issue 41.2)
+NOT_DOCUMENTS = {"backup.7z": (b"7z\xbc\xaf\x27\x1c\x00\x04" + bytes(64), "a 7-Zip archive (.7z)")}
 
 # name -> (bytes, a phrase its canonical text must hold)
 GOOD = {
@@ -108,7 +109,7 @@ class OpenWatch:
 def build(folder: Path, outside: Path) -> None:
     for case in HOSTILE:
         (folder / case.name).write_bytes(case.build())
-    for name, (data, _) in GOOD.items():
+    for name, (data, _) in (*GOOD.items(), *NOT_DOCUMENTS.items()):
         (folder / name).write_bytes(data)
     with open(folder / "huge.txt", "wb") as handle:
         handle.truncate(HUGE_BYTES)  # sparse: 200 MB of size, no disk
@@ -169,6 +170,13 @@ def test_each_hostile_file_fails_alone_with_its_reason(runs, case):
     assert record["reason"].startswith(case.kind + ": "), record["reason"]
     assert case.says in record["reason"]
     assert record["chunk_count"] == Store(runs["settings"].db).count_chunks(record["doc_id"]) == 0
+
+
+@pytest.mark.parametrize("name", list(NOT_DOCUMENTS))
+def test_a_file_that_is_no_document_is_set_aside_not_failed(runs, name):
+    record = runs["after_first"][name]
+    assert (record["status"], record["reason"]) == ("not-a-document", f"not a document: {NOT_DOCUMENTS[name][1]}")
+    assert record["chunk_count"] == 0
 
 
 @pytest.mark.parametrize("name", list(GOOD))

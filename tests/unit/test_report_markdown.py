@@ -66,3 +66,18 @@ def test_the_failed_documents_table_renders_no_link_or_image_and_its_parameters_
     assert shown["path"] == BEACONS.path and shown["reason"] == BEACONS.reason  # read as the text itself
     assert json.loads(shown["retry-failed/retry-failed parameters"]) == json.loads(
         retry_parameters("/data/index", BEACONS.source))  # still copyable, exact
+
+
+def test_files_that_are_no_documents_are_listed_apart_from_failures_and_escaped():
+    """Issue 41.2: the artifact counts and lists them, never as failures; a hostile name stays one cell."""
+    from citeline.schemas.status import NotDocument
+
+    summary = RunSummary(indexed=1, new=1, not_documents=(NotDocument("tool.py", "Python source"),
+                                                           NotDocument("a | b <i>.zip", "a zip archive (.zip)")))
+    markdown = _markdown(summary, "/docs")
+    assert "In words: 1 new, 2 skipped as not documents." in markdown and "Failed documents" not in markdown
+    lines = markdown.split("\n")
+    rows = lines[lines.index("| path | what it is |") + 2:]
+    assert [_cells(r) for r in rows] == [[" tool.py ", " Python source "],
+                                         [" a \\| b &lt;i&gt;.zip ", " a zip archive \\(.zip\\) "]]
+    assert _cells(lines[4])[-1].strip() == "2"  # the counts row's last column

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from citeline.extractors import media
-from citeline.schemas.errors import Corrupt, Empty, Truncated
+from citeline.schemas.errors import Corrupt, Empty, NotADocument, Truncated
 from citeline.schemas.locator import TimeSpan
 from citeline.schemas.options import ExtractOptions
 
@@ -52,15 +52,14 @@ def test_a_long_pause_starts_a_paragraph(transcripts):
 
 
 def test_silence_is_no_speech_not_invented_text(make, whisper):
-    canonical = media.extract(make.silence_wav(), "room-tone.wav")
-    assert canonical.text == "" and canonical.segments == ()
-    assert canonical.notes == ("no speech detected",)
+    """A recording with no speech is not a document, as a photo with no text is (issue 41.2)."""
+    with pytest.raises(NotADocument, match="a recording with no speech"):
+        media.extract(make.silence_wav(), "room-tone.wav")
 
 
 def test_video_without_audio_track(make):
-    canonical = media.extract(make.video_without_audio(), "screen.mp4")
-    assert canonical.text == ""
-    assert any("no audio track" in note for note in canonical.notes)
+    with pytest.raises(NotADocument, match="a video with no sound track"):
+        media.extract(make.video_without_audio(), "screen.mp4")
 
 
 @pytest.mark.parametrize(
@@ -88,7 +87,8 @@ def test_model_is_a_directory_never_a_size_name(whisper):
 def test_model_path_is_selectable(make, whisper):
     options = ExtractOptions(whisper_model=media.default_model_path(), whisper_threads=2)
     assert media.model(options.whisper_model, options.whisper_threads) is whisper
-    assert media.extract(make.silence_wav(1.0), "tone.wav", options).notes == ("no speech detected",)
+    with pytest.raises(NotADocument):  # the model given ran, and heard nothing
+        media.extract(make.silence_wav(1.0), "tone.wav", options)
 
 
 def test_transcribes_when_the_process_limits_openmp_to_one_thread(tmp_path, make):

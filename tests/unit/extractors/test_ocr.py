@@ -8,7 +8,7 @@ from PIL import Image
 
 from citeline.extractors import ocr
 from citeline.extractors.ocr import bounded, reading_order
-from citeline.schemas.errors import Corrupt, Empty, NoText, TooLarge, Truncated
+from citeline.schemas.errors import Corrupt, Empty, NotADocument, TooLarge, Truncated
 from citeline.schemas.locator import Page
 from citeline.schemas.options import ExtractOptions
 
@@ -113,9 +113,10 @@ def test_bad_images(make, data, error, reason):
 
 
 def test_blank_image_has_no_text():
+    """A photo with no text is not a document, set aside, not failed (issue 41.2)."""
     out = io.BytesIO()
     Image.new("L", (600, 400), 255).save(out, format="PNG")
-    with pytest.raises(NoText):
+    with pytest.raises(NotADocument, match="an image with no text"):
         ocr.extract(out.getvalue(), "blank.png")
 
 
