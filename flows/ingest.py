@@ -69,7 +69,9 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
         store.chunks(stamp, create=True)  # refuse an index of another model before any work
         if removed := store.clean_temp_files():
             log.warning(Events.RUN_CLEANED, leftover_files=removed)
-        store.migrate_documents()  # the plan reads the stat columns
+        store.migrate()  # the plan reads the stat columns, the sweep the generations
+        if swept := store.sweep_unowned():  # before the plan: a swept document is read again
+            log.warning(Events.RUN_SWEPT, documents=len(swept), paths=[d["path"] for d in swept if d["path"]])
         marks = [time.perf_counter()]
         plan = plan_folder(root, store, stamp, selection, verify)
         if synced_root(root) not in store.roots():

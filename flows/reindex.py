@@ -7,7 +7,7 @@ from prefect.futures import wait
 from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from citeline.index.faults import is_storage_error
+from citeline.index.faults import failpoint, is_storage_error
 from citeline.index.lease import check_writer
 from citeline.index.lock import writer_lock
 from citeline.index.store import Store
@@ -92,7 +92,9 @@ def reindex(settings: IndexSettings, wait_s: float = 0.0):
                                   + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""),
                           data=summary)
         check_writer(settings.db)
+        failpoint("reindex.switch")
         store.activate(new)
+        failpoint("reindex.restamp")
         rows = store.rows_per_document()  # one scan, not one per document
         store.upsert_documents([restamped_record(r["doc_id"], new, rows[r["doc_id"]])
                                 for r in store.document_rows(["doc_id", "status"])])

@@ -17,7 +17,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Failed
 from prefect.tasks import exponential_backoff
 
-from citeline.index.faults import is_storage_error
+from citeline.index.faults import failpoint, is_storage_error
 from citeline.index.reuse import StoredChunks
 from citeline.index.store import chunk_table
 from citeline.index.tokens import TokenVectors
@@ -27,6 +27,7 @@ from citeline.pipeline.prepare import Prepared, Unchanged, error_kind, is_bad_in
 from citeline.schemas.errors import DocumentError
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
+from citeline.schemas.tables import new_generation
 from citeline.schemas.status import DocError, DocStatus, Outcome
 from citeline.tasks import env
 from citeline.tasks.log import Events, get_logger
@@ -146,9 +147,10 @@ def write_documents(batch: list[tuple[Prepared | Unchanged, Prior]], stamp: Inde
     A write that the storage refuses (disk full, I/O error: an OSError, or LanceDB's
     ``LanceError(IO)``, see index/faults.py) fails the whole batch, which the flow then
     writes again one document at a time, so the document the storage refuses fails
-    alone; any other exception is a bug and stops the run. A kill between the two commits
-    leaves the new chunks under old records: their stat is the old one, so the next sync
-    reads those files and writes them again.
+    alone; any other exception is a bug and stops the run. The rows carry a generation
+    their records carry too: a kill (or a refusal) between the two commits leaves rows no
+    record owns, which readers do not see and the next sync deletes before reading those
+    files again (``Store.sweep_unowned``).
 
     Args:
         label: the task run's name: the path of a lone document, else how many there are.
@@ -162,9 +164,13 @@ def write_documents(batch: list[tuple[Prepared | Unchanged, Prior]], stamp: Inde
         with write_lock(settings.db):
             started = time.perf_counter()
             new = {p.doc_id: chunk_table(p.rows, stamp) for p, _ in batch if isinstance(p, Prepared)}
-            counts = store.replace_chunks_of(stamp, new) if new else {}
-            store.upsert_documents([indexed_record(p, prior, stamp, counts[p.doc_id]) if isinstance(p, Prepared)
-                                    else unchanged_record(p) for p, prior in batch])
+            generations = {doc_id: new_generation() for doc_id in new}
+            failpoint("write.chunks")
+            counts = store.replace_chunks_of(stamp, new, generations) if new else {}
+            failpoint("write.between")
+            store.upsert_documents([indexed_record(p, prior, stamp, counts[p.doc_id], generations[p.doc_id])
+                                    if isinstance(p, Prepared) else unchanged_record(p) for p, prior in batch])
+            failpoint("write.records")
             # chunks whose id moved with a kept vector keep their word-piece vectors too
             TokenVectors(store, stamp).copy({new: old for p, _ in batch if isinstance(p, Prepared)
                                              for new, old in p.reused.kept.items() if new != old})

@@ -37,6 +37,7 @@ class Events:
     RUN_FINISHED = "run.finished"
     RUN_STOPPED = "run.stopped"
     RUN_CLEANED = "run.cleaned"
+    RUN_SWEPT = "run.swept"  # chunk rows no record owned (a writer killed between its commits), deleted
     DOCUMENT_FINISHED = "document.finished"
     DOCUMENT_INDEXED = "document.indexed"
     DOCUMENT_FAILED = "document.failed"
