@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import signal
 
 # LanceDB's Rust core reports file-system failures as RuntimeError("lance error:
@@ -61,6 +62,26 @@ def _fire(name: str, action: str) -> None:
     raise RuntimeError(f"lance error: LanceError(IO): No space left on device (os error 28), "
                        f"/root/.cargo/registry/src/index.crates.io-6f17d22bba15001f/lance-file-0.0.0/src/"
                        f"structural.rs:191:9 (failpoint {name})")
+
+
+# LanceDB's wording around the OS error: its prefix, and the Rust source it was raised in.
+_LANCE_PREFIX = re.compile(r"^lance error: (LanceError\(IO\): )?")
+_RUST_SOURCE = re.compile(r",?\s*[^\s,]*\.rs:\d+:\d+")
+
+
+def storage_reason(exc: BaseException) -> str:
+    """A storage error as a person reads it: the cause (and the path an OSError names), without
+    LanceDB's prefix or the Rust source file it was raised in.
+
+    >>> storage_reason(RuntimeError("lance error: LanceError(IO): No space left on device (os error 28), "
+    ...                             "/root/.cargo/registry/src/x/lance-file/src/structural.rs:191:9"))
+    'No space left on device (os error 28)'
+    >>> storage_reason(OSError(28, "No space left on device", "/idx/documents.lance"))
+    'No space left on device: /idx/documents.lance'
+    """
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+    return _RUST_SOURCE.sub("", _LANCE_PREFIX.sub("", str(exc))).strip()
 
 
 def is_storage_error(exc: BaseException) -> bool:

@@ -379,12 +379,14 @@ class Store:
         Arrow: vectors stay in their buffers (a rename copies them without reading them)."""
         return self.db.open_table(table or self.active_table()).search().where(where).limit(None).to_arrow()
 
-    def rows_per_document(self, table: str | None = None) -> Counter:
-        """Rows per document of the active chunks table (or ``table``), in one scan."""
+    def rows_per_document(self, table: str | None = None, owned: bool = False) -> Counter:
+        """Rows per document of the active chunks table (or ``table``), in one scan; with ``owned``,
+        only the rows a record owns (``unowned_generations``)."""
         name = table or self.active_table()
         if name is None:
             return Counter()
-        return Counter(r["doc_id"] for r in _scan(self.db.open_table(name), ["doc_id"], None))
+        opened = self.db.open_table(name)
+        return Counter(r["doc_id"] for r in _scan(opened, ["doc_id"], self.owned_where(opened) if owned else None))
 
     def delete_chunks_of(self, table: str, doc_ids: Iterable[str]) -> None:
         """Delete every row of these documents from ``table``, in one commit."""

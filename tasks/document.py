@@ -17,7 +17,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Failed
 from prefect.tasks import exponential_backoff
 
-from citeline.index.faults import failpoint, is_storage_error
+from citeline.index.faults import failpoint, is_storage_error, storage_reason
 from citeline.index.reuse import StoredChunks
 from citeline.index.store import chunk_table
 from citeline.index.tokens import TokenVectors
@@ -178,7 +178,7 @@ def write_documents(batch: list[tuple[Prepared | Unchanged, Prior]], stamp: Inde
     except Exception as exc:  # safe: only a storage error (disk full, I/O) is kept; the rest re-raised
         if not is_storage_error(exc):
             raise
-        error = DocError("write", error_kind(exc), str(exc))
+        error = DocError("write", error_kind(exc), storage_reason(exc))
         if len(batch) == 1:
             get_logger(path=batch[0][0].file.path, document_id=batch[0][0].doc_id).error(
                 Events.DOCUMENT_FAILED, stage="write", kind=error.kind, reason=error.message)

@@ -6,7 +6,7 @@ import time
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from citeline.index.faults import failpoint, is_storage_error
+from citeline.index.faults import failpoint, is_storage_error, storage_reason
 from citeline.index.filters import one_of
 from citeline.index.reuse import LENDER_COLUMNS
 from citeline.index.tokens import TokenVectors
@@ -72,7 +72,7 @@ def index_renamed(todo: list[Todo], stamp: IndexStamp, settings: IndexSettings
         except Exception as exc:  # safe: only a storage error (disk full, I/O) is kept; the rest re-raised
             if not is_storage_error(exc):
                 raise
-            get_logger().warning(Events.RUN_STOPPED, reason=f"renamed files left to the ordinary write: {exc}")
+            get_logger().warning(Events.RUN_STOPPED, reason=f"renamed files left to the ordinary write: {storage_reason(exc)}")
     done = {o.path for o in outcomes}
     return outcomes, [t for t in todo if not (may_be_renamed(t) and t.file.path in done)]
 

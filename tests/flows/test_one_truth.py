@@ -129,3 +129,39 @@ def test_rm_stopped_between_its_commits_leaves_nothing_served(indexed, monkeypat
     sync(docs, settings)
     assert set(store.rows_per_document()) == {r["doc_id"] for r in store.document_rows(["doc_id"])}
     assert check_index(store) == []
+
+
+def test_a_records_commit_the_disk_refuses_fails_the_documents_without_serving_their_rows(indexed, monkeypatch):
+    """Item 8: the rows committed, the records commit met a full disk (LanceDB's wording): the
+    documents fail at ``write`` with the cause in plain words, and the rows nobody owns are not served."""
+    docs, settings = indexed
+    with (docs / "04-dropout.md").open("a") as f:
+        f.write(f"\n\n{ZEBRAS}\n")
+    monkeypatch.setattr(faults, "_ARMED", {"write.between": "lance-enospc"})
+    state = index_folder(str(docs), settings, return_state=True)
+    summary = state.result(raise_on_failure=False)
+    assert state.name == "DocumentsFailed" and [(f.path, f.stage) for f in summary.failures] == [
+        ("04-dropout.md", "write")]
+    reason = summary.failures[0].reason
+    assert reason.startswith("storage: No space left on device (os error 28)"), reason
+    assert ".rs:" not in reason and "lance error" not in reason and "Task run" not in reason
+    assert served(settings, ZEBRAS) == set()
+    assert check_index(Store(settings.db)) == []
+
+    monkeypatch.setattr(faults, "_ARMED", {})
+    assert sync(docs, settings).indexed == 1
+    assert served(settings, ZEBRAS) == {"04-dropout.md"}
+    assert check_index(Store(settings.db)) == []
+
+
+def test_a_reindex_the_disk_refuses_names_the_write_and_its_cause(indexed, monkeypatch):
+    """Item 8: not ``[embed] Task run encountered an exception RuntimeError: lance error: … structural.rs``."""
+    from citeline.flows.reindex import reindex
+
+    _, settings = indexed
+    monkeypatch.setattr(faults, "_ARMED", {"reindex.document": "lance-enospc"})
+    state = reindex(IndexSettings(db=settings.db, model=FAKE, strategy="C"), return_state=True)
+    failures = state.result(raise_on_failure=False).failures
+    assert failures and {f.stage for f in failures} == {"write"}
+    assert all(f.reason.startswith("No space left on device (os error 28)") and ".rs:" not in f.reason
+               and "Task run" not in f.reason for f in failures), failures
