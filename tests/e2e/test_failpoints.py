@@ -38,8 +38,8 @@ def cli(env: dict[str, str], *args: str, point: str | None = None) -> subprocess
                           timeout=300)
 
 
-def index(env, folder: Path, db: Path, point: str | None = None) -> subprocess.CompletedProcess:
-    return cli(env, "index", str(folder), "--db", str(db), "--model", FAKE, "--no-progress", point=point)
+def index(env, folder: Path, db: Path, point: str | None = None, *extra: str) -> subprocess.CompletedProcess:
+    return cli(env, "index", str(folder), "--db", str(db), "--model", FAKE, "--no-progress", *extra, point=point)
 
 
 def killed(run: subprocess.CompletedProcess, point: str) -> None:
@@ -79,9 +79,10 @@ def served_rows(db: Path) -> list[dict]:
 
 
 def assert_equals_a_clean_index(folder: Path, db: Path, tmp_path: Path,
-                                 gone: tuple[str, ...] = ("walrus", "funicular", "juniper")) -> None:
+                                 gone: tuple[str, ...] = ("walrus", "funicular", "juniper"), strategy: str = "B") -> None:
     clean = tmp_path / "clean"
-    assert index_folder(str(folder), IndexSettings(db=str(clean), model=FAKE), return_state=True).is_completed()
+    assert index_folder(str(folder), IndexSettings(db=str(clean), model=FAKE, strategy=strategy),
+                        return_state=True).is_completed()
     store = Store(str(db))
     assert check_index(store) == []
     assert sorted(r["path"] for r in store.document_rows(["path"])) == sorted(
@@ -147,3 +148,27 @@ def test_retry_killed_between_its_commits_heals_with_one_sync(copy, cli_env, tmp
     assert "walrus" not in " ".join(r["content"] for r in served_rows(db))
     assert index(cli_env, folder, db).returncode == 0
     assert_equals_a_clean_index(folder, db, tmp_path, gone=("walrus",))
+
+
+@pytest.mark.parametrize("point", ["reindex.document", "reindex.switch", "reindex.restamp"])
+def test_a_reindex_killed_at_each_point_resumes_and_a_sync_heals(copy, cli_env, tmp_path, point):
+    """Killed re-index to strategy C, run again (it resumes), a file deleted, one sync with C."""
+    folder, db = copy
+    reindex = ("reindex", "--db", str(db), "--model", FAKE, "--strategy", "c")
+    killed(cli(cli_env, *reindex, point=point), point)
+    again = cli(cli_env, *reindex)
+    assert again.returncode == 0, again.stdout + again.stderr[-2000:]
+    (folder / "gamma.md").unlink()
+    assert index(cli_env, folder, db, None, "--strategy", "c").returncode == 0
+    assert_equals_a_clean_index(folder, db, tmp_path, gone=("juniper",), strategy="C")
+
+
+def test_gc_killed_between_its_drops_and_run_again_leaves_the_live_index_whole(copy, cli_env, tmp_path):
+    folder, db = copy
+    assert cli(cli_env, "reindex", "--db", str(db), "--model", FAKE, "--strategy", "c").returncode == 0
+    killed(cli(cli_env, "gc", "--db", str(db), "--yes", point="gc.drop"), "gc.drop")
+    again = cli(cli_env, "gc", "--db", str(db), "--yes")
+    assert again.returncode == 0, again.stdout + again.stderr[-2000:]
+    assert [active for _, _, active in Store(str(db)).chunk_tables()] == [True]
+    assert index(cli_env, folder, db, None, "--strategy", "c").returncode == 0
+    assert_equals_a_clean_index(folder, db, tmp_path, gone=(), strategy="C")
