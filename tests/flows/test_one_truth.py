@@ -6,11 +6,13 @@ The stop is the failpoint's ``crash`` (index/faults.py): an exception no handler
 where ``kill`` would end a process, so the run commits nothing more. tests/e2e/test_failpoints.py
 kills real processes at every point.
 """
+import os
 from pathlib import Path
 
 import pytest
 
 from citeline.flows.ingest import index_folder
+from citeline.flows.reindex import reindex
 from citeline.flows.remove import remove_path
 from citeline.index import faults
 from citeline.index.check import check_index
@@ -18,6 +20,7 @@ from citeline.index.store import Store
 from citeline.pipeline.embed import get_embedder
 from citeline.query.search import Searcher
 from citeline.schemas.settings import IndexSettings
+from citeline.tasks.folder_plan import unchanged
 from fakes import FAKE
 
 pytestmark = [pytest.mark.usefixtures("prefect_harness")]
@@ -101,10 +104,8 @@ def test_a_no_op_sync_does_not_skip_rows_no_record_owns(indexed, monkeypatch):
     crash_at(monkeypatch, "write.between")
     assert index_folder(str(docs), settings, return_state=True).is_failed()
     victim.write_bytes(original)
-    import os
     os.utime(victim, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # size and mtime as recorded: unread
 
-    from citeline.tasks.folder_plan import unchanged
     monkeypatch.setattr(faults, "_ARMED", {})
     assert unchanged(str(docs), settings) is None
     assert sync(docs, settings).indexed == 1
@@ -156,8 +157,6 @@ def test_a_records_commit_the_disk_refuses_fails_the_documents_without_serving_t
 
 def test_a_reindex_the_disk_refuses_names_the_write_and_its_cause(indexed, monkeypatch):
     """Item 8: not ``[embed] Task run encountered an exception RuntimeError: lance error: … structural.rs``."""
-    from citeline.flows.reindex import reindex
-
     _, settings = indexed
     monkeypatch.setattr(faults, "_ARMED", {"reindex.document": "lance-enospc"})
     state = reindex(IndexSettings(db=settings.db, model=FAKE, strategy="C"), return_state=True)
@@ -165,3 +164,18 @@ def test_a_reindex_the_disk_refuses_names_the_write_and_its_cause(indexed, monke
     assert failures and {f.stage for f in failures} == {"write"}
     assert all(f.reason.startswith("No space left on device (os error 28)") and ".rs:" not in f.reason
                and "Task run" not in f.reason for f in failures), failures
+
+
+def test_an_index_from_before_generations_is_read_as_it_is_and_migrated_by_a_sync(indexed):
+    docs, settings = indexed
+    store = Store(settings.db)
+    store.documents().drop_columns(["generation"])  # as an older citeline wrote it
+    store.db.open_table(store.active_table()).drop_columns(["generation"])
+    searcher = Searcher.open(settings.db, get_embedder(settings.model))
+    assert "04-dropout.md" in {h.chunk.path for h in searcher.bm25("dropout", 3)}
+    assert check_index(store) == [] and store.needs_migration()
+
+    assert unchanged(str(docs), settings) is None  # the flow migrates
+    assert sync(docs, settings).skipped == 2  # null generations are owned: nothing read again
+    assert not store.needs_migration() and unchanged(str(docs), settings) is not None
+    assert check_index(store) == []
