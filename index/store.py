@@ -456,11 +456,16 @@ class Store:
         return hidden_where(self.unowned_generations(table))
 
     def chunk_rows(self, columns: Sequence[str] | None = None, where: Filter | None = None,
-                   table: str | None = None) -> list[dict]:
+                   table: str | None = None, owned: bool = False) -> list[dict]:
+        """Rows of the active chunks table (or ``table``); with ``owned``, only those a record
+        owns, as readers see them (``unowned_generations``)."""
         name = table or self.active_table()
         if name is None:
             return []
-        return _scan(self.db.open_table(name), columns, where)
+        opened = self.db.open_table(name)
+        if owned and (kept := self.owned_where(opened)) is not None:
+            where = kept if where is None else f"({where if isinstance(where, str) else where.to_sql()}) AND {kept}"
+        return _scan(opened, columns, where)
 
     def modified_since(self, since_ns: int) -> list[str]:
         """Ids of the documents whose file was last read with an mtime at or after ``since_ns``."""

@@ -179,3 +179,16 @@ def test_an_index_from_before_generations_is_read_as_it_is_and_migrated_by_a_syn
     assert sync(docs, settings).skipped == 2  # null generations are owned: nothing read again
     assert not store.needs_migration() and unchanged(str(docs), settings) is not None
     assert check_index(store) == []
+
+
+def test_the_views_of_a_document_show_only_the_rows_its_record_owns(indexed, monkeypatch):
+    """``citeline chunks`` and the service's document view read what search reads."""
+    from citeline.api import Index
+
+    docs, settings = indexed
+    with (docs / "04-dropout.md").open("a") as f:
+        f.write(f"\n\n{ZEBRAS}\n")
+    crash_at(monkeypatch, "write.between")
+    assert index_folder(str(docs), settings, return_state=True).is_failed()
+    chunks = Index(settings.db).chunks("04-dropout.md")
+    assert not any("Zebras" in c.content for c in chunks)
