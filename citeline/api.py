@@ -357,7 +357,7 @@ class Index:
         """
         doc = self.document(path)
         store = self._snapshot.searcher.store if self._snapshot is not None else Store.existing(self.uri)
-        rows = store.chunk_rows(list(CHUNK_FIELDS), equals("doc_id", doc.document_id))
+        rows = store.chunk_rows(list(CHUNK_FIELDS), equals("doc_id", doc.document_id), owned=True)
         return tuple(ChunkInfo.from_row(r) for r in sorted(rows, key=lambda r: r["ordinal"]))
 
     def chunk(self, chunk_id: str) -> ChunkInfo:
@@ -366,7 +366,7 @@ class Index:
         Raises:
             KeyError: no such chunk in the active table.
         """
-        rows = self.snapshot().searcher.store.chunk_rows(list(CHUNK_FIELDS), equals("chunk_id", chunk_id))
+        rows = self.snapshot().searcher.store.chunk_rows(list(CHUNK_FIELDS), equals("chunk_id", chunk_id), owned=True)
         if not rows:
             raise KeyError(f"no chunk {chunk_id!r} in the index at {self.uri}")
         return ChunkInfo.from_row(rows[0])

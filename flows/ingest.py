@@ -11,7 +11,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
 from citeline.extractors import runs_in_process
-from citeline.index.faults import is_storage_error
+from citeline.index.faults import is_storage_error, storage_reason
 from citeline.index.lease import check_writer
 from citeline.index.lock import writer_lock
 from citeline.pipeline.plan import Todo
@@ -76,7 +76,9 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
         store.chunks(stamp, create=True)  # refuse an index of another model before any work
         if removed := store.clean_temp_files():
             log.warning(Events.RUN_CLEANED, leftover_files=removed)
-        store.migrate_documents()  # the plan reads the stat columns
+        store.migrate()  # the plan reads the stat columns, the sweep the generations
+        if swept := store.sweep_unowned():  # before the plan: a swept document is read again
+            log.warning(Events.RUN_SWEPT, documents=len(swept), paths=[d["path"] for d in swept if d["path"]])
         marks = [time.perf_counter()]
         plan = plan_folder(root, store, stamp, selection, verify, allow_mass_delete)
         for held in plan.held:
@@ -112,7 +114,7 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
             if not is_storage_error(exc):
                 raise
             stopped = exc
-            log.error(Events.RUN_STOPPED, reason=str(exc))
+            log.error(Events.RUN_STOPPED, reason=storage_reason(exc))
         summary = RunSummary(
             indexed=len(outcomes), failed=len(failures), skipped=len(plan.skip) + unchanged, deleted=deleted,
             chunks=sum(o.chunks for o in outcomes), truncated=sum(o.truncated for o in outcomes),
@@ -383,7 +385,7 @@ def stopped_state(summary: RunSummary, exc: Exception):
     or still stale or failed in the record set, so the next sync indexes it again; the
     full-text index and token vectors are brought up to date by the next run.
     """
-    return Failed(message=f"{summary.line()}; the run stopped before finishing: {exc}. "
+    return Failed(message=f"{summary.line()}; the run stopped before finishing: {storage_reason(exc)}. "
                           "Free the space and run it again: it finishes what this one left.", data=summary)
 
 

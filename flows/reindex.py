@@ -7,7 +7,7 @@ from prefect.futures import wait
 from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from citeline.index.faults import is_storage_error
+from citeline.index.faults import failpoint, is_storage_error, storage_reason
 from citeline.index.lease import check_writer
 from citeline.index.lock import writer_lock
 from citeline.index.store import Store
@@ -68,8 +68,7 @@ def reindex(settings: IndexSettings, wait_s: float = 0.0):
         if not wait_unless_stopped(list(futures)):
             return stopped_by_signal(old, new, futures)
         raise_writer_lost(futures)
-        failures = tuple(Failure(r["path"], "embed", f.state.message or "re-embedding failed")
-                         for f, r in futures.items() if not f.state.is_completed())
+        failures = tuple(reembed_failure(r["path"], f.state) for f, r in futures.items() if not f.state.is_completed())
         if failures:
             summary = ReindexSummary(old, new, len(records), 0, False, failures)
             return Failed(message=f"{len(failures)} documents failed; the live index is unchanged", data=summary)
@@ -83,7 +82,7 @@ def reindex(settings: IndexSettings, wait_s: float = 0.0):
             if not is_storage_error(exc):
                 raise
             summary = ReindexSummary(old, new, len(records), 0, False)
-            return Failed(message=f"not switched, the live index is unchanged: {exc}; run the re-index again "
+            return Failed(message=f"not switched, the live index is unchanged: {storage_reason(exc)}; run the re-index again "
                                   "once there is space: it resumes", data=summary)
         expected = {r["doc_id"]: (r["path"], f.result()) for f, r in futures.items()}
         if problems := unpublishable(store.rows_per_document(staged), expected):
@@ -92,7 +91,9 @@ def reindex(settings: IndexSettings, wait_s: float = 0.0):
                                   + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""),
                           data=summary)
         check_writer(settings.db)
+        failpoint("reindex.switch")
         store.activate(new)
+        failpoint("reindex.restamp")
         rows = store.rows_per_document()  # one scan, not one per document
         store.upsert_documents([restamped_record(r["doc_id"], new, rows[r["doc_id"]])
                                 for r in store.document_rows(["doc_id", "status"])])
@@ -100,6 +101,17 @@ def reindex(settings: IndexSettings, wait_s: float = 0.0):
         summary = ReindexSummary(old, new, len(records), store.count_chunks(), True)
     log.info("reindex.switched", old_table=chunks_table_name(old), new_table=staged, rows=summary.rows)
     return Completed(message=summary.line(), data=summary)
+
+
+def reembed_failure(path: str, state) -> Failure:
+    """A document the re-index could not stage, as a person reads it: a storage write the disk
+    refused is stage ``write`` with its cause (no Prefect wording, no Rust source path)."""
+    exc = state.result(raise_on_failure=False)
+    if isinstance(exc, BaseException) and is_storage_error(exc):
+        return Failure(path, "write", storage_reason(exc))
+    if isinstance(exc, BaseException):
+        return Failure(path, "embed", f"{type(exc).__name__}: {exc}")
+    return Failure(path, "embed", state.message or "re-embedding failed")
 
 
 STOP_POLL_S = 0.2  # how often the wait for the documents looks for a stop request

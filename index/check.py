@@ -34,7 +34,10 @@ def check_index(store: Store) -> list[Violation]:
     store = snapshot(store)
     stamp = store.stamp()
     documents = store.document_rows(["doc_id", "path", "status", "chunk_count", "canonical", "notes"])
-    chunks = store.chunk_rows(["chunk_id", "doc_id", "start", "end", "content", "text", "vector", *INDEX_STAMP_COLUMNS])
+    # Rows no record owns (a writer killed between its two commits) are what no reader sees and
+    # the next sync deletes (Store.sweep_unowned): the check reads the index as readers do.
+    chunks = store.chunk_rows(["chunk_id", "doc_id", "start", "end", "content", "text", "vector", *INDEX_STAMP_COLUMNS],
+                              owned=True)
     return [
         *_counts(documents, chunks),
         *_empty_indexed(documents),

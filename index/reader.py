@@ -36,12 +36,16 @@ class ChunkReader:
         table: an open LanceDB chunks table (``Store.chunks`` checked its stamp).
         columns: the chunk columns every returned row carries (``chunk_id`` among them).
         tokens: the table's stored word-piece vectors, when the index keeps them.
+        owned: SQL keeping only the rows a document record owns (``Store.owned_where``);
+            None when every row is owned, as always but after a writer was killed between
+            its chunks and its records: every read goes through it.
     """
 
-    def __init__(self, table, columns: Sequence[str], tokens: TokenVectors | None = None):
+    def __init__(self, table, columns: Sequence[str], tokens: TokenVectors | None = None, owned: str | None = None):
         self.table = table
         self.columns = list(columns)
         self.tokens = tokens
+        self.owned = owned
         self.rows = table.count_rows()
         self.exact = not has_vector_index(table)
         self.ef, self.refine = ANN_EF, ANN_REFINE
@@ -49,7 +53,11 @@ class ChunkReader:
             self._load()
 
     def _load(self) -> None:
-        data = self.table.search().select([*self.columns, "vector"]).limit(None).to_arrow()
+        search = self.table.search()
+        if self.owned is not None:
+            search = search.where(self.owned)
+        data = search.select([*self.columns, "vector"]).limit(None).to_arrow()
+        self.rows = data.num_rows
         dim = data.schema.field("vector").type.list_size
         self._matrix = data.column("vector").combine_chunks().values.to_numpy().reshape(-1, dim)
         self._values = {c: data.column(c).to_pylist() for c in self.columns}
@@ -80,7 +88,7 @@ class ChunkReader:
         if k <= 0:
             return []
         if self.exact:
-            search = self.table.search(vector).distance_type("cosine").where(where, prefilter=True).limit(k)
+            search = self.table.search(vector).distance_type("cosine").where(self._kept(where), prefilter=True).limit(k)
         else:
             search = self._ann(self.table.search(vector), k, where)
         found = search.select([*self.columns, "_distance"]).to_list()
@@ -101,8 +109,8 @@ class ChunkReader:
         if not query.strip() or k <= 0:
             return []
         search = self.table.search(query, query_type="fts").limit(k)
-        if where is not None:
-            search = search.where(where, prefilter=True)
+        if (kept := self._kept(where)) is not None:
+            search = search.where(kept, prefilter=True)
         found = search.select(["chunk_id", "_score"]).to_arrow()
         return list(zip(found.column("chunk_id").to_pylist(), map(float, found.column("_score").to_pylist())))
 
@@ -118,8 +126,8 @@ class ChunkReader:
     def _ann(self, search, k: int, where: str | None):
         """``search`` (a vector query) over the HNSW index with this reader's ef and refine factor."""
         search = search.distance_type("cosine").limit(k)
-        if where is not None:
-            search = search.where(where, prefilter=True)
+        if (kept := self._kept(where)) is not None:
+            search = search.where(kept, prefilter=True)
         search = search.ef(max(self.ef, k * (self.refine or 1)))  # k x refine candidates; ef no fewer
         return search.refine_factor(self.refine) if self.refine else search
 
@@ -128,8 +136,8 @@ class ChunkReader:
         if not query.strip() or k <= 0:
             return []
         search = self.table.search(query, query_type="fts").limit(k)
-        if where is not None:
-            search = search.where(where, prefilter=True)
+        if (kept := self._kept(where)) is not None:
+            search = search.where(kept, prefilter=True)
         if not self.exact:
             return [_renamed(row, "_score", "score") for row in search.select([*self.columns, "_score"]).to_list()]
         found = search.select(["chunk_id", "_score"]).to_arrow()
@@ -150,7 +158,16 @@ class ChunkReader:
     def _where(self, chunk_ids: Sequence[str], columns: list[str]) -> list[dict]:
         if not chunk_ids:
             return []
-        return self.table.search().where(one_of("chunk_id", chunk_ids)).select(columns).limit(None).to_list()
+        where = one_of("chunk_id", chunk_ids)
+        if self.owned is not None:
+            where = f"({where.to_sql()}) AND {self.owned}"
+        return self.table.search().where(where).select(columns).limit(None).to_list()
+
+    def _kept(self, where: str | None) -> str | None:
+        """``where`` and the rows a record owns, as one filter (None: every row)."""
+        if self.owned is None:
+            return where
+        return self.owned if where is None else f"({where}) AND {self.owned}"
 
 
 def _renamed(row: dict, old: str, new: str) -> dict:

@@ -9,9 +9,11 @@ from typing import Iterable, Mapping, Sequence
 
 import lancedb
 import pyarrow as pa
+import pyarrow.compute as pc
 from lancedb.expr import Expr, col, lit
 from lancedb.index import FTS, Bitmap, BTree, HnswSq
 
+from citeline.index.faults import failpoint
 from citeline.index.reader import ChunkReader, has_vector_index
 from citeline.index.filters import chunk_predicate, equals, one_of
 from citeline.index.tokens import READ_CACHE_BYTES, TokenVectors
@@ -20,8 +22,8 @@ from citeline.schemas.paths import is_remote
 from citeline.schemas.retrieval import Filters
 from citeline.schemas.stamp import IndexStamp, stamp_differences
 from citeline.schemas.tables import (
-    CALIBRATION_KEY, CHUNKS_PREFIX, DOCUMENTS, DOCUMENTS_SCHEMA, META, META_SCHEMA, ROOT_KEY, STAMP_KEY, STAT_FIELDS,
-    TOKENS_PREFIX, chunks_schema, chunks_table_name,
+    CALIBRATION_KEY, CHUNKS_PREFIX, DOCUMENTS, DOCUMENTS_SCHEMA, GENERATION, GENERATION_FIELD, META, META_SCHEMA,
+    ROOT_KEY, STAMP_KEY, STAT_FIELDS, TOKENS_PREFIX, chunks_schema, chunks_table_name,
 )
 
 
@@ -203,6 +205,7 @@ class Store:
         twin = TOKENS_PREFIX + name.removeprefix(CHUNKS_PREFIX)
         if self.has_table(twin):
             self.db.drop_table(twin)
+        failpoint("gc.drop")
         self.db.drop_table(name)
         if self.has_table(META):
             self.db.open_table(META).delete(equals("key", CALIBRATION_KEY + name))
@@ -250,16 +253,27 @@ class Store:
 
     # ---- documents -------------------------------------------------------------------
 
-    def migrate_documents(self) -> None:
-        """Give a documents table written before stats were kept its stat columns, empty
-        (one commit; writers only: a record without a stat is hashed once, then gets one)."""
-        table = self.documents()
-        if missing := _missing_stat_fields(table):
-            table.add_columns(missing)
+    def migrate(self) -> None:
+        """Give tables written by an older citeline the columns it reads now, empty (writers only).
 
-    def documents_need_migration(self) -> bool:
-        """Whether ``migrate_documents`` would write: no documents table yet, or one without stat columns."""
-        return not self.has_table(DOCUMENTS) or bool(_missing_stat_fields(self.db.open_table(DOCUMENTS)))
+        A documents table without stat columns gets them (a record without a stat is hashed
+        once, then gets one); a documents or chunks table without ``generation`` gets it
+        (rows and records of before it all have none, which counts as owned). One commit each.
+        """
+        table = self.documents()
+        if missing := _missing_fields(table, DOCUMENT_ADDED_FIELDS):
+            table.add_columns(missing)
+        for name in self.table_names():
+            if name.startswith(CHUNKS_PREFIX) and (missing := _missing_fields(self.db.open_table(name),
+                                                                               [GENERATION_FIELD])):
+                self.db.open_table(name).add_columns(missing)
+
+    def needs_migration(self) -> bool:
+        """Whether ``migrate`` would write: no documents table yet, or a table without a column it adds."""
+        if not self.has_table(DOCUMENTS) or _missing_fields(self.db.open_table(DOCUMENTS), DOCUMENT_ADDED_FIELDS):
+            return True
+        name = self.active_table()
+        return name is not None and bool(_missing_fields(self.db.open_table(name), [GENERATION_FIELD]))
 
     def upsert_document(self, record: dict) -> None:
         """Write one document record; fields it leaves out keep their stored values."""
@@ -269,7 +283,7 @@ class Store:
         """Write several document records in one commit (fields left out keep their values)."""
         if not records:
             return
-        self.migrate_documents()
+        self.migrate()
         stored = {r["doc_id"]: r for r in self.document_rows(
             where=one_of("doc_id", [r["doc_id"] for r in records]))}
         rows = [_document_row({**stored.get(r["doc_id"], {}), **r}) for r in records]
@@ -282,15 +296,21 @@ class Store:
         self.delete_documents([doc_id], stamp)
 
     def delete_documents(self, doc_ids: Sequence[str], stamp: IndexStamp | None, batch: int = 5000) -> None:
-        """Remove documents' chunks (when a chunks table is live), then their records,
-        two commits per ``batch`` ids: one per document made thousands of deletes slow, and
-        a renamed folder forgets all its old records at once (issue 28)."""
+        """Remove documents' records, then their chunks (when a chunks table is live), two
+        commits per ``batch`` ids: one per document made thousands of deletes slow, and a
+        renamed folder forgets all its old records at once (issue 28).
+
+        Records first: a run stopped between the two leaves chunks no record owns, which no
+        reader sees and the next sync deletes (``sweep_unowned``); the other order left
+        records saying "indexed" for chunks that were gone.
+        """
         live = stamp is not None and self.stamp() is not None
         for start in range(0, len(doc_ids), batch):
             where = one_of("doc_id", doc_ids[start:start + batch])
+            self.documents().delete(where)
+            failpoint("delete.between")
             if live:
                 self.chunks(stamp).delete(where)
-            self.documents().delete(where)
 
     def document_rows(self, columns: Sequence[str] | None = None, where: Filter | None = None) -> list[dict]:
         return _scan(self.documents(), columns, where)
@@ -314,11 +334,13 @@ class Store:
 
     # ---- chunks ----------------------------------------------------------------------
 
-    def replace_chunks(self, stamp: IndexStamp, doc_id: str, rows: pa.Table, staged: bool = False) -> int:
+    def replace_chunks(self, stamp: IndexStamp, doc_id: str, rows: pa.Table, generation: int | None = None,
+                       staged: bool = False) -> int:
         """Swap one document's chunks for ``rows`` in a single commit; return the rows now stored."""
-        return self.replace_chunks_of(stamp, {doc_id: rows}, staged)[doc_id]
+        return self.replace_chunks_of(stamp, {doc_id: rows}, {doc_id: generation}, staged)[doc_id]
 
-    def replace_chunks_of(self, stamp: IndexStamp, docs: Mapping[str, pa.Table], staged: bool = False
+    def replace_chunks_of(self, stamp: IndexStamp, docs: Mapping[str, pa.Table],
+                          generations: Mapping[str, int | None] | None = None, staged: bool = False
                           ) -> dict[str, int]:
         """Swap several documents' chunks for theirs in a single commit; return the rows now stored of each.
 
@@ -328,19 +350,25 @@ class Store:
         per-document cost grow with the table (bench/small_files.py). The counts come from
         the table after the commit: the store counts, nobody declares. ``staged`` writes
         into the table of ``stamp`` even while another table is active (re-index).
+
+        Each document's rows are stamped with its ``generations`` entry, which its record must
+        carry (written after this commit) for readers to see them; without ``generations`` the
+        rows keep theirs (none: owned by any record of their document, as before generations).
         """
         rows = pa.concat_tables([t for t in docs.values() if t.num_rows]) if any(
             t.num_rows for t in docs.values()) else None
-        return self.replace_rows_of(stamp, list(docs), rows, staged)
+        return self.replace_rows_of(stamp, list(docs), rows, generations, staged)
 
     def replace_rows_of(self, stamp: IndexStamp, doc_ids: Sequence[str], rows: pa.Table | None,
-                        staged: bool = False) -> dict[str, int]:
+                        generations: Mapping[str, int | None] | None = None, staged: bool = False
+                        ) -> dict[str, int]:
         """``replace_chunks_of`` with the documents' new rows in one table (None: no rows)."""
         table = self.staging(stamp) if staged else self.chunks(stamp, create=True)
         where = one_of("doc_id", list(doc_ids))
         if rows is None or not rows.num_rows:
             table.delete(where)
         else:
+            rows = rows if generations is None else with_generations(rows, generations)
             (table.merge_insert("chunk_id").when_matched_update_all().when_not_matched_insert_all()
              .when_not_matched_by_source_delete(where).execute(rows))
         stored = Counter(r["doc_id"] for r in _scan(table, ["doc_id"], where))
@@ -351,12 +379,14 @@ class Store:
         Arrow: vectors stay in their buffers (a rename copies them without reading them)."""
         return self.db.open_table(table or self.active_table()).search().where(where).limit(None).to_arrow()
 
-    def rows_per_document(self, table: str | None = None) -> Counter:
-        """Rows per document of the active chunks table (or ``table``), in one scan."""
+    def rows_per_document(self, table: str | None = None, owned: bool = False) -> Counter:
+        """Rows per document of the active chunks table (or ``table``), in one scan; with ``owned``,
+        only the rows a record owns (``unowned_generations``)."""
         name = table or self.active_table()
         if name is None:
             return Counter()
-        return Counter(r["doc_id"] for r in _scan(self.db.open_table(name), ["doc_id"], None))
+        opened = self.db.open_table(name)
+        return Counter(r["doc_id"] for r in _scan(opened, ["doc_id"], self.owned_where(opened) if owned else None))
 
     def delete_chunks_of(self, table: str, doc_ids: Iterable[str]) -> None:
         """Delete every row of these documents from ``table``, in one commit."""
@@ -370,12 +400,72 @@ class Store:
             return 0
         return _count(self.db.open_table(name), None if doc_id is None else equals("doc_id", doc_id))
 
+    def unowned_generations(self, table=None) -> list[int]:
+        """Generations of chunk rows in the active chunks table (or the open ``table``) that
+        no document record holds: rows a writer committed without their record (killed,
+        or refused by a full disk, between the two commits; or a delete stopped between its
+        record and its rows). Usually none.
+
+        One scan of an integer column of each table; an index written before generations
+        were kept has none to compare (``migrate`` adds them).
+        """
+        if table is None:
+            if (name := self.active_table()) is None:
+                return []
+            table = self.db.open_table(name)
+        if GENERATION not in table.schema.names:
+            return []
+        stored = _distinct(table.search().select([GENERATION]).limit(None).to_arrow().column(GENERATION))
+        if not stored:
+            return []
+        documents = self.documents()
+        if GENERATION not in documents.schema.names:
+            return sorted(stored)
+        owned = _distinct(documents.search().select([GENERATION]).limit(None).to_arrow().column(GENERATION))
+        return sorted(stored - owned)
+
+    def sweep_unowned(self) -> list[dict]:
+        """Delete the chunk rows no record owns (``unowned_generations``); writers only, under the lock.
+
+        A document whose record is still there (its edit's rows were committed, its record
+        was not) then owns no rows: its record loses its hash and stat, so the plan reads the
+        file again, whatever its bytes (an edit undone since included), and re-indexes it or
+        forgets it when the file is gone. Record first, rows second: a stop in between
+        leaves rows this finds again.
+
+        Returns:
+            the affected documents (doc_id, and path when a record names it).
+        """
+        unowned = self.unowned_generations()
+        if not unowned:
+            return []
+        table = self.chunks(self.require_stamp())
+        where = one_of(GENERATION, unowned)
+        doc_ids = sorted({r["doc_id"] for r in _scan(table, ["doc_id"], where)})
+        records = self.document_rows(["doc_id", "path"], one_of("doc_id", doc_ids)) if doc_ids else []
+        if records:
+            self.upsert_documents([{"doc_id": r["doc_id"], "sha256": None, "size": None, "mtime_ns": None,
+                                    "inode": None, "device": None, "chunk_count": 0} for r in records])
+        failpoint("sweep.between")
+        table.delete(where)
+        paths = {r["doc_id"]: r["path"] for r in records}
+        return [{"doc_id": d, "path": paths.get(d)} for d in doc_ids]
+
+    def owned_where(self, table=None) -> str | None:
+        """The chunk predicate that hides rows no record owns (None: every row is owned)."""
+        return hidden_where(self.unowned_generations(table))
+
     def chunk_rows(self, columns: Sequence[str] | None = None, where: Filter | None = None,
-                   table: str | None = None) -> list[dict]:
+                   table: str | None = None, owned: bool = False) -> list[dict]:
+        """Rows of the active chunks table (or ``table``); with ``owned``, only those a record
+        owns, as readers see them (``unowned_generations``)."""
         name = table or self.active_table()
         if name is None:
             return []
-        return _scan(self.db.open_table(name), columns, where)
+        opened = self.db.open_table(name)
+        if owned and (kept := self.owned_where(opened)) is not None:
+            where = kept if where is None else f"({where if isinstance(where, str) else where.to_sql()}) AND {kept}"
+        return _scan(opened, columns, where)
 
     def modified_since(self, since_ns: int) -> list[str]:
         """Ids of the documents whose file was last read with an mtime at or after ``since_ns``."""
@@ -394,7 +484,8 @@ class Store:
     def reader(self, stamp: IndexStamp, columns: Sequence[str]) -> ChunkReader:
         """The active chunks table opened for queries (stamp checked once, rows as ``columns``)."""
         tokens = TokenVectors(self, stamp, cache_bytes=READ_CACHE_BYTES)
-        return ChunkReader(self.chunks(stamp), columns, tokens if tokens.exists() else None)
+        table = self.chunks(stamp)
+        return ChunkReader(table, columns, tokens if tokens.exists() else None, self.owned_where(table))
 
     def fts_search(self, stamp: IndexStamp, query: str, k: int, columns: Sequence[str] | None = None) -> list[dict]:
         """The k best chunks by BM25 over the embedded ``text`` (``_score``, higher is better)."""
@@ -422,6 +513,7 @@ class Store:
                 # Lookups by id (rerank texts, BM25-only vectors) stop being full scans.
                 table.create_index("chunk_id", config=BTree())
             _add_indexes(table, CHUNK_FILTER_INDEXES)
+            failpoint("finish.optimize")
             table.optimize()  # also folds the rows added since into every index
         _add_indexes(self.documents(), DOCUMENT_FILTER_INDEXES)
         self.documents().optimize()
@@ -486,9 +578,13 @@ def check_stamp(found: IndexStamp, expected: IndexStamp, uri: str) -> None:
         raise err
 
 
-def _missing_stat_fields(documents) -> list:
-    """The stat columns a documents table written before stats were kept lacks."""
-    return [f for f in STAT_FIELDS if f.name not in documents.schema.names]
+# Columns added to the documents table after indexes existed (Store.migrate).
+DOCUMENT_ADDED_FIELDS = [*STAT_FIELDS, GENERATION_FIELD]
+
+
+def _missing_fields(table, fields) -> list:
+    """Those of ``fields`` that ``table`` (written by an older citeline) lacks."""
+    return [f for f in fields if f.name not in table.schema.names]
 
 
 def _add_indexes(table, wanted) -> None:
@@ -521,6 +617,31 @@ def _document_row(record: dict) -> dict:
     row["updated_at"] = now()
     row["created_at"] = row["created_at"] or row["updated_at"]
     return row
+
+
+def _distinct(column: pa.ChunkedArray) -> set[int]:
+    """The distinct non-null values of an integer column."""
+    return set(pc.unique(column.drop_null()).to_pylist())
+
+
+def hidden_where(unowned: Sequence[int]) -> str | None:
+    """SQL keeping the rows whose generation is not one of ``unowned`` (None: nothing to hide).
+
+    >>> hidden_where([7, 9])
+    '(generation IS NULL OR generation NOT IN (7, 9))'
+    """
+    if not unowned:
+        return None
+    return f"({GENERATION} IS NULL OR {GENERATION} NOT IN ({', '.join(str(int(g)) for g in unowned)}))"
+
+
+def with_generations(rows: pa.Table, generations: Mapping[str, int | None]) -> pa.Table:
+    """``rows`` with each row's ``generation`` set to its document's."""
+    values = pa.array([generations[d] for d in rows.column("doc_id").to_pylist()], pa.int64())
+    if GENERATION in rows.schema.names:
+        index = rows.schema.get_field_index(GENERATION)
+        return rows.set_column(index, GENERATION_FIELD, values)
+    return rows.append_column(GENERATION_FIELD, values)
 
 
 def chunk_table(rows: Iterable[dict], stamp: IndexStamp) -> pa.Table:

@@ -613,4 +613,6 @@ def error_kind(exc: DocumentError | OSError) -> str:
     """The reason's kind: a DocumentError's own, else the OS error's type (``os-error (OSError)``)."""
     if isinstance(exc, DocumentError):
         return exc.kind
+    if not isinstance(exc, OSError):  # LanceDB's wrapping of one (index/faults.py)
+        return "storage"
     return f"os-error ({type(exc).__name__})"

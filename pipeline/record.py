@@ -52,8 +52,10 @@ def document_record(file: SourceFile, prior: Prior, status: DocStatus, chunk_cou
     }
 
 
-def indexed_record(prepared: Prepared, prior: Prior, stamp: IndexStamp, count: int) -> dict:
-    """An indexed document: its outcome, its canonical text and the stamp of its rows."""
+def indexed_record(prepared: Prepared, prior: Prior, stamp: IndexStamp, count: int,
+                   generation: int | None = None) -> dict:
+    """An indexed document: its outcome, its canonical text, the stamp of its rows and the
+    generation they were written with (the record owns those rows, schemas/tables.py)."""
     canonical = prepared.canonical
     return {
         **document_record(prepared.file, prior, DocStatus.INDEXED, count, truncated=prepared.truncated),
@@ -65,6 +67,7 @@ def indexed_record(prepared: Prepared, prior: Prior, stamp: IndexStamp, count: i
         "notes": "\n".join(canonical.notes) or None,
         **Stamp(stamp, canonical.extractor, canonical.extractor_version).columns(),
         **stat_columns(prepared.stat),
+        "generation": generation,
     }
 
 

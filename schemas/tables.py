@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import secrets
 
 import pyarrow as pa
 
@@ -47,6 +48,19 @@ STAMP_FIELDS = [
 
 STAT_FIELDS = [pa.field("mtime_ns", pa.int64()), pa.field("inode", pa.int64()), pa.field("device", pa.int64())]
 
+# Which write of a document its chunk rows came from: a number drawn for each write of a
+# document's rows and stored on the rows and on the record, committed in that order. A row
+# whose generation no record holds was written by a run killed (or refused by a full disk)
+# before its record: readers do not see it and the next sync deletes it (Store.unowned_generations).
+# Null on rows and records written before generations were kept: those count as owned.
+GENERATION = "generation"
+GENERATION_FIELD = pa.field(GENERATION, pa.int64())
+
+
+def new_generation() -> int:
+    """A fresh generation: random, so two writes (two processes, two runs) never share one."""
+    return secrets.randbits(63)
+
 DOCUMENTS_SCHEMA = pa.schema(
     [
         pa.field("doc_id", pa.string(), nullable=False),
@@ -56,8 +70,9 @@ DOCUMENTS_SCHEMA = pa.schema(
         pa.field("sha256", pa.string()),  # of the bytes last read
         pa.field("size", pa.int64()),
         # The stat the bytes were read under: a file that still shows it is not read again.
-        # Added after indexes existed (Store.migrate_documents adds them, empty: hash once).
+        # Added after indexes existed (Store.migrate adds them, empty: hash once).
         *STAT_FIELDS,
+        GENERATION_FIELD,  # of the chunk rows this record owns (added by Store.migrate)
         pa.field("status", pa.string(), nullable=False),
         pa.field("stage", pa.string()),
         pa.field("reason", pa.string()),
@@ -94,6 +109,7 @@ def chunks_schema(stamp: IndexStamp) -> pa.Schema:
             pa.field("truncated", pa.bool_(), nullable=False),
             pa.field("vector", pa.list_(pa.float32(), stamp.embed_dim), nullable=False),
             *STAMP_FIELDS,
+            GENERATION_FIELD,  # the write that stored the row; the record of the same one owns it
         ],
         metadata={STAMP_KEY: stamp.to_json().encode()},
     )

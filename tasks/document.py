@@ -17,7 +17,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Failed
 from prefect.tasks import exponential_backoff
 
-from citeline.index.faults import is_storage_error
+from citeline.index.faults import failpoint, is_storage_error, storage_reason
 from citeline.index.reuse import StoredChunks
 from citeline.index.store import chunk_table
 from citeline.index.tokens import TokenVectors
@@ -27,6 +27,7 @@ from citeline.pipeline.prepare import Prepared, SetAside, Unchanged, error_kind,
 from citeline.schemas.errors import DocumentError
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
+from citeline.schemas.tables import new_generation
 from citeline.schemas.status import DocError, DocStatus, Outcome
 from citeline.tasks import env
 from citeline.tasks.log import Events, get_logger
@@ -148,9 +149,10 @@ def write_documents(batch: list[tuple[Prepared | Unchanged | SetAside, Prior]], 
     A write that the storage refuses (disk full, I/O error: an OSError, or LanceDB's
     ``LanceError(IO)``, see index/faults.py) fails the whole batch, which the flow then
     writes again one document at a time, so the document the storage refuses fails
-    alone; any other exception is a bug and stops the run. A kill between the two commits
-    leaves the new chunks under old records: their stat is the old one, so the next sync
-    reads those files and writes them again.
+    alone; any other exception is a bug and stops the run. The rows carry a generation
+    their records carry too: a kill (or a refusal) between the two commits leaves rows no
+    record owns, which readers do not see and the next sync deletes before reading those
+    files again (``Store.sweep_unowned``).
 
     Args:
         label: the task run's name: the path of a lone document, else how many there are.
@@ -165,8 +167,12 @@ def write_documents(batch: list[tuple[Prepared | Unchanged | SetAside, Prior]], 
             started = time.perf_counter()
             new = {p.doc_id: chunk_table(p.rows if isinstance(p, Prepared) else [], stamp) for p, prior in batch
                    if isinstance(p, Prepared) or (isinstance(p, SetAside) and prior.created_at is not None)}
-            counts = store.replace_chunks_of(stamp, new) if new else {}
-            store.upsert_documents([record_of(p, prior, stamp, counts) for p, prior in batch])
+            generations = {doc_id: new_generation() for doc_id in new}
+            failpoint("write.chunks")
+            counts = store.replace_chunks_of(stamp, new, generations) if new else {}
+            failpoint("write.between")
+            store.upsert_documents([record_of(p, prior, stamp, counts, generations) for p, prior in batch])
+            failpoint("write.records")
             # chunks whose id moved with a kept vector keep their word-piece vectors too
             TokenVectors(store, stamp).copy({new: old for p, _ in batch if isinstance(p, Prepared)
                                              for new, old in p.reused.kept.items() if new != old})
@@ -174,7 +180,7 @@ def write_documents(batch: list[tuple[Prepared | Unchanged | SetAside, Prior]], 
     except Exception as exc:  # safe: only a storage error (disk full, I/O) is kept; the rest re-raised
         if not is_storage_error(exc):
             raise
-        error = DocError("write", error_kind(exc), str(exc))
+        error = DocError("write", error_kind(exc), storage_reason(exc))
         if len(batch) == 1:
             get_logger(path=batch[0][0].file.path, document_id=batch[0][0].doc_id).error(
                 Events.DOCUMENT_FAILED, stage="write", kind=error.kind, reason=error.message)
@@ -182,10 +188,11 @@ def write_documents(batch: list[tuple[Prepared | Unchanged | SetAside, Prior]], 
     return [outcome_of(p, prior, counts, written) for p, prior in batch]
 
 
-def record_of(done: Prepared | Unchanged | SetAside, prior: Prior, stamp: IndexStamp, counts: dict[str, int]) -> dict:
-    """The document record a written result leaves."""
+def record_of(done: Prepared | Unchanged | SetAside, prior: Prior, stamp: IndexStamp, counts: dict[str, int],
+              generations: dict[str, int]) -> dict:
+    """The document record a written result leaves (an indexed one owning the rows of its generation)."""
     if isinstance(done, Prepared):
-        return indexed_record(done, prior, stamp, counts[done.doc_id])
+        return indexed_record(done, prior, stamp, counts[done.doc_id], generations[done.doc_id])
     if isinstance(done, SetAside):
         return set_aside_record(done, prior)
     return unchanged_record(done)

@@ -10,7 +10,7 @@ still a flow run.
 
 ``unchanged`` is conservative: it says "nothing to do" only when every step the flow takes
 would write nothing — no file to read, none to forget (nor any held back: that run fails, to be
-seen), no leftover of a killed writer, no
+seen), no leftover of a killed writer (a temporary file, chunk rows no record owns), no
 full-text index behind its rows, a stored gate calibration that still fits, no token table to
 keep current — and anything it cannot decide cheaply (an object store, a token table) runs the
 flow. A step added to ``flows.ingest.index_folder`` that writes needs its condition here too.
@@ -84,7 +84,7 @@ def unchanged(root: str, settings: IndexSettings, selection: Selection = Selecti
     if stored is None or stored != IndexStamp(resolve_model(settings.model).name, stored.embed_dim, PIPELINE_VERSION,
                                               settings.strategy.upper()):
         return None  # a new index, or other settings: the flow creates it or says what differs
-    if store.documents_need_migration():  # the plan reads the stat columns
+    if store.needs_migration() or store.unowned_generations():  # the flow migrates; it sweeps rows no record owns
         return None
     plan = plan_folder(root, store, stored, selection)  # first: where a sync with work finds it
     if (plan.todo or plan.gone or plan.held or store.temp_files() or synced_root(root) not in store.roots()

@@ -30,7 +30,7 @@ def record_failures(failed: list[tuple[Todo, DocError]], settings: IndexSettings
     store = store_for(settings.db)
     failures = as_failures(failed)
     with write_lock(settings.db):
-        rows = store.rows_per_document()
+        rows = store.rows_per_document(owned=True)  # what readers see: not rows a refused record left
         records = [failed_record(todo.file, todo.prior, error, rows[doc_id_for(todo.file.source)])
                    for todo, error in failed]
         for start in range(0, len(records), RECORD_BATCH):

@@ -4,13 +4,14 @@ from __future__ import annotations
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from citeline.index.faults import failpoint
 from citeline.index.filters import equals
 from citeline.index.store import chunk_table
 from citeline.pipeline.chunk import chunk_document
 from citeline.pipeline.prepare import chunk_id_for, rechunk
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
-from citeline.schemas.tables import chunks_table_name
+from citeline.schemas.tables import GENERATION, chunks_table_name
 from citeline.tasks.log import Events, get_logger
 from citeline.tasks.store import embedder_for, store_for, write_lock
 
@@ -31,7 +32,10 @@ def reembed_document(record: dict, stamp: IndexStamp, settings: IndexSettings) -
         return store.count_chunks(record["doc_id"], table=staged)
     prepared = rechunk(record, embedder_for(settings), stamp, settings)
     with write_lock(settings.db):
-        count = store.replace_chunks(stamp, record["doc_id"], chunk_table(prepared.rows, stamp), staged=True)
+        # the record's generation: its rows in the new table are the ones it owns after the switch
+        count = store.replace_chunks(stamp, record["doc_id"], chunk_table(prepared.rows, stamp),
+                                     record.get(GENERATION), staged=True)
+        failpoint("reindex.document")
     get_logger(path=record["path"]).info(Events.DOCUMENT_REEMBEDDED, chunks=count)
     return count
 
@@ -40,6 +44,7 @@ def _already_staged(record: dict, stamp: IndexStamp, settings: IndexSettings) ->
     chunks = chunk_document(record["canonical"], record["title"] or "", record["doc_id"], stamp.strategy,
                             settings.budget, settings.overlap)
     expected = {chunk_id_for(record["doc_id"], c, stamp) for c in chunks}
-    staged = store_for(settings.db).chunk_rows(["chunk_id"], equals("doc_id", record["doc_id"]),
+    staged = store_for(settings.db).chunk_rows(["chunk_id", GENERATION], equals("doc_id", record["doc_id"]),
                                                table=chunks_table_name(stamp))
-    return len(staged) == len(expected) and {r["chunk_id"] for r in staged} == expected
+    return (len(staged) == len(expected) and {r["chunk_id"] for r in staged} == expected
+            and all(r[GENERATION] == record.get(GENERATION) for r in staged))

@@ -6,7 +6,7 @@ import time
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from citeline.index.faults import is_storage_error
+from citeline.index.faults import failpoint, is_storage_error, storage_reason
 from citeline.index.filters import one_of
 from citeline.index.reuse import LENDER_COLUMNS
 from citeline.index.tokens import TokenVectors
@@ -16,6 +16,7 @@ from citeline.pipeline.rename import Read, choose_lenders, moved_rows, prepared_
 from citeline.schemas import interrupt
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import STAMP_COLUMNS, IndexStamp
+from citeline.schemas.tables import new_generation
 from citeline.schemas.status import DocStatus, Outcome
 from citeline.tasks.log import Events, each_or_summary, get_logger
 from citeline.tasks.store import store_for, write_lock
@@ -71,7 +72,7 @@ def index_renamed(todo: list[Todo], stamp: IndexStamp, settings: IndexSettings
         except Exception as exc:  # safe: only a storage error (disk full, I/O) is kept; the rest re-raised
             if not is_storage_error(exc):
                 raise
-            get_logger().warning(Events.RUN_STOPPED, reason=f"renamed files left to the ordinary write: {exc}")
+            get_logger().warning(Events.RUN_STOPPED, reason=f"renamed files left to the ordinary write: {storage_reason(exc)}")
     done = {o.path for o in outcomes}
     return outcomes, [t for t in todo if not (may_be_renamed(t) and t.file.path in done)]
 
@@ -83,10 +84,13 @@ def _write(store, stamp: IndexStamp, settings: IndexSettings, stored, group: lis
     moves = [(lenders[r.doc_id]["doc_id"], r.doc_id, r.file.path, lenders[r.doc_id]["lent_title"],
               lenders[r.doc_id]["title"]) for r in group]
     rows, kept = moved_rows(stored, moves, stamp)
+    generations = {r.doc_id: new_generation() for r in group}
     with write_lock(settings.db):
-        counts = store.replace_rows_of(stamp, [r.doc_id for r in group], rows)
+        counts = store.replace_rows_of(stamp, [r.doc_id for r in group], rows, generations)
+        failpoint("rename.between")
         store.upsert_documents([
-            {**indexed_record(prepared_from(r, lenders[r.doc_id]), prior[r.file.source], stamp, counts[r.doc_id]),
+            {**indexed_record(prepared_from(r, lenders[r.doc_id]), prior[r.file.source], stamp, counts[r.doc_id],
+                              generations[r.doc_id]),
              "truncated": lenders[r.doc_id]["truncated"]}
             for r in group])
         TokenVectors(store, stamp).copy(kept)

@@ -48,6 +48,7 @@ SMOKES = {
     # the scale bench: grown past the vector-index threshold, served by citeline api
     "ann_scaling": Smoke(("--smoke", "--service"), ("vector index built automatically: True", "recall@10",
                                                     "index on disk:", "citeline api GET /search over HTTP"), True),
+    "owned_rows": Smoke(("--smoke",), ("unowned_generations", "one doc unowned  dense")),
     "filter_latency": Smoke(("--smoke",), ("exact 100 chunks  dense + path filter", "hnsw  100 chunks  bm25 + path filter",
                                            "predicate")),
     # the post-processing benches read two fake-embedder evaluations of the tiny corpus

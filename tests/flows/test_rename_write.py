@@ -66,9 +66,10 @@ def chunks_version(settings: IndexSettings) -> int:
 
 
 def rows(settings: IndexSettings) -> list[tuple]:
-    """Every chunk row, vectors as bytes, in chunk-id order."""
+    """Every chunk row, vectors as bytes, in chunk-id order; not the generation, which each write draws."""
     out = []
     for row in Store(settings.db).chunk_rows():
+        del row["generation"]
         row["vector"] = np.asarray(row["vector"], np.float32).tobytes()
         out.append(tuple(sorted(row.items())))
     return sorted(out)

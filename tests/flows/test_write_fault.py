@@ -28,10 +28,10 @@ def test_a_failed_write_leaves_the_old_version_searchable(docs: Path, tmp_path, 
 
     real_replace = Store.replace_chunks_of
 
-    def disk_full_for_the_victim(self, stamp, docs, staged=False):
+    def disk_full_for_the_victim(self, stamp, docs, *args, **kwargs):
         if victim_id in docs:  # the victim's batch is refused, so it is written again one by one
             raise OSError(28, "No space left on device (injected fault)")
-        return real_replace(self, stamp, docs, staged)
+        return real_replace(self, stamp, docs, *args, **kwargs)
 
     monkeypatch.setattr(Store, "replace_chunks_of", disk_full_for_the_victim)
     state = index_folder(str(docs), settings, return_state=True)
