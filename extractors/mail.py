@@ -83,7 +83,7 @@ def build(headers: list[tuple[str, str]], bodies: list[Body], attachments: list[
     writer.add(shown, MimePart(""))
     for body in bodies:
         deadline.check(f"body part {body.part}")
-        writer.add(_html_text(body.text, options) if body.html else clean(body.text), MimePart(body.part))
+        writer.add((_html_text(body.text, options) if body.html else clean(body.text)).strip(), MimePart(body.part))
     notes: list[str] = []
     for attachment in attachments[:MAX_ATTACHMENTS]:
         deadline.check(f"attachment {attachment.part}")
@@ -93,7 +93,8 @@ def build(headers: list[tuple[str, str]], bodies: list[Body], attachments: list[
         except DocumentError as exc:
             notes.append(f"attachment {name!r} not read: {exc.kind}: {one_line(str(exc))[:200]}")
             continue
-        writer.add(f"## Attachment: {name}\n\n{text}", MimePart(attachment.part, name))
+        if text.strip():
+            writer.add(f"## Attachment: {name}\n\n{text.strip()}", MimePart(attachment.part, name))
     if len(attachments) > MAX_ATTACHMENTS:
         notes.append(f"{len(attachments) - MAX_ATTACHMENTS} attachments past the first {MAX_ATTACHMENTS} not read")
     if not writer.segments:
