@@ -6,8 +6,8 @@ number and file name), so a citation says which part of the message it quotes.
 
 An attachment is read by the extractor the registry chooses for its bytes and name (a PDF by
 the PDF extractor, a picture by OCR), within what is left of the message's time limit. One
-that cannot be read (a picture with no text, an unsupported type, a damaged file) is left out
-with a note that names it: the message is still read.
+that cannot be read (a picture with no text, an unsupported type, a damaged file, whatever its
+parser raises) is left out with a note that names it: the message is still read.
 """
 from __future__ import annotations
 
@@ -92,6 +92,9 @@ def build(headers: list[tuple[str, str]], bodies: list[Body], attachments: list[
             text = _attachment_text(attachment, name, options, deadline)
         except DocumentError as exc:
             notes.append(f"attachment {name!r} not read: {exc.kind}: {one_line(str(exc))[:200]}")
+            continue
+        except Exception as exc:  # noqa: BLE001 - whatever its parser raised, the message itself is read
+            notes.append(f"attachment {name!r} not read: {type(exc).__name__}: {one_line(str(exc))[:200]}")
             continue
         if text.strip():
             writer.add(f"## Attachment: {name}\n\n{text.strip()}", MimePart(attachment.part, name))

@@ -58,6 +58,12 @@ LIBRARIES: dict[str, tuple[str, ...]] = {
     "media": ("av", "faster_whisper", "ctranslate2"),
     "csv": ("csv",),
     "text": (),
+    "eml": ("email",),
+    "msg": ("olefile", "email"),
+    "rtf": ("striprtf",),
+    "json": ("json",),
+    "yaml": ("yaml",),
+    "xml": ("lxml",),
 }
 _STDLIB = frozenset(sys.stdlib_module_names)
 # Never a document's failure: the process is being stopped or torn down.
