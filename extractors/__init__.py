@@ -24,7 +24,7 @@ from citeline.extractors.sniff import describe, has_no_real_suffix, looks_like_t
 # text (no magic) last, reached by suffix only. pipeline/extractor_versions.py reads this
 # literal from source.
 BUILTINS = ("pdf", "ocr", "sheet", "msg", "calc", "odt", "epub", "docx", "pptx", "media", "html", "delimited",
-            "eml", "rtf", "jsondata", "yamldata", "xmldata", "text")
+            "eml", "rtf", "jsondata", "yamldata", "xmldata", "markup", "text")
 
 _REGISTRY: dict[str, ModuleType] = {}
 _BUILTINS_LOCK = threading.Lock()

@@ -13,10 +13,10 @@ import make
 import pytest
 
 from citeline import extractors
-from citeline.extractors import eml, jsondata, msg, rtf, xmldata, yamldata
+from citeline.extractors import eml, jsondata, markup, msg, rtf, xmldata, yamldata
 from citeline.query.cite import locator_fragment, locator_label
 from citeline.schemas.errors import Corrupt, TooLarge, UnsupportedType
-from citeline.schemas.locator import ElementPath, KeyPath, MimePart, locator_from_dict
+from citeline.schemas.locator import ElementPath, KeyPath, MimePart, Passage, locator_from_dict
 from citeline.schemas.options import ExtractOptions
 
 FILES = Path(__file__).parents[2] / "fixtures" / "unstructured"
@@ -170,3 +170,23 @@ def test_the_new_locators_round_trip_and_label_a_citation():
     assert locator_fragment([MimePart("2", "notes.txt")], 0, 5) == "#part=2"
     assert locator_label("Trip", "", [MimePart("2", "notes.txt")]) == "Trip, attachment notes.txt"
     assert locator_label("shop", "", [KeyPath("/items/2")]) == "shop, /items/2"
+
+
+@pytest.mark.parametrize("name", ["README-w-include.org", "README-w-include.rst"])
+def test_org_and_rest_are_text_with_their_headings_and_include_nothing(name, h):
+    module, canonical = _read(FILES / name)
+    assert module.NAME == "markup"
+    h.check_segments(canonical)
+    assert canonical.title == "Example Docs"
+    assert h.locators_of(canonical, "You can parse this document using the HTML parser.") == [
+        Passage("Example Docs > XBRL 10-K")]
+    assert "## XBRL 10-K" in canonical.text and "https://www.sec.gov/Archives" in canonical.text  # code kept
+    assert "include" not in canonical.text.lower() and "BEGIN_SRC" not in canonical.text and ".. code" not in canonical.text
+
+
+def test_rest_titles_take_levels_in_the_order_their_adornments_appear(h):
+    canonical = markup.extract("=====\nGuide\n=====\n\nIntro.\n\nSetup\n-----\n\nRun it.\n\nLinux\n~~~~~\n\nApt.\n\n"
+                               "Usage\n-----\n\nAsk.\n".encode(), "guide.rst")
+    assert canonical.title == "Guide"
+    assert h.locators_of(canonical, "Apt.") == [Passage("Guide > Setup > Linux")]
+    assert h.locators_of(canonical, "Ask.") == [Passage("Guide > Usage")]
