@@ -23,7 +23,7 @@ from citeline.extractors.sniff import describe, has_no_real_suffix, looks_like_t
 # The built-in extractor modules in registry order: magic-sniffed binary formats first;
 # text (no magic) last, reached by suffix only. pipeline/extractor_versions.py reads this
 # literal from source.
-BUILTINS = ("pdf", "ocr", "sheet", "msg", "calc", "odt", "epub", "docx", "pptx", "media", "html", "delimited",
+BUILTINS = ("pdf", "ocr", "sheet", "msg", "legacy", "calc", "odt", "epub", "docx", "pptx", "media", "html", "delimited",
             "eml", "rtf", "jsondata", "yamldata", "xmldata", "markup", "text")
 
 _REGISTRY: dict[str, ModuleType] = {}

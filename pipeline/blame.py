@@ -64,6 +64,7 @@ LIBRARIES: dict[str, tuple[str, ...]] = {
     "json": ("json",),
     "yaml": ("yaml",),
     "xml": ("lxml",),
+    "legacy-office": ("docx", "pptx", "lxml", "zipfile"),
 }
 _STDLIB = frozenset(sys.stdlib_module_names)
 # Never a document's failure: the process is being stopped or torn down.
