@@ -69,12 +69,12 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
 
 
 def _target(data: bytes, name: str) -> str:
-    for stream, target in _TARGETS.items():
-        if (stream + "\0").encode("utf-16-le") in data:
-            return target
     suffix = PurePath(name).suffix.lower()
     if not data.startswith(OLE2):
         raise Corrupt(f"not a legacy Office file: a {suffix or 'file'} that is not an OLE2 container")
+    for stream, target in _TARGETS.items():
+        if (stream + "\0").encode("utf-16-le") in data:
+            return target
     raise UnsupportedType(f"an OLE2 file{f' named {suffix}' if suffix else ''} with neither a Word nor a PowerPoint stream")
 
 

@@ -47,7 +47,7 @@ from citeline.schemas.errors import CitelineError, ParserFailed, TooLarge
 # Per extractor NAME: the top-level packages it hands the file's bytes to.
 LIBRARIES: dict[str, tuple[str, ...]] = {
     "pdf": ("pymupdf", "fitz", "pymupdf4llm", "PIL", "pytesseract"),
-    "image-ocr": ("PIL", "pytesseract"),
+    "image-ocr": ("PIL", "pytesseract", "pillow_heif"),
     "docx": ("docx", "lxml", "zipfile"),
     "pptx": ("pptx", "lxml", "zipfile"),
     "xlsx": ("openpyxl", "et_xmlfile", "lxml", "zipfile", "xml"),
