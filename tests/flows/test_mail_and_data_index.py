@@ -46,3 +46,12 @@ def test_every_file_is_indexed_and_check_passes(index):
 def test_a_chunk_s_fragment_opens_its_place(index, path, phrase, fragment):
     chunks = [c for c in index.chunks(path) if phrase in c.content]
     assert chunks and fragment in {c.fragment for c in chunks}, [(c.fragment, c.content) for c in index.chunks(path)]
+
+
+def test_the_viewer_names_the_part_and_highlights_the_quote(index):
+    from citeline.views import viewer_page
+
+    chunk = next(c for c in index.chunks("fake-email-attachment.msg") if "fake attachment" in c.content)
+    page = viewer_page(index, index.document("fake-email-attachment.msg"), chunk)
+    assert 'id="where" data-fragment="#part=2">attachment fake-attachment.txt<' in page
+    assert "Hey this is a fake attachment!" in page
