@@ -39,6 +39,7 @@ def test_every_file_is_indexed_and_check_passes(index):
 
 @pytest.mark.parametrize(("path", "phrase", "fragment"), [
     ("fake-email-attachment.msg", "Hey this is a fake attachment!", "#part=2"),
+    ("fake-email.msg", "Roses are red", "#part=1"),  # headers and body in one chunk: it opens the body
     ("fake-email-attachment.eml", "Hey this is a fake attachment!", "#part=2"),
     ("arbitrary-records.ndjson", "Pruning Shears", "#/2"),
     ("factbook-utf-16.xml", "Ottawa", "#xpointer(/factbook/country[2])"),
