@@ -156,23 +156,29 @@ def write_records(writer: Writer, root: object, locate: Callable[[Path], Locator
 
 def _flatten(node: Tree, path: Path, prefix: tuple[str, ...], lines: list[str],
              nested: list[tuple[Path, object]], counter: _Counter) -> None:
-    """``node``'s scalars as lines of the record at ``path``; its records to ``nested``."""
+    """``node``'s scalars as lines of the record at ``path``; its records to ``nested``. ``prefix``
+    holds the keys (as written: a pointer must find them) of the objects flattened so far."""
     for key, child in node.items:
         counter.tick()
-        step = (key, node.array)
         if not isinstance(child, Tree):
             value = scalar_text(child)
-            if not value:
-                continue  # "" says nothing a reader can find
-            label = ".".join(k for k in (*prefix, "" if node.array else key) if k)
-            lines.append(f"{label}: {value}" if label else value)
-        elif child.items and all(not isinstance(v, Tree) for _, v in child.items) and child.array:
+            if value:  # "" says nothing a reader can find
+                label = _label(prefix if node.array else (*prefix, key))
+                lines.append(f"{label}: {value}" if label else value)
+        elif child.items and child.array and all(not isinstance(v, Tree) for _, v in child.items):
             for _ in child.items:
                 counter.tick()
-            joined = ", ".join(scalar_text(v) for _, v in child.items)
-            lines.append(f"{'.'.join((*prefix, key))}: {joined}")
+            lines.append(f"{_label((*prefix, key))}: {', '.join(scalar_text(v) for _, v in child.items)}")
         elif node.array or child.array:
-            nested.append(((*path, *((p, False) for p in prefix), step), child))
+            nested.append(((*path, *((p, False) for p in prefix), (key, node.array)), child))
         else:
             _flatten(child, path, (*prefix, key), lines, nested, counter)
 
+
+def _label(keys: tuple[str, ...]) -> str:
+    """Dotted keys on one line: a key holding a line break cannot start a heading of its own.
+
+    >>> _label(("metadata", "a\\n## b"))
+    'metadata.a ## b'
+    """
+    return ".".join(" ".join(k.split()) for k in keys if k)
