@@ -6,7 +6,8 @@ INSTALLED := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT_PACKAGES := tesseract-ocr tesseract-ocr-eng chromium chromium-driver espeak-ng fonts-dejavu-core \
 	tesseract-ocr-osd tesseract-ocr-nld tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-spa tesseract-ocr-ita \
-	tesseract-ocr-por tesseract-ocr-chi-sim tesseract-ocr-ara tesseract-ocr-rus postgresql
+	tesseract-ocr-por tesseract-ocr-chi-sim tesseract-ocr-ara tesseract-ocr-rus postgresql \
+	libreoffice-writer-nogui libreoffice-impress-nogui
 
 .PHONY: setup run test check bench clean
 

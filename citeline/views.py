@@ -28,7 +28,9 @@ from citeline.pipeline.prepare import changed, open_source, read_source
 from citeline.pages import esc, layout
 from citeline.schemas.document import CELL_SEPARATOR, Segment, segments_from_json
 from citeline.schemas.errors import DocumentError
-from citeline.schemas.locator import Page, SheetRange, Slide, TimeSpan, bounding_range, locator_from_dict
+from citeline.schemas.locator import (
+    ElementPath, KeyPath, MimePart, Page, SheetRange, Slide, TimeSpan, bounding_range, locator_from_dict,
+)
 from citeline.schemas.paths import is_remote, os_path
 from citeline.schemas.settings import IndexSettings
 
@@ -237,6 +239,8 @@ def _where(first, chunk: ChunkInfo) -> str:
         ranges = [loc for loc in locators if isinstance(loc, SheetRange) and loc.sheet == first.sheet]
         cells = bounding_range([r for r in ranges if not r.header] or ranges).cells
         return f"Sheet {first.sheet.strip() or first.sheet}, cells {cells}"
+    if isinstance(first, (KeyPath, ElementPath, MimePart)):
+        return first.label()  # "/items/2", "/factbook/country[2]", "attachment notes.txt"
     return chunk.section or "Text"
 
 

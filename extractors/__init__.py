@@ -23,7 +23,8 @@ from citeline.extractors.sniff import has_no_real_suffix, looks_like_text, what_
 # The built-in extractor modules in registry order: magic-sniffed binary formats first;
 # text (no magic) last, reached by suffix only. pipeline/extractor_versions.py reads this
 # literal from source.
-BUILTINS = ("pdf", "ocr", "sheet", "calc", "odt", "epub", "docx", "pptx", "media", "html", "delimited", "text")
+BUILTINS = ("pdf", "ocr", "sheet", "msg", "legacy", "calc", "odt", "epub", "docx", "pptx", "media", "html", "delimited",
+            "eml", "rtf", "jsondata", "yamldata", "xmldata", "markup", "text")
 
 _REGISTRY: dict[str, ModuleType] = {}
 _BUILTINS_LOCK = threading.Lock()
@@ -116,9 +117,15 @@ def for_bytes(head: bytes, name: str) -> ModuleType:
             it is (an UnsupportedType: callers that only ask "can it be read?" are unchanged).
     """
     by_magic = sniff(head)  # loads the built-ins
+    by_suffix = _by_suffix(name)
+    # A suffix may refine a magic that several kinds share (.msg is one kind of OLE2 file):
+    # the container's directory that would tell them apart may lie past ``head``.
+    refines = getattr(by_suffix, "REFINES", None)
+    if refines and head.startswith(refines):
+        return by_suffix
     if by_magic is not None:
         return by_magic
-    if (by_suffix := _by_suffix(name)) is not None:
+    if by_suffix is not None:
         return by_suffix
     # LICENSE, README, Apache-2.0: plain text under a name without a real suffix.
     if has_no_real_suffix(name) and looks_like_text(head):

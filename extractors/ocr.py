@@ -46,8 +46,25 @@ NAME = "image-ocr"
 VERSION = "6"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
-SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff")
+SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".heic", ".heif")
 MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*")
+# HEIF still images (iPhone photos) by their ftyp brand; Pillow reads them with pillow-heif.
+_HEIF_BRANDS = (b"heic", b"heix", b"heim", b"heis", b"mif1", b"msf1")
+_BMP_HEADERS = (12, 40, 52, 56, 64, 108, 124)  # the DIB header sizes Windows and OS/2 write
+
+
+def claims(head: bytes) -> bool:
+    """A BMP (``BM``, zero reserved bytes, a known DIB header size: two letters alone would take
+    a text file that starts "BMW …") or a HEIF image (an ISO-media ``ftyp`` of an image brand).
+
+    >>> claims(b"BM" + bytes(8) + (54).to_bytes(4, "little") + (40).to_bytes(4, "little")), claims(b"BMW notes")
+    (True, False)
+    >>> claims(bytes([0, 0, 0, 24]) + b"ftypheic")
+    True
+    """
+    if head.startswith(b"BM") and len(head) >= 18:
+        return head[6:10] == bytes(4) and int.from_bytes(head[14:18], "little") in _BMP_HEADERS
+    return head[4:8] == b"ftyp" and head[8:12] in _HEIF_BRANDS
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1
 
@@ -698,6 +715,10 @@ def open_image(data: bytes) -> Image.Image:
     if not data:
         raise Empty("empty file (0 bytes)")
     try:
+        if claims(data[:16]) and data[4:8] == b"ftyp":
+            import pillow_heif  # HEIF only: registered on the first one, not for every image
+
+            pillow_heif.register_heif_opener()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             return Image.open(io.BytesIO(data))

@@ -24,7 +24,7 @@ NAME = "text"
 # Not bumped for the whole-name title of Apache-2.0: such files failed before, none is stored.
 # 2: Markdown's inline HTML read as its text (issue 31 item 5).
 VERSION = "2"
-SUFFIXES = (".txt", ".md", ".markdown", ".text", ".rst")
+SUFFIXES = (".txt", ".md", ".markdown", ".text")
 MAGIC: tuple[bytes, ...] = ()
 
 _BOMS = (

@@ -47,7 +47,7 @@ from citeline.schemas.errors import CitelineError, ParserFailed, TooLarge, Unexp
 # Per extractor NAME: the top-level packages it hands the file's bytes to.
 LIBRARIES: dict[str, tuple[str, ...]] = {
     "pdf": ("pymupdf", "fitz", "pymupdf4llm", "PIL", "pytesseract"),
-    "image-ocr": ("PIL", "pytesseract"),
+    "image-ocr": ("PIL", "pytesseract", "pillow_heif"),
     "docx": ("docx", "lxml", "zipfile"),
     "pptx": ("pptx", "lxml", "zipfile"),
     "xlsx": ("openpyxl", "et_xmlfile", "lxml", "zipfile", "xml"),
@@ -58,6 +58,13 @@ LIBRARIES: dict[str, tuple[str, ...]] = {
     "media": ("av", "faster_whisper", "ctranslate2"),
     "csv": ("csv",),
     "text": (),
+    "eml": ("email",),
+    "msg": ("olefile", "email"),
+    "rtf": ("striprtf",),
+    "json": ("json",),
+    "yaml": ("yaml",),
+    "xml": ("lxml",),
+    "legacy-office": ("docx", "pptx", "lxml", "zipfile"),
 }
 _STDLIB = frozenset(sys.stdlib_module_names)
 # Never a document's failure: the process is being stopped or torn down.

@@ -6,7 +6,7 @@ from dataclasses import asdict
 from typing import Sequence
 
 from citeline.schemas.document import Segment
-from citeline.schemas.locator import Locator, Page
+from citeline.schemas.locator import Locator, MimePart, Page
 
 
 def locators_for(start: int, end: int, segments: Sequence[Segment]) -> list[Locator]:
@@ -31,11 +31,16 @@ def cited_locators(start: int, end: int, segments: Sequence[Segment]) -> list[Lo
     2, the first page for 1 (bench/page_crossing.py, retired at 383c5de, docs/eval-formats.md): a chunk whose text is
     mostly on page 6 opens there, not at its last lines on page 5 (issue 31, item 6).
 
+    An e-mail's headers come after its other parts (issue 41): a chunk of headers and body opens the body.
+
     >>> segs = [Segment(0, 10, Page(5)), Segment(12, 40, Page(6))]
     >>> cited_locators(5, 40, segs), cited_locators(0, 14, segs)
     ([Page(page=6, page_label='', ocr_confidence=None, kind='page'), Page(page=5, page_label='', ocr_confidence=None, kind='page')], [Page(page=5, page_label='', ocr_confidence=None, kind='page'), Page(page=6, page_label='', ocr_confidence=None, kind='page')])
     """
     found = locators_for(start, end, segments)
+    if len(found) > 1 and all(isinstance(loc, MimePart) for loc in found):
+        # An e-mail's chunk holding its headers and the start of its body opens at the body.
+        return [loc for loc in found if loc.part] + [loc for loc in found if not loc.part]
     if len(found) < 2 or not all(isinstance(loc, Page) for loc in found):
         return found
     held = {loc: 0 for loc in found}

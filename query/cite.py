@@ -142,7 +142,9 @@ def locator_label(title: str, section: str, locators: Sequence[Locator]) -> str:
         return _passage_label(title, same[0])
     if isinstance(same[0], (Slide, RowRange)):
         return f"{title}, {_merged(same).label()}"
-    return f"{title}, {_time_span(same).label()}"
+    if isinstance(same[0], TimeSpan):
+        return f"{title}, {_time_span(same).label()}"
+    return f"{title}, {same[0].label()}"  # a key path, an XML element, an e-mail part
 
 
 def cell_label(title: str, section: str, locators: Sequence[Locator], quote: str, query: str) -> str:

@@ -189,9 +189,62 @@ class RowRange:
         return f"row {self.first}" if self.first == self.last else f"rows {self.first}–{self.last}"
 
 
-Locator = Union[CharRange, Page, SheetRange, TimeSpan, Passage, Slide, RowRange]
+@dataclass(frozen=True)
+class KeyPath:
+    """A value of a JSON, NDJSON or YAML document by its JSON Pointer (RFC 6901): ``/a/0/b``
+    names key ``b`` of the first item of ``a``; an NDJSON file is read as the array of its
+    records, so ``/2/name`` is the third line's ``name``. The fragment is the pointer's URI
+    form (RFC 6901 section 6), which JSON viewers and editors open at the value."""
 
-_KINDS = {cls.kind: cls for cls in (CharRange, Page, SheetRange, TimeSpan, Passage, Slide, RowRange)}
+    pointer: str
+    kind: str = "key"
+
+    def fragment(self) -> str:
+        return "#" + (self.pointer or "")
+
+    def label(self) -> str:
+        return self.pointer or "/"
+
+
+@dataclass(frozen=True)
+class ElementPath:
+    """An element of an XML document by its path from the root, each step with its 1-based
+    position among siblings of its name (``/factbook/country[2]/name``): the XPointer
+    ``xpointer()`` scheme's fragment opens it."""
+
+    path: str
+    kind: str = "element"
+
+    def fragment(self) -> str:
+        return f"#xpointer({self.path})"
+
+    def label(self) -> str:
+        return self.path
+
+
+@dataclass(frozen=True)
+class MimePart:
+    """A part of an e-mail (.eml, Outlook .msg): ``part`` is its section number as IMAP
+    numbers MIME parts (``1``, ``2.1``; ``""`` for the headers), ``name`` the attachment's
+    file name, if it has one. The fragment ``#part=2.1`` opens that part."""
+
+    part: str
+    name: str = ""
+    kind: str = "part"
+
+    def fragment(self) -> str:
+        return f"#part={self.part}" if self.part else "#part=0"
+
+    def label(self) -> str:
+        if self.name:
+            return f"attachment {self.name}"
+        return f"part {self.part}" if self.part else "headers"
+
+
+Locator = Union[CharRange, Page, SheetRange, TimeSpan, Passage, Slide, RowRange, KeyPath, ElementPath, MimePart]
+
+_KINDS = {cls.kind: cls for cls in (CharRange, Page, SheetRange, TimeSpan, Passage, Slide, RowRange,
+                                     KeyPath, ElementPath, MimePart)}
 
 
 def locator_from_dict(raw: dict) -> Locator:

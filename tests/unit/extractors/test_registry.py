@@ -46,10 +46,11 @@ def test_suffix_when_no_magic(name, expected):
 
 
 def test_image_brands_of_iso_media_are_not_audio():
-    heic = b"\x00\x00\x00\x18ftypheic" + bytes(12)
-    assert not media.claims(heic)
+    heic, avif = (b"\x00\x00\x00\x18ftyp" + brand + bytes(12) for brand in (b"heic", b"avif"))
+    assert not media.claims(heic) and not media.claims(avif)
+    assert extractors.for_bytes(heic, "photo.heic") is ocr  # a HEIC photo is OCR'd (issue 41 item 3)
     with pytest.raises(UnsupportedType):
-        extractors.for_bytes(heic, "photo.heic")
+        extractors.for_bytes(avif, "photo.avif")
 
 
 def test_every_extractor_is_stamped_and_text_comes_last():
