@@ -25,7 +25,7 @@ def index(folder, db, env: dict[str, str], *extra):
 
 
 def test_dask_local_cluster_matches_in_process(docs, tmp_path, cli_env):
-    (docs / "bad.md").write_bytes(b"caf\xe9 latin-1")
+    (docs / "bad.md").write_bytes(b"caf\xe9 latin-1\x00\x01")
     here, there = tmp_path / "threads", tmp_path / "dask"
     threads_out = index(docs, here, cli_env)
     dask_out = index(docs, there, cli_env, "--dask", "local")

@@ -63,7 +63,7 @@ def production(tmp_path_factory):
     home = tmp_path_factory.mktemp("prefect")
     folder, db = home / "docs", home / "index"
     shutil.copytree(EXAMPLES, folder)
-    (folder / "broken.md").write_bytes(b"caf\xe9 latin-1 bytes")  # not UTF-8: fails at extract
+    (folder / "broken.md").write_bytes(b"caf\xe9 latin-1 bytes\x00\x01")  # not UTF-8: fails at extract
     (home / "site").mkdir()
     (home / "site" / "sitecustomize.py").write_text(SITECUSTOMIZE)
     with postgres_cluster() as (database, _):

@@ -54,8 +54,8 @@ def test_failed_document_visible_in_the_server_after_the_run(server, webhook, tm
     assert applied.returncode == 0, applied.stderr[-2000:]
     folder = tmp_path / "docs"
     shutil.copytree(EXAMPLES, folder)
-    (folder / "broken.md").write_bytes(b"caf\xe9 latin-1 bytes")
-    (folder / HOSTILE).write_bytes(b"caf\xe9 latin-1 bytes")
+    (folder / "broken.md").write_bytes(b"caf\xe9 latin-1 bytes\x00\x01")
+    (folder / HOSTILE).write_bytes(b"caf\xe9 latin-1 bytes\x00\x01")
     done = subprocess.run([sys.executable, "-m", "citeline", "index", str(folder), "--db", str(tmp_path / "db"),
                            "--no-progress"], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 3, done.stderr[-2000:]  # 3: the run finished, broken.md failed

@@ -63,7 +63,7 @@ def test_rm_of_an_s3_prefix_forgets_its_documents_and_its_root(on_s3):
 
 def test_retry_reruns_a_failed_s3_document(s3_bucket):
     root, db = upload_examples(s3_bucket), f"s3://{s3_bucket}/index"
-    put(s3_bucket, "docs/broken.md", b"# Broken\n\nnot \xff\xfe UTF-8\n")
+    put(s3_bucket, "docs/broken.md", b"# Broken\n\nnot \xff\xfe UTF-8\x00\x01\n")
     first = invoke("index", root, "--db", db, "--model", FAKE, "--no-progress")
     assert first.exit_code == 3 and "broken.md" in first.output, first.output
 

@@ -123,7 +123,7 @@ def test_transient_faults_are_retried_and_bad_input_is_read_once(faulty, tmp_pat
     proxy, bucket, put = faulty
     for name in ("flaky.md", "reset.md", "down.md", "good.md"):
         put(f"docs/{name}", f"# {name}\n\nDropout zeroes activations during training.\n".encode())
-    put("docs/bad.md", b"caf\xe9 latin-1 bytes")  # not UTF-8: bad input
+    put("docs/bad.md", b"caf\xe9 latin-1 bytes\x00\x01")  # not UTF-8: bad input
     proxy.faults = {"docs/flaky.md": ["500", "500"], "docs/reset.md": ["reset"] * 6}
     proxy.always = {"docs/down.md": "503"}
     root, db = f"s3://{bucket}/docs", str(tmp_path / "index")
@@ -157,7 +157,7 @@ def test_transient_faults_are_retried_and_bad_input_is_read_once(faulty, tmp_pat
     assert "1 still failing" in state.message and len(proxy.gets["docs/bad.md"]) == 1
 
     # bad.md's bytes change: it is read again (and fails again, a new failure)
-    put("docs/bad.md", b"still caf\xe9 latin-1")
+    put("docs/bad.md", b"still caf\xe9 latin-1\x00\x01")
     state, summary = sync(root, db)
     assert len(proxy.gets["docs/bad.md"]) == 2 and [f.path for f in summary.failures] == ["bad.md"]
     assert summary.still_failing == 0 and state.name == "DocumentsFailed"

@@ -34,7 +34,7 @@ def run_json(*args, env=None):
 def indexed(tmp_path_factory, prefect_harness):
     folder = tmp_path_factory.mktemp("docs")
     (folder / "dropout.md").write_text("# Dropout\n\nDropout zeroes random units during training only.\n")
-    (folder / "broken.md").write_bytes(b"caf\xe9 latin-1")
+    (folder / "broken.md").write_bytes(b"caf\xe9 latin-1\x00\x01")
     db = tmp_path_factory.mktemp("index") / "db"
     code, report = run_json("index", folder, "--db", db, "--model", FAKE)
     return folder, db, code, report

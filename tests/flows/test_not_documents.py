@@ -157,7 +157,7 @@ def test_the_library_shows_them_skipped_with_what_they_are_never_failed(folder, 
 
     index = Index.create(str(tmp_path / "db"), model=FAKE)
     assert index.sync(str(folder)).failed == 0
-    with TestClient(create_app(index, poll_s=0)) as client:
+    with TestClient(create_app(index, poll_s=0), base_url="http://127.0.0.1") as client:
         page = client.get("/library").text
         skipped = client.get("/library", params={"status": "not-a-document"}).text
     assert "0 failed" in page and "4 skipped as not documents" in page and "Failed" not in page

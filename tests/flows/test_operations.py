@@ -49,7 +49,7 @@ def synced(tmp_path) -> tuple[Path, str]:
     folder.mkdir()
     for name in ("04-dropout.md", "10-lr-scheduler.md"):
         shutil.copy(EXAMPLES / name, folder)
-    (folder / "broken.md").write_bytes(b"caf\xe9 latin-1 bytes")
+    (folder / "broken.md").write_bytes(b"caf\xe9 latin-1 bytes\x00\x01")
     db = str(tmp_path / "index")
     state = sync_folder(str(folder), db, model=FAKE, return_state=True)
     assert state.name == "DocumentsFailed"

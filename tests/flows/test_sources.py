@@ -46,7 +46,7 @@ def outside(tmp_path) -> Path:
 
 def test_retry_does_not_follow_a_failed_file_swapped_for_a_symlink(docs, outside, tmp_path):
     s = IndexSettings(db=str(tmp_path / "index"))
-    (docs / "broken.md").write_bytes(b"caf\xe9, latin-1 bytes")
+    (docs / "broken.md").write_bytes(b"caf\xe9, latin-1 bytes\x00\x01")
     assert index(docs, s).failed == 1
     (docs / "broken.md").unlink()
     (docs / "broken.md").symlink_to(outside / "secret.md")
