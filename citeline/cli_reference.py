@@ -24,7 +24,8 @@ production set-up.
 def render() -> str:
     """The reference: the group's help, then each command's (a group's subcommands after it)."""
     parts = [PREAMBLE]
-    root = click.Context(cli, info_name="citeline", terminal_width=WIDTH, max_content_width=WIDTH)
+    # make_context, not Context: it applies the group's context_settings (-h as well as --help)
+    root = cli.make_context("citeline", [], resilient_parsing=True, terminal_width=WIDTH, max_content_width=WIDTH)
     parts.append(_section("citeline", cli.get_help(root)))
     for ctx in _commands(cli, root):
         parts.append(_section(ctx.command_path, ctx.get_help()))
@@ -36,7 +37,8 @@ def _commands(group: click.Group, parent: click.Context):
         command = group.get_command(parent, name)
         if command is None or command.hidden:
             continue
-        ctx = click.Context(command, info_name=name, parent=parent, terminal_width=WIDTH, max_content_width=WIDTH)
+        ctx = command.make_context(name, [], parent=parent, resilient_parsing=True, terminal_width=WIDTH,
+                                   max_content_width=WIDTH)
         yield ctx
         if isinstance(command, click.Group):
             yield from _commands(command, ctx)

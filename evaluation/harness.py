@@ -424,11 +424,13 @@ def _forget_others(store: Store, stamp: IndexStamp, sources: set[str]) -> None:
 
 
 def _header_tokens(rows: list[dict], embedder) -> int:
-    """Word-pieces the ``[Title > Section]`` header adds: tokens of text minus of content."""
+    """Word-pieces the ``[Title > Section]`` header adds: tokens of the embedded text minus of what
+    follows its header line (the content, or the content past a heading the header names)."""
     headed = [r for r in rows if r["text"] != r["content"]]
     if not headed:
         return 0
-    return sum(r["tokens"] for r in headed) - sum(embedder.count_tokens([r["content"] for r in headed]))
+    bodies = [r["text"].split("\n", 1)[1] if "\n" in r["text"] else "" for r in headed]
+    return sum(r["tokens"] for r in headed) - sum(embedder.count_tokens(bodies))
 
 
 def search_all(corpus: Corpus, search, config: EvalConfig, gate: AskGate | None = None,

@@ -58,6 +58,7 @@ LIBRARIES: dict[str, tuple[str, ...]] = {
     "media": ("av", "faster_whisper", "ctranslate2"),
     "csv": ("csv",),
     "text": (),
+    "markup": (),  # Org and reST read with Python alone
     "eml": ("email",),
     "msg": ("olefile", "email"),
     "rtf": ("striprtf",),

@@ -49,8 +49,8 @@ def test_a_conversion_past_the_time_limit_is_killed_whole(tmp_path, monkeypatch)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # its folder, so only its processes are looked for
     started = time.monotonic()
     with pytest.raises(Timeout, match="LibreOffice took longer"):
-        _read("simple.doc", (FILES / "simple.doc").read_bytes(), ExtractOptions(time_limit_s=1.5))
-    assert time.monotonic() - started < 3.5  # not after the conversion a cold start takes (4-7 s here)
+        _read("simple.doc", (FILES / "simple.doc").read_bytes(), ExtractOptions(time_limit_s=0.3))
+    assert time.monotonic() - started < 2.5  # not after the conversion (a warm start took 1-1.5 s here, a cold one 4-7 s)
     left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True).stdout.split()
     assert left == []
     assert list(tmp_path.iterdir()) == []  # its folder and private profile removed
