@@ -94,16 +94,10 @@ def test_failed_document_visible_in_the_server_after_the_run(server, webhook, tm
 
 def screenshot_runs_list(ui: str, path: Path) -> str:
     """The runs page in headless Chromium (Debian's, no download): the run's state badge text."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1600,1000"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver = headless_chromium()
     try:
         driver.get(f"{ui}/runs")
         badges = WebDriverWait(driver, 120).until(
@@ -162,13 +156,12 @@ def test_served_deployment_syncs_the_folder_when_triggered(server, tmp_path):
 def test_a_hostile_failed_documents_table_fetches_nothing_in_the_ui(server, tmp_path):
     """The failed-documents table artifact opened in Chromium: a name and a reason that carry Markdown
     images and links make no request leave and render no live link (issue 42, item 6)."""
-    from http.server import ThreadingHTTPServer
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
     from prefect.settings import PREFECT_API_URL, temporary_settings
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -198,11 +191,7 @@ def test_a_hostile_failed_documents_table_fetches_nothing_in_the_ui(server, tmp_
         with get_client(sync_client=True) as client:
             artifact = client.read_artifacts(artifact_filter=ArtifactFilter(
                 key=ArtifactFilterKey(any_=["failed-documents"])))[-1]
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1600,1000"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver = headless_chromium()
     try:
         driver.get(f"{url.removesuffix('/api')}/artifacts/artifact/{artifact.id}")
         WebDriverWait(driver, 120).until(lambda d: "Click here to retry" in d.find_element(By.TAG_NAME, "body").text)
@@ -214,3 +203,16 @@ def test_a_hostile_failed_documents_table_fetches_nothing_in_the_ui(server, tmp_
         beacon.shutdown()
     assert hits == [], hits
     assert not [x for x in links + images if x and (x.startswith(host) or x.startswith("javascript"))], (links, images)
+
+
+def headless_chromium():
+    """Debian's Chromium through its chromedriver, headless (no download)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1600,1000"):
+        options.add_argument(arg)
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
