@@ -64,7 +64,9 @@ def decode(data: bytes) -> str:
             return data.decode("utf-8")
         except UnicodeDecodeError as exc:
             why = f"not valid UTF-8 at byte {exc.start}: {data[exc.start:exc.start + 8]!r}"
-    text = detected(data, wide_only=nul)
+    # Legacy code pages tie on short Western text (café reads as cp1250 too): the Windows
+    # default wins unless another fits clearly better, as a browser decides for an undeclared page.
+    text = detected(data, wide_only=nul, prefer_western=True)
     if text is not None:
         return text
     if nul:

@@ -1,7 +1,6 @@
 """The CLI as a user drives it: real flow, real index, real model."""
 import json
 import shutil
-import traceback
 from pathlib import Path
 
 import pytest
@@ -35,7 +34,7 @@ def test_status_json_rows_equal_sum_of_chunk_counts(db):
     by_path = {d["path"]: d for d in report["documents"]}
     assert set(by_path) == {"04-dropout.md", "07-lstm.md", "10-lr-scheduler.md", "SOURCE.md", "notes.md"}
     assert report["rows"] == sum(d["chunk_count"] for d in report["documents"]) > 0
-    assert by_path["notes.md"]["status"] == "failed" and "UTF-8" in by_path["notes.md"]["reason"]
+    assert by_path["notes.md"]["status"] == "failed" and by_path["notes.md"]["reason"].startswith("undecodable: ")
     assert by_path["07-lstm.md"]["stamps"]["embed_model"] == "sentence-transformers/all-MiniLM-L6-v2"
 
 
@@ -91,31 +90,6 @@ def test_retry_exits_3_while_documents_still_fail(db):
     result = invoke("retry", "--db", db)
     assert result.exit_code == 3, result.output
     assert "indexed 0, failed 1" in result.output and "FAILED notes.md [extract] undecodable" in result.output
-
-
-def test_a_bug_in_one_document_stops_the_run_with_its_traceback(tmp_path, monkeypatch):
-    from citeline.pipeline import prepare
-
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    for doc in EXAMPLES.glob("*.md"):
-        shutil.copy(doc, folder / doc.name)
-    real_chunk = prepare.chunk_document
-
-    def chunker_with_a_bug(text, title, *args):
-        if "LSTM" in title:
-            raise TypeError("injected bug in the chunker")
-        return real_chunk(text, title, *args)
-
-    monkeypatch.setattr(prepare, "chunk_document", chunker_with_a_bug)
-    db = tmp_path / "db"
-    result = invoke("index", folder, "--db", db, "--no-progress")
-
-    assert result.exit_code == 1 and isinstance(result.exception, TypeError), result.output
-    trace = "".join(traceback.format_exception(*result.exc_info))
-    assert "injected bug in the chunker" in trace and "in chunker_with_a_bug" in trace
-    failed = Store(str(db)).document_rows(["path", "reason"], "status = 'failed'")
-    assert failed == []  # a bug is not recorded as a bad document
 
 
 def test_search_without_index_fails_clearly(tmp_path):

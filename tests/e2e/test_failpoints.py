@@ -16,7 +16,7 @@ import pytest
 from citeline.flows.ingest import index_folder
 from citeline.index.check import check_index
 from citeline.index.store import Store
-from citeline.schemas.settings import IndexSettings
+from citeline.schemas.settings import DEFAULT_STRATEGY, IndexSettings
 from fakes import FAKE
 
 pytestmark = [pytest.mark.slow]
@@ -79,7 +79,7 @@ def served_rows(db: Path) -> list[dict]:
 
 
 def assert_equals_a_clean_index(folder: Path, db: Path, tmp_path: Path,
-                                 gone: tuple[str, ...] = ("walrus", "funicular", "juniper"), strategy: str = "B") -> None:
+                                 gone: tuple[str, ...] = ("walrus", "funicular", "juniper"), strategy: str = DEFAULT_STRATEGY) -> None:
     clean = tmp_path / "clean"
     assert index_folder(str(folder), IndexSettings(db=str(clean), model=FAKE, strategy=strategy),
                         return_state=True).is_completed()
