@@ -41,7 +41,9 @@ NAME = "docx"
 #    (merged cells spread), group rows and row labels repeated per block, split when too wide.
 # 3: content controls, text boxes, nested tables, equations, charts, list and heading numbers,
 #    Strict OOXML (issue 31 item 4).
-VERSION = "3"
+# 4: a label alone over a header row of its own starts a new table
+#    (extractors.tables.split_tables, issue 41 item 8).
+VERSION = "4"
 # Parses untrusted zip and XML input: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".docx", ".docm", ".dotx")
