@@ -236,7 +236,7 @@ def _label_columns(body: Sequence[GridRow], used: Sequence[int]) -> tuple[int, .
 def spread(rows: Sequence[GridRow], table: TableLayout, merges: Sequence[Merge]) -> list[GridRow]:
     """The rows with merged header cells spread to every column they span, group headers
     without a merge spread right over the columns the last header row fills, and cells
-    merged down a label column spread to every row they span."""
+    merged down spread to every row they span."""
     out = [GridRow(r.number, dict(r.cells)) for r in rows]
     header_rows = {out[k].number: out[k] for k in table.headers}
     body = {r.number: r for r in out[table.body_start:]}
@@ -255,6 +255,12 @@ def spread(rows: Sequence[GridRow], table: TableLayout, merges: Sequence[Merge])
                 for c in range(c0, c1 + 1):
                     if c in used:
                         header_rows[number].cells.setdefault(c, value)
+            elif number in body and r1 > r0:
+                # A cell spanning rows holds for each row it spans, in any column (an HTML
+                # rowspan, a sheet's cells merged down): each row says it, as the peers read it.
+                for c in range(c0, c1 + 1):
+                    if c in used:
+                        body[number].cells.setdefault(c, value)
             elif number in body and c0 in table.labels:
                 body[number].cells.setdefault(c0, value)
     if len(table.headers) > 1:
