@@ -41,7 +41,9 @@ NAME = "docx"
 #    (merged cells spread), group rows and row labels repeated per block, split when too wide.
 # 3: content controls, text boxes, nested tables, equations, charts, list and heading numbers,
 #    Strict OOXML (issue 31 item 4).
-VERSION = "3"
+# 4: a label alone over a header row of its own starts a new table
+#    (extractors.tables.split_tables, issue 41 item 8).
+VERSION = "4"
 # Parses untrusted zip and XML input: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".docx", ".docm", ".dotx")
@@ -119,6 +121,31 @@ def _unwrap(body) -> None:
         parent[at:at + 1] = kept
 
 
+
+_MAX_POSITIONS = 1000  # grid columns a row is expanded to (a hostile gridSpan may claim millions)
+
+
+def grid_positions(tbl) -> list[list[object | None]]:
+    """Each row's cell (``w:tc``) at every grid column, read from the XML: a cell spanning
+    columns repeated, a vertically merged cell continuing the one above, columns a row skips
+    (``gridBefore``) empty. python-docx's ``row.cells`` raises ``no `tc` element at grid_offset``
+    when a merge continues under a row shorter than the grid (``grid_offset_error.docx``:
+    Word and the peers read it), which failed the whole document "corrupt" (issue 41 item 9).
+    """
+    above: dict[int, object] = {}  # grid column -> the cell the last row held there
+    rows: list[list[object | None]] = []
+    for tr in tbl.tr_lst:
+        line: list[object | None] = [None] * min(max(tr.grid_before, 0), _MAX_POSITIONS)
+        for tc in tr.tc_lst:
+            cell = above.get(len(line), tc) if tc.vMerge == "continue" else tc
+            for _ in range(max(tc.grid_span, 1)):
+                if len(line) >= _MAX_POSITIONS:
+                    break
+                above[len(line)] = cell
+                line.append(cell)
+        rows.append(line)
+    return rows
+
 class _Reader:
     """The body's blocks in document order, appended to the writer (headings, lists, captions)."""
 
@@ -183,19 +210,24 @@ class _Reader:
             self.chart(rid)
 
     def table(self, tbl, depth: int) -> None:
-        """The table laid out by extractors.tables: python-docx repeats a merged cell at every
-        grid position it spans (same ``_tc``), which gives the merges; the caption is its title."""
-        from docx.table import Table
-
+        """The table laid out by extractors.tables: a merged cell repeated at every grid
+        position it spans (same ``tc``) gives the merges; the caption is its title."""
         held = self.held
         caption = held[0] if held and len(held[0]) <= MAX_TITLE_CHARS and not held[0].startswith("- ") else ""
         if held and not caption:
             self.flush()
         self.held = None
         self.in_list = False
-        table = Table(tbl, self.document)
-        matrix = [[(cell._tc, self.cell_text(cell._tc, depth + 1)) for cell in row.cells] for row in table.rows]
-        self.lay_out(matrix, caption)
+        texts: dict[int, str] = {}
+
+        def entry(tc) -> tuple[object, str]:
+            if tc is None:
+                return object(), ""
+            if id(tc) not in texts:
+                texts[id(tc)] = self.cell_text(tc, depth + 1)
+            return tc, texts[id(tc)]
+
+        self.lay_out([[entry(tc) for tc in line] for line in grid_positions(tbl)], caption)
 
     def lay_out(self, matrix: list, caption: str) -> None:
         if caption:

@@ -33,7 +33,9 @@ NAME = "pptx"
 #    row labels repeated per block of rows.
 # 3: line breaks as spaces, automatic numbers, equations, charts' data, SmartArt text, an unreadable shape
 #    skipped with a note (issue 31 item 4).
-VERSION = "3"
+# 4: a label alone over a header row of its own starts a new table
+#    (extractors.tables.split_tables, issue 41 item 8).
+VERSION = "4"
 # Parses untrusted zip and XML input: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".pptx", ".pptm", ".ppsx", ".potx")
