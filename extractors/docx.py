@@ -43,7 +43,8 @@ NAME = "docx"
 #    Strict OOXML (issue 31 item 4).
 # 4: a label alone over a header row of its own starts a new table
 #    (extractors.tables.split_tables, issue 41 item 8).
-VERSION = "4"
+# 5: page headers and footers, each distinct one once, after the body.
+VERSION = "5"
 # Parses untrusted zip and XML input: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".docx", ".docm", ".dotx")
@@ -88,7 +89,35 @@ def _body(document, options: ExtractOptions, deadline: Deadline, limit: int) -> 
     _unwrap(body)
     reader.blocks(body, 0)
     reader.flush()
+    for name, element in _margins(document):
+        reader.margin(name, element)
     return reader.writer, reader.title
+
+
+_MARGINS = (("Page header", ("first_page_header", "header", "even_page_header")),
+            ("Page footer", ("first_page_footer", "footer", "even_page_footer")))
+
+
+def _margins(document) -> list[tuple[str, object]]:
+    """Each distinct page header and footer the sections define (those linked to the previous
+    section's are the same part): their text is the document's too, a letterhead's address, a
+    footer's table (peers read it; the body alone lost it, issue 41). Kept once each, after the
+    body, as sections named "Page header" and "Page footer"."""
+    found: list[tuple[str, object]] = []
+    seen: set[str] = set()
+    for section in document.sections:
+        for name, kinds in _MARGINS:
+            for kind in kinds:
+                margin = getattr(section, kind)
+                if margin.is_linked_to_previous:
+                    continue
+                element = margin._element
+                _unwrap(element)
+                text = "".join(t.text or "" for t in element.iter(f"{_W}t")).strip()
+                if text and text not in seen:
+                    seen.add(text)
+                    found.append((name, element))
+    return found
 
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
@@ -170,6 +199,15 @@ class _Reader:
             else:
                 self.paragraph(element, depth)
 
+    def margin(self, name: str, element) -> None:
+        """A page header or footer's blocks as a section of their own, after the body."""
+        self.flush()
+        self.path = [(1, name)]
+        self.writer.add(f"## {name}", _where(self.path))
+        self.in_list = False
+        self.blocks(element, 0)
+        self.flush()
+
     def flush(self) -> None:
         if self.held:
             self.writer.add(*self.held)
@@ -245,8 +283,10 @@ class _Reader:
         for element in tc.iterchildren(f"{_W}p", f"{_W}tbl"):
             if element.tag == f"{_W}tbl":
                 if depth < _MAX_DEPTH:
+                    # A cell merged down is its first row's: the XML of the rows it covers may
+                    # still hold text Word never shows (a vMerge continuation's own paragraphs).
                     parts += [self.cell_text(inner, depth + 1) for tr in element.iterchildren(f"{_W}tr")
-                              for inner in tr.iterchildren(f"{_W}tc")]
+                              for inner in tr.iterchildren(f"{_W}tc") if inner.vMerge != "continue"]
                 continue
             from docx.text.paragraph import Paragraph
 

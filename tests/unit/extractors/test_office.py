@@ -186,3 +186,24 @@ def test_a_merge_continuing_under_a_short_row_is_read(make):
     row.cells; the merged cell is now said on each row it spans, the short row read as it is."""
     canonical = docx.extract(make.grid_offset_docx(), "grid.docx")
     assert canonical.text.split("\n")[-2:] == ["Alder | Merged over three rows", "Cedar | Merged over three rows"]
+
+
+def test_page_headers_and_footers_are_read_once_after_the_body():
+    """unstructured's docx-hdrftr.docx: the body says "Main document", the header and footer
+    hold paragraphs and tables (peers read them; citeline read the body alone). The footer's
+    nested table has a cell merged down whose XML still holds "I should not be included":
+    Word never shows it, and neither does citeline."""
+    from pathlib import Path
+
+    data = (Path(__file__).resolve().parents[2] / "fixtures" / "unstructured" / "docx-hdrftr.docx").read_bytes()
+    canonical = docx.extract(data, "docx-hdrftr.docx")
+    text = canonical.text
+    assert text.startswith("Main document")
+    header, footer = text.split("## Page header")[1].split("## Page footer")
+    assert "First header para" in header and "Table cell1 | Table cell2" in header and "Last header para" in header
+    assert "para1" in footer and "para2" in footer and "cell1 |" in footer
+    assert "I should not be included" not in text
+    chunks = chunk_document(text, canonical.title, "d", "E")
+    assert {c.section for c in chunks if "First header para" in c.content} == {"Page header"}
+    for c in chunks:
+        assert text[c.start:c.end] == c.content
