@@ -13,10 +13,15 @@ import growth
 import make
 import numpy as np
 import pytest
+from fakes import HashEmbedder
 
 from citeline.extractors import media
-from citeline.schemas.errors import TooLarge
+from citeline.pipeline.prepare import prepare
+from citeline.pipeline.walk import SourceFile
+from citeline.schemas.errors import OutOfMemory, TooLarge
 from citeline.schemas.options import ExtractOptions
+from citeline.schemas.settings import IndexSettings
+from citeline.schemas.stamp import IndexStamp
 
 
 def test_a_media_header_that_understates_its_length_stops_decoding_at_the_limit():
@@ -50,3 +55,18 @@ def test_honest_media_decodes_as_faster_whisper_decodes_it_up_to_its_limit(fmt):
     assert np.array_equal(left, theirs[0]) and np.array_equal(right, theirs[1])
     with pytest.raises(TooLarge, match="decoding stopped there"):
         media._decode(data, claimed - 2, claimed)
+
+
+def test_a_real_parser_past_the_memory_ceiling_fails_the_document_too_large(tmp_path):
+    # Two hours of silence claiming 1 s (1.6 MB) under the 4-hour limit: decoded honestly it needs
+    # ~0.7 GB over the worker's own ~0.23 GB. With a 0.5 GiB ceiling numpy (or FFmpeg) is refused
+    # memory in the worker: the document fails too-large at extraction, not the machine; before
+    # there was no ceiling and it was decoded whole (then Whisper ran over two hours of silence).
+    path = tmp_path / "quiet.flac"
+    path.write_bytes(make.lying_flac(7200))
+    settings = IndexSettings(db=str(tmp_path / "index"), max_memory_bytes=512 << 20)
+    with pytest.raises(OutOfMemory) as caught:
+        prepare(SourceFile(str(path), str(tmp_path), "quiet.flac"), HashEmbedder(8), IndexStamp("fake", 8), settings)
+    assert caught.value.stage == "extract" and caught.value.kind == "too-large"
+    assert str(caught.value) == ("the media extractor needed more than 0.5 GiB of memory, the ceiling of an "
+                                 "extraction worker (max_memory_bytes)")
