@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from fakes import HashEmbedder
 
+from citeline import extractors
 from citeline.extractors import media
 from citeline.pipeline.prepare import prepare
 from citeline.pipeline.walk import SourceFile
@@ -70,3 +71,29 @@ def test_a_real_parser_past_the_memory_ceiling_fails_the_document_too_large(tmp_
     assert caught.value.stage == "extract" and caught.value.kind == "too-large"
     assert str(caught.value) == ("the media extractor needed more than 0.5 GiB of memory, the ceiling of an "
                                  "extraction worker (max_memory_bytes)")
+
+
+# Every extractor that runs in the flow's own process (no ISOLATE: no worker, so no deadline that
+# can kill it and no memory ceiling), with its two sizes. Such an extractor must be linear.
+IN_PROCESS = {"html": 1000, "csv": 1000, "json": 1000, "markup": 1000, "text": 1000}
+
+
+def test_every_extractor_in_the_flows_process_is_measured_here():
+    running_here = {name for name, module in extractors.registered().items() if not getattr(module, "ISOLATE", False)}
+    assert running_here == set(IN_PROCESS), "an extractor without ISOLATE needs its growth test here"
+
+
+@pytest.mark.slow  # two fresh interpreters per extractor: ~2-7 s each
+@pytest.mark.parametrize("name", sorted(IN_PROCESS))
+def test_an_extractor_in_the_flows_process_is_linear_in_time_and_memory(name):
+    # 4x the document: 4x the time and memory, loosely (a quadratic walk would be 16x). Memory is
+    # the resident peak in a fresh interpreter (lxml's own allocations count); time is CPU time here.
+    module = extractors.registered()[name]
+    small, large = (make.in_process_sample(name, n) for n in (IN_PROCESS[name], 4 * IN_PROCESS[name]))
+    assert growth.ratio(lambda doc: module.extract(doc[0], doc[1], ExtractOptions()), small, large, repeat=3) < 8
+    setup = ("import make\nfrom citeline import extractors\nfrom citeline.schemas.options import ExtractOptions\n"
+             f"module = extractors.registered()[{name!r}]\n")
+    peaks = [growth.peak_rss(setup + f"data, file = make.in_process_sample({name!r}, {n})",
+                             "module.extract(data, file, ExtractOptions())")
+             for n in (IN_PROCESS[name], 4 * IN_PROCESS[name])]
+    assert peaks[1] < 8 * max(peaks[0], 1 << 20), peaks
