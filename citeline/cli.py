@@ -21,7 +21,7 @@ from citeline.server_cmd import server
 from citeline.schemas.errors import CitelineError
 from citeline.schemas.paths import absolute, escape, is_remote, os_path
 from citeline.schemas.retrieval import BM25, DEFAULT_RERANK, DEFAULT_RETRIEVER, RETRIEVERS
-from citeline.schemas.settings import DEFAULT_STRATEGY, STRATEGIES
+from citeline.schemas.settings import DEFAULT_STRATEGY, MAX_MEMORY_BYTES, STRATEGIES
 from citeline.schemas.stamp import STAMP_COLUMNS, Stamp, is_current
 from citeline.schemas.status import NOT_A_DOCUMENT, DocStatus
 from citeline.schemas.text import visible, visible_lines
@@ -100,6 +100,10 @@ class SourcePath(click.Path):
               help="Seconds one document may take to be read, extracted and chunked (an isolated "
                    "extractor is killed past it); embedding runs while it progresses, each group of "
                    "64 chunks within this limit.")
+@click.option("--max-memory", "max_memory_bytes", type=click.IntRange(min=0), default=MAX_MEMORY_BYTES,
+              show_default=True,
+              help="Bytes of memory one extraction worker may allocate (its writable memory, RLIMIT_DATA); a "
+                   "document that needs more fails too-large and the worker is replaced. 0: no ceiling.")
 @click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
               help="Seconds to wait for another writer of the same index.")
 @click.option("--ocr-lang", default="auto", show_default=True,
@@ -131,7 +135,8 @@ class SourcePath(click.Path):
               help="Start a Prefect flow run even when nothing changed (by default a sync that would write "
                    "nothing answers without one).")
 @output_options
-def index(path, db, model, strategy, budget, overlap, precision, max_failed, max_bytes, timeout_s, wait_s, ocr_lang,
+def index(path, db, model, strategy, budget, overlap, precision, max_failed, max_bytes, timeout_s, max_memory_bytes,
+          wait_s, ocr_lang,
           whisper_model, dask, token_vectors, progress, include, exclude, verify, allow_mass_delete, always_run,
           as_json):
     """Index (or re-sync) PATH: a folder or one file, local or on S3 (s3://bucket/prefix)."""
@@ -147,7 +152,8 @@ def index(path, db, model, strategy, budget, overlap, precision, max_failed, max
     from citeline.schemas.settings import IndexSettings
 
     settings = IndexSettings(db=db, model=model_for(db, model), strategy=strategy.upper(), budget=budget, overlap=overlap,
-                             precision=precision, max_bytes=max_bytes, timeout_s=timeout_s, ocr_lang=ocr_lang,
+                             precision=precision, max_bytes=max_bytes, timeout_s=timeout_s,
+                             max_memory_bytes=max_memory_bytes, ocr_lang=ocr_lang,
                              whisper_model=whisper_model, token_vectors=token_vectors)
     if not (always_run or verify or dask) and _answered_unchanged(path, settings, selection, as_json):
         return
