@@ -62,7 +62,7 @@ def cli() -> None:
     Every option also reads CITELINE_<COMMAND>_<OPTION> (e.g. CITELINE_INDEX_STRATEGY=C);
     --db and --model read CITELINE_DB and CITELINE_MODEL. Exit codes: 0 fine, 1 error,
     2 bad arguments, 3 some documents failed, 4 a sync kept documents it could not tell
-    were deleted (README, "Exit codes").
+    were deleted (docs/usage.md, "Exit codes").
     """
 
 

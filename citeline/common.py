@@ -17,7 +17,7 @@ from citeline.config import DEFAULTS, ENV_PREFIX
 from citeline.schemas.errors import CitelineError
 from citeline.schemas.retrieval import Filters
 
-# Exit codes (README, "Exit codes"): 0 every document fine, 1 an error (click's own for
+# Exit codes (docs/usage.md, "Exit codes"): 0 every document fine, 1 an error (click's own for
 # ClickException, Python's for a bug's traceback), 2 bad arguments (click's UsageError),
 # 3 the run finished but some documents failed, 4 the sync finished but kept documents whose files
 # it did not list (a folder it could not list, a root that came up empty, a mass deletion).
