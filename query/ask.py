@@ -14,7 +14,7 @@ from citeline.query.answerability import Answerability, gate_answerable
 from citeline.query.cite import build_citations
 from citeline.query.llm import ChatClient
 from citeline.query.prompt import build_prompt
-from citeline.query.refuse import gate, gate_score
+from citeline.query.refuse import gate, gate_score, with_content
 from citeline.query.calibrate import cut_in_use
 from citeline.query.search import Searcher
 from citeline.query.thresholds import rerank_cut
@@ -138,7 +138,8 @@ def apply_gate(
     min_rerank_score: float | None = None, answerability: Answerability | None = None,
     table_cut: float | None = None, unmentioned: Sequence[str] = (),
 ) -> list[Hit] | Refusal:
-    """Keep at most ``k`` hits under the cosine cut (and over the rerank cut, when given).
+    """Keep at most ``k`` hits under the cosine cut (and over the rerank cut, when given),
+    fragments never (:func:`query.refuse.carries_content`).
 
     A question that names what no passage mentions (``unmentioned``, from
     :func:`query.unmentioned.unmentioned`) is refused before any cut is read: the passages
@@ -177,6 +178,7 @@ def apply_gate(
     if unmentioned:
         best = min((h.distance for h in hits if h.distance is not None), default=None)
         return Refusal(query=query, threshold=cut, kind=UNMENTIONED, best=best, terms=tuple(unmentioned))
+    hits = with_content(hits)  # a label, a bare URL or a page number alone is no source
     if answerability is not None:
         passed = gate_answerable(hits, query, answerability, max(len(hits), 1))
     else:
