@@ -149,17 +149,30 @@ def test_a_document_without_text_is_no_text():
         docx.extract(buf.getvalue(), "blank.docx")
 
 
-def test_a_deck_without_text_is_no_text(make):
+def test_a_deck_of_nothing_is_empty_and_one_of_pictures_is_no_document(make):
+    """Reasons a person agrees with (issue 41 items 2 and 6): unstructured's picture.pptx holds a
+    logo and no word, as a photo with no text does: set aside, not failed 'no-text'."""
     import io
 
     import pptx as python_pptx
+    from PIL import Image
+
+    from citeline.schemas.errors import NotADocument
 
     deck = python_pptx.Presentation()
-    deck.slides.add_slide(deck.slide_layouts[6])
+    slide = deck.slides.add_slide(deck.slide_layouts[6])
     buf = io.BytesIO()
     deck.save(buf)
-    with pytest.raises(NoText, match="no slide holds text"):
+    with pytest.raises(Empty, match="no slide holds text or a picture"):
         pptx.extract(buf.getvalue(), "blank.pptx")
+    logo = io.BytesIO()
+    Image.new("RGB", (40, 20), "navy").save(logo, "PNG")
+    logo.seek(0)
+    slide.shapes.add_picture(logo, 0, 0)
+    buf = io.BytesIO()
+    deck.save(buf)
+    with pytest.raises(NotADocument, match="slides of pictures with no text"):
+        pptx.extract(buf.getvalue(), "picture.pptx")
 
 
 def test_a_huge_table_is_blocked_with_its_header_and_stays_exact(make):
