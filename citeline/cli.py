@@ -14,7 +14,8 @@ import click
 from citeline.api_cmd import api
 from citeline.ask_cmd import ask
 from citeline.common import (CONTEXT_SETTINGS, EXIT_DELETIONS_HELD, EXIT_DOCUMENTS_FAILED, CitelineGroup, CliError,
-                             as_cli_error, error_text, cli_errors, filter_options, known_model, model_for, output_options, verbosity)
+                             as_cli_error, error_text, cli_errors, filter_options, known_model, model_for, output_options, served_by,
+                             verbosity)
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 from citeline.eval_cmd import eval_command
 from citeline.server_cmd import server
@@ -634,14 +635,49 @@ def _status_doc(d: dict, active, versions: dict[str, str]) -> dict:
               help=f"rerank (MaxSim over the {DEFAULT_RERANK.candidates} top {DEFAULT_RERANK.depth}: a sentence "
                    "typed verbatim comes first, bench/phrase_probes.py), dense (cosine), bm25 (full text) or hybrid "
                    "(RRF of both), as in ask; no refusal gate here.")
+@click.option("--local", is_flag=True,
+              help="Search in this process even when a `citeline api` on this machine serves the index.")
 @filter_options
 @output_options
-def search(query, db, model, k, retriever, as_json, filters):
+def search(query, db, model, k, retriever, as_json, local, filters):
     """The chunks nearest to QUERY by one retriever, with exact locators.
 
     --path, --type and --since keep only matching documents' chunks, before ranking: -k
-    results come back whenever that many match.
+    results come back whenever that many match. When a `citeline api` on this machine serves
+    the index, the question is sent there (no model to load); --local searches here.
     """
+    citations = None if local or model else _served_search(db, query, k, retriever, filters)
+    if citations is None:
+        citations = _search_here(db, model, query, k, retriever, filters)
+    if as_json:
+        click.echo(json.dumps({"query": query, "retriever": retriever,
+                               "results": [c.to_dict() for c in citations]}, indent=2))
+        return
+    for c in citations:
+        rerank = "" if c.rerank_score is None else f", rerank {c.rerank_score:.3f}"
+        click.echo(f"[{c.index}] {visible(c.document)}{visible(c.fragment)}  {visible(c.label)}  "
+                   f"(cosine distance {c.distance:.3f}{rerank})")
+        click.echo("    " + "\n    ".join(visible_lines(c.quote)))
+
+
+def _served_search(db, query, k, retriever, filters):
+    """The service's citations for the search, or None when no service answers for ``db``."""
+    from citeline.running_service import request_filters
+    from citeline.schemas.retrieval import Citation
+
+    service = served_by(db)
+    if service is None:
+        return None
+    fields = request_filters(filters)
+    params = [("q", query), ("k", str(k)), ("retriever", retriever), *(("path", p) for p in fields["path"]),
+              *(("type", t) for t in fields["type"]), *((("since", fields["since"]),) if fields["since"] else ())]
+    try:
+        return [Citation(**c) for c in service.search(params)["results"]]
+    except OSError:  # gone since its /health, or it refused the request: this process says why
+        return None
+
+
+def _search_here(db, model, query, k, retriever, filters):
     from citeline.index.store import Store
     from citeline.pipeline.embed import get_embedder
     from citeline.query.cite import build_citations
@@ -654,16 +690,7 @@ def search(query, db, model, k, retriever, as_json, filters):
         hits = searcher.search(query, retriever, k, filters)
         if retriever == BM25:
             hits = searcher.fill_distances(query, hits)  # every hit shows its cosine distance
-        citations = located(searcher.store, build_citations(hits))  # each with the uri ask gives it
-    if as_json:
-        click.echo(json.dumps({"query": query, "retriever": retriever,
-                               "results": [c.to_dict() for c in citations]}, indent=2))
-        return
-    for c in citations:
-        rerank = "" if c.rerank_score is None else f", rerank {c.rerank_score:.3f}"
-        click.echo(f"[{c.index}] {visible(c.document)}{visible(c.fragment)}  {visible(c.label)}  "
-                   f"(cosine distance {c.distance:.3f}{rerank})")
-        click.echo("    " + "\n    ".join(visible_lines(c.quote)))
+        return located(searcher.store, build_citations(hits))  # each with the uri ask gives it
 
 
 @cli.command()

@@ -212,3 +212,14 @@ def filter_options(command):
     return click.option("--path", "path_filters", multiple=True, metavar="PREFIX|GLOB",
                         help="Only documents whose path under its synced folder starts with PREFIX or "
                              "matches GLOB (* any characters, / too; ? one); repeat for any of several.")(with_filters)
+
+
+def served_by(db: str):
+    """The `citeline api` serving ``db`` on this machine (citeline/running_service.py), said on
+    stderr with -v; None when none answers."""
+    from citeline import running_service
+
+    service = running_service.find(db)
+    if service is not None and verbosity() > 0:
+        click.echo(f"asking the citeline api at {service.url} (it serves {db}; --local answers here)", err=True)
+    return service

@@ -19,9 +19,9 @@ from citeline.query.calibrate import cut_in_use
 from citeline.query.search import Searcher
 from citeline.query.thresholds import rerank_cut
 from citeline.query.unmentioned import unmentioned
-from citeline.schemas.retrieval import (
-    ANSWERABILITY, ASK_K, BM25, CLOSEST_NOTE, COSINE, DEFAULT_RETRIEVER, RERANK, RETRIEVERS, UNMENTIONED, AnswerCheck,
-    Citation, Filters, Hit, Refusal,
+from citeline.schemas.retrieval import (  # Answer: defined with the other records, named here too
+    ANSWERABILITY, ASK_K, BM25, COSINE, DEFAULT_RETRIEVER, RERANK, RETRIEVERS, UNMENTIONED, Answer, Filters, Hit,
+    Refusal,
 )
 
 
@@ -54,52 +54,6 @@ class AskOptions:
     @property
     def reranking(self) -> bool:
         return self.rerank or self.retriever == RERANK
-
-
-@dataclass(frozen=True)
-class Answer:
-    """Everything ``ask`` produced; ``prompt`` is None exactly when the gate refused.
-
-    ``closest`` holds the retriever's first ``k`` passages that are not sources
-    (:data:`CLOSEST_NOTE`): all of them on a refusal, those the gate cut beside an answer,
-    numbered on from the sources. They are cited like sources but never put in a prompt, so a
-    person can still check whether the answer is among them.
-    """
-
-    query: str
-    threshold: float
-    citations: tuple[Citation, ...] = ()
-    gate: str = COSINE  # what ``threshold`` bounds: the cosine cut or the answerability score
-    prompt: str | None = None
-    refusal: Refusal | None = None
-    answer: str | None = None
-    check: AnswerCheck | None = None
-    closest: tuple[Citation, ...] = ()
-
-    @property
-    def refused(self) -> bool:
-        return self.refusal is not None
-
-    def to_dict(self) -> dict:
-        """The ``--json`` shape: query, refused, threshold, gate, citations, prompt, closest[, refusal,
-        closest_note, answer, answer_checks]."""
-        out = {
-            "query": self.query,
-            "refused": self.refused,
-            "threshold": self.threshold,
-            "gate": self.gate,
-            "citations": [c.to_dict() for c in self.citations],
-            "prompt": self.prompt,
-            "closest": [c.to_dict() for c in self.closest],
-        }
-        if self.refusal is not None:
-            out["refusal"] = self.refusal.to_dict()  # why: its kind, best value and, by name, its terms
-        if self.closest:
-            out["closest_note"] = CLOSEST_NOTE
-        if self.answer is not None:
-            out["answer"] = self.answer
-            out["answer_checks"] = self.check.to_dict() if self.check else None
-        return out
 
 
 def retrieve(searcher: Searcher, query: str, options: AskOptions, filters: Filters | None = None) -> list[Hit]:
