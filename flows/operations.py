@@ -29,7 +29,7 @@ from citeline.flows.repair import repair_index
 from citeline.flows.retry import retry_failed
 from citeline.schemas.paths import absolute, escape
 from citeline.schemas.settings import DEFAULT_MODEL, DEFAULT_STRATEGY, DOCUMENT_WORKERS, IndexSettings
-from citeline.tasks.log import get_logger
+from citeline.tasks.log import get_logger, quiet_expected_failures
 
 Strategy = Literal["A", "B", "C", "D", "E", "F"]  # schemas/settings.py STRATEGIES; pipeline/chunk.py says what each is
 WAIT_S = 6 * 3600.0  # a queued run waits this long for the index's other run (a first sync of a big folder)
@@ -133,6 +133,10 @@ class RunFailed(Exception):
     def __init__(self, message: str, summary):
         super().__init__(message)
         self.summary = summary
+
+
+# Loaded by the worker's engine before it runs the flow: a run Failed on purpose logs no traceback.
+quiet_expected_failures(RunFailed)
 
 
 def for_worker(state):
