@@ -27,6 +27,7 @@ from citeline.flows.ingest import index_folder
 from citeline.flows.reindex import reindex
 from citeline.flows.repair import repair_index
 from citeline.flows.retry import retry_failed
+from citeline.pipeline.walk import Selection, check_patterns
 from citeline.schemas.paths import absolute, escape
 from citeline.schemas.settings import DEFAULT_MODEL, DEFAULT_STRATEGY, DOCUMENT_WORKERS, IndexSettings
 from citeline.tasks.log import get_logger, quiet_expected_failures
@@ -152,6 +153,7 @@ def for_worker(state):
       task_runner=ThreadPoolTaskRunner(max_workers=DOCUMENT_WORKERS))
 def sync_folder(folder: str, db: str, model: str = "", strategy: Optional[Strategy] = None,
                 max_failed: Optional[int] = None, verify: bool = False, allow_mass_delete: bool = False,
+                include: Optional[list[str]] = None, exclude: Optional[list[str]] = None,
                 wait_s: float = WAIT_S):
     """Index a folder, or bring its index up to date: the scheduled sync.
 
@@ -177,13 +179,23 @@ def sync_folder(folder: str, db: str, model: str = "", strategy: Optional[Strate
             unchanged, and read failed ones again (the weekly schedule runs with it).
         allow_mass_delete: Forget the vanished files' documents even when the folder came
             up empty or more than half of its documents would go. Set it for one run only.
+        include: Index only the files matching one of these patterns (gitignore syntax,
+            relative to the folder, as `citeline index --include`). Empty: every file.
+        exclude: Skip the files and folders matching these patterns (gitignore syntax, as
+            `citeline index --exclude`: after the defaults and the folder's .citelineignore;
+            `!pattern` takes a file back). Indexed files now excluded are forgotten.
         wait_s: Seconds to wait in line while another run writes this index.
     """
+    selection = Selection(tuple(include or ()), tuple(exclude or ()))
+    try:
+        check_patterns(selection)
+    except ValueError as exc:  # before the index's slot: a typo in the form, not an index's trouble
+        return Failed(name="InvalidParameters", message=str(exc), data=RunFailed(str(exc), None))
     try:
         with one_writer(db, wait_s):
             settings = settings_for(db, model, strategy)
             return for_worker(index_folder.fn(folder, settings, max_failed=max_failed, wait_s=wait_s, verify=verify,
-                                              allow_mass_delete=allow_mass_delete))
+                                              allow_mass_delete=allow_mass_delete, selection=selection))
     except Queued as exc:
         return queued_state(exc)
 
