@@ -471,6 +471,7 @@ def rm(path, db, wait_s, as_json):
         roots = ", ".join(visible(r) for r in removal.known_roots) or "none"
         raise CliError(f"no document is indexed under {visible(removal.target)} (synced roots: {roots})",
                        kind="not-indexed")
+    _publish_health(db, f"citeline rm {removal.target}")
     still_exists = _still_exists(path if removal.target == escape(absolute(path)) else os_path(removal.target))
     if as_json:
         click.echo(json.dumps({"target": removal.target, "removed": list(removal.paths),
@@ -481,6 +482,23 @@ def rm(path, db, wait_s, as_json):
     click.echo(f"removed {len(removal.paths)} documents under {visible(removal.target)}")
     if still_exists:
         click.echo(f"note: {visible(removal.target)} still exists: a sync of it, or of a folder above it, indexes it again")
+
+
+def _publish_health(db: str, by: str) -> None:
+    """The index's failing-documents and index-health artifacts, for a command that wrote it
+    without a flow run (``rm``), when a Prefect server is configured: without PREFECT_API_URL
+    Prefect would start a temporary server for them (seconds), and nobody would see them."""
+    import os
+
+    if not os.environ.get("PREFECT_API_URL"):
+        return
+    from citeline.tasks.report import publish_health
+
+    try:
+        publish_health.fn(db, by)
+    except Exception as exc:  # noqa: BLE001 - the documents are removed; the artifacts follow with the next run
+        click.echo(f"citeline: the index's artifacts were not published to Prefect ({error_text(exc)}); "
+                   "the next run that writes the index publishes them", err=True)
 
 
 def _remove_by_ending(path: str, store, db: str, wait_s: float):

@@ -12,6 +12,7 @@ from prefect.utilities.annotations import quote
 
 from citeline.extractors import runs_in_process
 from citeline.index.faults import is_storage_error, storage_reason
+from citeline.index.health import note_sync
 from citeline.index.lease import check_writer
 from citeline.index.lock import writer_lock
 from citeline.pipeline.plan import Todo
@@ -29,7 +30,7 @@ from citeline.tasks.folder_plan import plan_folder, synced_root
 from citeline.tasks.log import Events, get_logger
 from citeline.tasks.record import as_failures, forget_deleted, record_failures
 from citeline.tasks.rename import index_renamed
-from citeline.tasks.report import publish_report
+from citeline.tasks.report import publish_health, publish_report
 from citeline.tasks.signals import cooperative
 from citeline.tasks.store import stamp_for, store_for
 from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
@@ -124,11 +125,15 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
             **in_words(outcomes, plan.gone, deleted),
             not_documents=tuple(sorted([*plan.set_aside, *set_aside], key=lambda d: d.path)),
         )
+        state = stopped_state(summary, stopped) if stopped else final_state(summary, max_failed)
+        if not stopped:  # a full disk refuses the note too
+            note_sync(store, synced_root(root), state.name, summary.line())
     seconds = dict(zip(("plan", "documents", "finish"), (round(b - a, 4) for a, b in zip(marks, marks[1:]))))
     log.info(Events.RUN_FINISHED, seconds=seconds, not_documents=len(summary.not_documents),
              **{k: v for k, v in summary.__dict__.items() if k not in ("failures", "not_documents")})
     publish_report(summary, root, settings.db)
-    return stopped_state(summary, stopped) if stopped else final_state(summary, max_failed)
+    publish_health(settings.db, f"the sync of {root}")
+    return state
 
 
 def in_words(indexed: list[Outcome], gone: list[dict], deleted: int) -> dict[str, int]:

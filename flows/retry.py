@@ -11,7 +11,7 @@ from citeline.schemas.paths import absolute, escape, is_under
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.status import DocStatus, NotDocument, RunSummary
 from citeline.tasks.record import as_failures, record_failures
-from citeline.tasks.report import publish_report
+from citeline.tasks.report import publish_health, publish_report
 from citeline.tasks.signals import cooperative
 from citeline.tasks.store import stamp_for, store_for
 from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
@@ -54,6 +54,8 @@ def retry_failed(settings: IndexSettings = IndexSettings(), path: str | None = N
                              rows=store.count_chunks(), failures=tuple(failures),
                              not_documents=set_aside, **in_words(outcomes, [], 0))
     publish_report(summary, path or settings.db, settings.db)
+    publish_health(settings.db, f"the retry of the failed documents under {path}" if path
+                   else "the retry of every failed document")
     return stopped_state(summary, stopped) if stopped else final_state(summary, None)
 
 
