@@ -6,7 +6,7 @@ from prefect import flow
 from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from citeline.flows.ingest import run_documents
+from citeline.flows.ingest import noted, run_documents
 from citeline.index.check import Violation, check_index
 from citeline.index.health import note_check
 from citeline.index.lock import writer_lock
@@ -58,7 +58,7 @@ def repair_index(settings: IndexSettings = IndexSettings(), wait_s: float = 0.0)
         if repairs and keeps_token_vectors(settings, stamp):  # re-indexed chunks need theirs
             store_token_vectors(settings, stamp)
         remaining = check_index(store)
-        note_check(store, found, len(repairs), remaining)
+        noted(lambda: note_check(store, found, len(repairs), remaining))
     publish_health(settings.db, "a check and repair")
     report = RepairReport(tuple(found), tuple(repairs), tuple(remaining))
     for r in repairs:
