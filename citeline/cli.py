@@ -492,10 +492,10 @@ def _publish_health(db: str, by: str) -> None:
 
     if not os.environ.get("PREFECT_API_URL"):
         return
-    from citeline.tasks.report import publish_health
+    from citeline.tasks.report import health_artifacts
 
     try:
-        publish_health.fn(db, by)
+        health_artifacts(db, by)
     except Exception as exc:  # noqa: BLE001 - the documents are removed; the artifacts follow with the next run
         click.echo(f"citeline: the index's artifacts were not published to Prefect ({error_text(exc)}); "
                    "the next run that writes the index publishes them", err=True)

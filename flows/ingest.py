@@ -30,7 +30,7 @@ from citeline.tasks.folder_plan import plan_folder, synced_root
 from citeline.tasks.log import Events, get_logger
 from citeline.tasks.record import as_failures, forget_deleted, record_failures
 from citeline.tasks.rename import index_renamed
-from citeline.tasks.report import publish_health, publish_report
+from citeline.tasks.report import publish_report
 from citeline.tasks.signals import cooperative
 from citeline.tasks.store import stamp_for, store_for
 from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
@@ -131,8 +131,7 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
     seconds = dict(zip(("plan", "documents", "finish"), (round(b - a, 4) for a, b in zip(marks, marks[1:]))))
     log.info(Events.RUN_FINISHED, seconds=seconds, not_documents=len(summary.not_documents),
              **{k: v for k, v in summary.__dict__.items() if k not in ("failures", "not_documents")})
-    publish_report(summary, root, settings.db)
-    publish_health(settings.db, f"the sync of {root}")
+    publish_report(summary, root, settings.db, by=f"the sync of {root}")
     return state
 
 

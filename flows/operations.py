@@ -204,7 +204,7 @@ def sync_folder(folder: str, db: str, model: str = "", strategy: Optional[Strate
 def retry_failed_documents(db: str, path: str = "", wait_s: float = WAIT_S):
     """Index again the documents that failed: all of the index's, or those under one path.
 
-    Run it once a file is fixed; the failed-documents artifact of a run lists each failed
+    Run it once a file is fixed; the index's failing-documents-… artifact lists every failing
     document with the parameters that retry it.
 
     Args:

@@ -11,7 +11,7 @@ from citeline.schemas.paths import absolute, escape, is_under
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.status import DocStatus, NotDocument, RunSummary
 from citeline.tasks.record import as_failures, record_failures
-from citeline.tasks.report import publish_health, publish_report
+from citeline.tasks.report import publish_report
 from citeline.tasks.signals import cooperative
 from citeline.tasks.store import stamp_for, store_for
 from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
@@ -53,9 +53,8 @@ def retry_failed(settings: IndexSettings = IndexSettings(), path: str | None = N
                              encoded=sum(o.encoded for o in outcomes), reused=sum(o.reused for o in outcomes),
                              rows=store.count_chunks(), failures=tuple(failures),
                              not_documents=set_aside, **in_words(outcomes, [], 0))
-    publish_report(summary, path or settings.db, settings.db)
-    publish_health(settings.db, f"the retry of the failed documents under {path}" if path
-                   else "the retry of every failed document")
+    publish_report(summary, path or settings.db, settings.db,
+                   by=f"the retry of the failed documents under {path}" if path else "the retry of every failed document")
     return stopped_state(summary, stopped) if stopped else final_state(summary, None)
 
 

@@ -82,7 +82,8 @@ class ExpectedFailures(logging.Filter):
     """Leaves out Prefect's ERROR lines for failures citeline expects and reports itself.
 
     A failed document's task run ends with Prefect's ERROR "Finished in state DocumentFailed(...)"
-    beside citeline's WARNING ``document.failed``: two lines, one of them an error, for a bad file.
+    (and, for a task without retries, "Task run failed with state: DocumentFailed(...)" with a
+    traceback) beside citeline's WARNING ``document.failed``: errors for a bad file.
     A deployment's run that ends Failed (documents failed, violations remain) makes the engine
     of a worker's process raise the state's exception and log it as "Engine execution exited with
     unexpected exception" with a traceback (prefect/flow_engine.py ``run_flow``, Prefect 3.9):
@@ -92,7 +93,8 @@ class ExpectedFailures(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.msg if isinstance(record.msg, str) else ""
         if record.name == "prefect.task_runs":
-            return not message.startswith(f"Finished in state {DOCUMENT_FAILED_STATE}(")
+            return not message.startswith((f"Finished in state {DOCUMENT_FAILED_STATE}(",
+                                           f"Task run failed with state: {DOCUMENT_FAILED_STATE}("))
         if record.name == "prefect.flow_runs" and message.startswith("Engine execution exited with unexpected"):
             exc = record.exc_info[1] if record.exc_info else None
             return not isinstance(exc, _EXPECTED_RUN_ENDS)

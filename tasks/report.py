@@ -49,9 +49,11 @@ def retry_hint(db: str, source: str) -> str:
 
 
 @task(name="publish-report", cache_policy=NO_CACHE, persist_result=False)
-def publish_report(summary: RunSummary, root: str, db: str) -> None:
-    """The ``failed-documents`` table (with the ``retry-failed`` parameters of each) and the
-    ``index-summary`` Markdown; with failures, the run's tag and one event per document."""
+def publish_report(summary: RunSummary, root: str, db: str, by: str | None = None) -> None:
+    """The ``index-summary`` Markdown and, when documents failed in the run, the ``failed-documents``
+    table (with the ``retry-failed`` parameters of each), the run's tag and one event per document;
+    with ``by`` (the run, in words), the index's health artifacts too (``publish_health``: in
+    this task run, so a sync's history grows by no task run for them)."""
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     if summary.failures:  # none: no table, so the key's latest version is never an empty list
         create_table_artifact(
@@ -69,6 +71,8 @@ def publish_report(summary: RunSummary, root: str, db: str) -> None:
         tag_flow_run(FAILED_TAG)
         for failure in summary.failures:
             emit_failure(failure, root, db)
+    if by is not None:
+        health_artifacts(db, by)
 
 
 def failure_rows(summary: RunSummary, db: str, now: str) -> list[dict]:
@@ -102,6 +106,12 @@ def artifact_keys(db: str) -> tuple[str, str]:
 
 @task(name="publish-health", cache_policy=NO_CACHE, persist_result=False)
 def publish_health(db: str, by: str) -> None:
+    """``health_artifacts`` as a task run of its own: for a run that publishes no report (check
+    and repair, re-index)."""
+    health_artifacts(db, by)
+
+
+def health_artifacts(db: str, by: str) -> None:
     """The index's ``failing-documents-…`` table and ``index-health-…`` page, read from the index
     now (its records and notes, index/health.py); ``by``: the run that wrote it, in words."""
     from citeline.index.health import read_health

@@ -57,22 +57,27 @@ def test_a_failing_document_is_one_warning_not_a_crash(tmp_path):
     folder, db = tmp_path / "docs", str(tmp_path / "index")
     folder.mkdir()
     shutil.copy(EXAMPLES / "04-dropout.md", folder)
+    # small: prepared in a group with note.md (its failed task run is document_failed's); large: alone
     (folder / "broken.md").write_bytes(b"caf\xe9 latin-1 bytes\x00\x01")
+    (folder / "note.md").write_text("# Note\n\nThe pier office opens at nine.\n")
+    (folder / "large.md").write_bytes(b"\x00\x01 not text " * 1000)
     flow_run, logs, done = run_as_worker(tmp_path, "citeline.flows.operations:sync_folder", sync_folder,
                                          folder=str(folder), db=db, model=FAKE)
     assert flow_run.state.name == "DocumentsFailed" and done.returncode == 0, done.stderr[-3000:]
     lines = [(log.level, log.message) for log in logs]
     assert [level for level, _ in lines if level >= 40] == [], lines
     assert "Traceback" not in done.stderr and "Traceback" not in "".join(m for _, m in lines)
-    warnings = [m for level, m in lines if level == 30]
-    assert len(warnings) == 1 and '"event": "document.failed"' in warnings[0] and '"path": "broken.md"' in warnings[0]
+    warnings = sorted(m for level, m in lines if level == 30)
+    assert len(warnings) == 2 and all('"event": "document.failed"' in w for w in warnings), warnings
+    assert '"path": "broken.md"' in warnings[0] and '"path": "large.md"' in warnings[1]
     assert any(m.startswith("Finished in state DocumentsFailed(") for _, m in lines)  # the run's end, as INFO
 
     # the UI's task run: its retry settings are numbers (a back-off list showed "Retry Delay NaNs")
     assert isinstance(prepare_document.retry_delay_seconds, (int, float))
 
     (folder / "broken.md").write_text("café, now UTF-8\n")
+    (folder / "large.md").write_text("Large no more.\n")
     retried, logs, done = run_as_worker(tmp_path, "citeline.flows.operations:retry_failed_documents",
                                         retry_failed_documents, db=db)
     assert retried.state.is_completed(), done.stderr[-3000:]
-    assert "1 encoded" in retried.state.message, retried.state.message  # said "0 encoded"
+    assert "2 encoded" in retried.state.message, retried.state.message  # said "0 encoded"
