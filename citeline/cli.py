@@ -302,12 +302,18 @@ def _print_run(state, as_json: bool = False) -> None:
 @click.option("--allow-mass-delete", is_flag=True,
               help="Let every scheduled run forget the documents of vanished files even when PATH came up empty or "
                    "more than half of them would go (prefer one `citeline index --allow-mass-delete`).")
+@click.option("--include", multiple=True, metavar="GLOB",
+              help="Index only files matching GLOB (gitignore syntax, relative to PATH); repeatable.")
+@click.option("--exclude", multiple=True, metavar="GLOB",
+              help="Skip files and folders matching GLOB (gitignore syntax), after the defaults and "
+                   "PATH/.citelineignore; repeatable. Indexed files now excluded are forgotten.")
 @output_options
-def serve(path, db, model, cron, strategy, name, verify_cron, allow_mass_delete, as_json):
+def serve(path, db, model, cron, strategy, name, verify_cron, allow_mass_delete, include, exclude, as_json):
     """Keep PATH (a folder, or an s3:// prefix) indexed on a schedule; needs a Prefect server (PREFECT_API_URL)."""
     import os
 
     from citeline.flows.serve import FolderSync
+    from citeline.pipeline.walk import Selection, check_patterns
     from citeline.schemas.paths import absolute
     from citeline.schemas.settings import IndexSettings
 
@@ -316,10 +322,16 @@ def serve(path, db, model, cron, strategy, name, verify_cron, allow_mass_delete,
                                "without one, Prefect schedules nothing")
     _check_server(os.environ["PREFECT_API_URL"])
     settings = IndexSettings(db=absolute(db), model=model_for(db, model), strategy=strategy.upper())
-    sync = FolderSync.of(path, settings, cron, name, verify_cron, allow_mass_delete)
+    selection = Selection(tuple(include), tuple(exclude))
+    try:
+        check_patterns(selection)  # before the deployment exists: every scheduled run would fail
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    sync = FolderSync.of(path, settings, cron, name, verify_cron, allow_mass_delete, selection)
     if as_json:  # serving blocks: what is served is the one object printed
         click.echo(json.dumps({"deployment": f"index-folder/{sync.name}", "root": sync.root, "db": settings.db,
-                               "cron": cron, "verify_cron": sync.verify_cron}, indent=2))
+                               "cron": cron, "verify_cron": sync.verify_cron, "include": list(include),
+                               "exclude": list(exclude)}, indent=2))
     sync.serve(announce=not as_json and verbosity() >= 0)  # under --json stdout holds the one object
 
 
@@ -466,6 +478,7 @@ def rm(path, db, wait_s, as_json):
         roots = ", ".join(visible(r) for r in removal.known_roots) or "none"
         raise CliError(f"no document is indexed under {visible(removal.target)} (synced roots: {roots})",
                        kind="not-indexed")
+    _publish_health(db, f"citeline rm {removal.target}")
     still_exists = _still_exists(path if removal.target == escape(absolute(path)) else os_path(removal.target))
     if as_json:
         click.echo(json.dumps({"target": removal.target, "removed": list(removal.paths),
@@ -476,6 +489,23 @@ def rm(path, db, wait_s, as_json):
     click.echo(f"removed {len(removal.paths)} documents under {visible(removal.target)}")
     if still_exists:
         click.echo(f"note: {visible(removal.target)} still exists: a sync of it, or of a folder above it, indexes it again")
+
+
+def _publish_health(db: str, by: str) -> None:
+    """The index's failing-documents and index-health artifacts, for a command that wrote it
+    without a flow run (``rm``), when a Prefect server is configured: without PREFECT_API_URL
+    Prefect would start a temporary server for them (seconds), and nobody would see them."""
+    import os
+
+    if not os.environ.get("PREFECT_API_URL"):
+        return
+    from citeline.tasks.report import health_artifacts
+
+    try:
+        health_artifacts(db, by)
+    except Exception as exc:  # noqa: BLE001 - the documents are removed; the artifacts follow with the next run
+        click.echo(f"citeline: the index's artifacts were not published to Prefect ({error_text(exc)}); "
+                   "the next run that writes the index publishes them", err=True)
 
 
 def _remove_by_ending(path: str, store, db: str, wait_s: float):
