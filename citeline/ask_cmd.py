@@ -17,7 +17,6 @@ from citeline.schemas.retrieval import (
 )
 from citeline.schemas.text import visible, visible_lines
 
-QUOTE_WIDTH = 100  # characters of the quote shown in the sources table
 
 
 @click.command("ask")
@@ -48,17 +47,21 @@ QUOTE_WIDTH = 100  # characters of the quote shown in the sources table
                    "whatever the distances.")
 @click.option("--generate", is_flag=True,
               help="Send the prompt to CITELINE_LLM_URL / CITELINE_LLM_MODEL and check the answer's citations.")
+@click.option("--prompt", "show_prompt", is_flag=True,
+              help="Also print the prompt a model would get (with --generate it is sent, not printed).")
 @click.option("--local", is_flag=True,
               help="Answer in this process even when a `citeline api` on this machine serves the index "
                    "(by default the question is sent there: no model to load).")
 @filter_options
 @output_options
 def ask(query, db, model, as_json, k, retriever, rerank_flag, reranker, cosine_weight, cut, min_rerank_score,
-        check_names, generate, local, filters):
+        check_names, generate, show_prompt, local, filters):
     """Answer QUERY from the index with numbered, located sources, or refuse.
 
-    Without --generate, prints the sources and the prompt a model would get. When no
-    source passes the gate it prints NO ANSWER and exits 0: refusing is an answer.
+    Prints each source that passes the gate with its locator and, in full, the line of it that
+    best matches the question, then the closest passages that did not pass; --prompt adds the
+    prompt a model would get. When no source passes the gate it prints NO ANSWER and exits 0:
+    refusing is an answer.
     """
     reranking = rerank_flag or retriever == RERANK
     if not query.strip():
@@ -85,7 +88,7 @@ def ask(query, db, model, as_json, k, retriever, rerank_flag, reranker, cosine_w
         if as_json:
             click.echo(json.dumps(data, indent=2))
         else:
-            _print(answer, False)
+            _print(answer, False, show_prompt)
         return
     from citeline.query.ask import AskOptions
     from citeline.query.ask import ask as run_ask
@@ -103,7 +106,7 @@ def ask(query, db, model, as_json, k, retriever, rerank_flag, reranker, cosine_w
     if as_json:
         click.echo(json.dumps(answer.to_dict(), indent=2))  # \uXXXX: no raw U+202E or C1 reaches a terminal
     else:
-        _print(answer, generate)
+        _print(answer, generate, show_prompt)
 
 
 def _chat_client():
@@ -141,21 +144,22 @@ def _located(searcher, answer):
                    closest=tuple(located(searcher.store, answer.closest)))
 
 
-def _print(answer, generated: bool) -> None:
+def _print(answer, generated: bool, show_prompt: bool = False) -> None:
     if answer.refused:
         click.echo(answer.refusal.message())
         if answer.closest:
             click.echo(f"\nNOT AN ANSWER: {CLOSEST_NOTE}")
-            _print_sources(answer.closest)
+            _print_sources(answer.closest, answer.query)
         return
     click.echo(f"SOURCES ({len(answer.citations)} under cosine distance {answer.threshold:g})")
-    _print_sources(answer.citations)
+    _print_sources(answer.citations, answer.query)
     if answer.closest:
         click.echo(f"\nNOT AN ANSWER: {CLOSEST_NOTE}")
-        _print_sources(answer.closest)
+        _print_sources(answer.closest, answer.query)
     if not generated:
-        click.echo("\nPROMPT")
-        click.echo("\n".join(visible_lines(answer.prompt)), nl=False)
+        if show_prompt:
+            click.echo("\nPROMPT")
+            click.echo("\n".join(visible_lines(answer.prompt)), nl=False)
         return
     click.echo("\nANSWER")
     click.echo("\n".join(visible_lines(answer.answer)))
@@ -168,14 +172,13 @@ def _print(answer, generated: bool) -> None:
         click.echo("\nevery sentence cites a source that exists")
 
 
-def _print_sources(citations) -> None:
+def _print_sources(citations, question: str) -> None:
+    """Each citation's header line, then the line of its quote that best matches the question, whole."""
+    from citeline.query.highlight import best_line
+
     for c in citations:
         rerank = "" if c.rerank_score is None else f"  rerank {c.rerank_score:.3f}"
         distance = "" if c.distance is None else f"  distance {c.distance:.3f}"
         click.echo(f"[{c.index}] {visible(c.document)}  {visible(c.label)}  {visible(c.fragment)}{distance}{rerank}")
-        click.echo(f"    {_short(c.quote)}")
-
-
-def _short(quote: str) -> str:
-    flat = visible(" ".join(quote.split()))
-    return flat if len(flat) <= QUOTE_WIDTH else flat[: QUOTE_WIDTH - 1] + "…"
+        start, end = best_line(question, c.quote)
+        click.echo(f"    {visible(' '.join(c.quote[start:end].split()))}")

@@ -673,8 +673,9 @@ def search(query, db, model, k, retriever, as_json, local, filters):
     """The chunks nearest to QUERY by one retriever, with exact locators.
 
     --path, --type and --since keep only matching documents' chunks, before ranking: -k
-    results come back whenever that many match. When a `citeline api` on this machine serves
-    the index, the question is sent there (no model to load); --local searches here.
+    results come back whenever that many match. Each hit shows the line of its quote that best
+    matches QUERY (--json: the whole quote). When a `citeline api` on this machine serves the
+    index, the question is sent there (no model to load); --local searches here.
     """
     citations = None if local or model else _served_search(db, query, k, retriever, filters)
     if citations is None:
@@ -683,11 +684,14 @@ def search(query, db, model, k, retriever, as_json, local, filters):
         click.echo(json.dumps({"query": query, "retriever": retriever,
                                "results": [c.to_dict() for c in citations]}, indent=2))
         return
-    for c in citations:
+    from citeline.query.highlight import best_line
+
+    for c in citations:  # each hit's line that best matches the question, whole (--json: the quote)
         rerank = "" if c.rerank_score is None else f", rerank {c.rerank_score:.3f}"
         click.echo(f"[{c.index}] {visible(c.document)}{visible(c.fragment)}  {visible(c.label)}  "
                    f"(cosine distance {c.distance:.3f}{rerank})")
-        click.echo("    " + "\n    ".join(visible_lines(c.quote)))
+        start, end = best_line(query, c.quote)
+        click.echo(f"    {visible(' '.join(c.quote[start:end].split()))}")
 
 
 def _served_search(db, query, k, retriever, filters):

@@ -77,7 +77,7 @@ def test_an_in_domain_question_gets_exact_located_sources(db):
 
 
 def test_the_text_output_shows_sources_and_the_prompt(db):
-    result = run(db, IN_DOMAIN, "--retriever", "dense", "-k", "2")
+    result = run(db, IN_DOMAIN, "--retriever", "dense", "-k", "2", "--prompt")
     assert result.exit_code == 0, result.output
     assert result.output.startswith("SOURCES (")
     assert re.search(r"^\[1\] 04-dropout\.md  .+  #char=\d+,\d+  distance 0\.\d{3}$", result.output, re.M)

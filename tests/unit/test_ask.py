@@ -231,7 +231,24 @@ def test_the_cli_prints_the_cut_passages_after_the_sources_of_an_answer():
     assert lines[0] == "SOURCES (1 under cosine distance 0.45)" and lines[1].startswith("[1] notes.md")
     assert lines[4] == f"NOT AN ANSWER: {CLOSEST_NOTE}"
     assert lines[5].startswith("[2] notes.md") and "distance 0.900" in lines[5]
-    assert lines.index("PROMPT") > 5
+    assert "PROMPT" not in lines  # a person's output: the prompt only when asked for
+    prompted = CliRunner().invoke(click_command(lambda: _print(answer, False, True))).output.splitlines()
+    assert prompted.index("PROMPT") > 5
+
+
+def test_each_source_shows_its_line_that_answers_whole():
+    """The figure asked for sat past the first 100 characters of a quote (issue 44 item 4): each
+    source now shows, in full, the sentence or row that best matches the question."""
+    from citeline.ask_cmd import _print
+
+    long = ("The delivery note lists every item that arrived at the warehouse on the Monday morning. "
+            "Twenty thousand bottles of water and ten thousand blankets were unloaded at the north gate. "
+            "A total of 3 trucks were used for 15 hours.")
+    chunk = ChunkRow("c1", "d1", "memo.pdf", "Memo", "", 0, len(long), long, "")
+    answer = ask(FakeSearcher([Hit("c1", 1, 0.2, "dense", chunk, distance=0.2)]), "How many trucks were used?",
+                 AskOptions(retriever="dense", cut=0.45, check_names=False))
+    lines = CliRunner().invoke(click_command(lambda: _print(answer, False))).output.splitlines()
+    assert lines[1].startswith("[1] memo.pdf") and lines[2] == "    A total of 3 trucks were used for 15 hours."
 
 
 def click_command(body):
