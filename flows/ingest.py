@@ -11,7 +11,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
 from citeline.extractors import runs_in_process
-from citeline.index.faults import is_storage_error, storage_reason
+from citeline.index.faults import failpoint, is_storage_error, set_up_writes, storage_reason
 from citeline.index.lease import check_writer
 from citeline.index.lock import writer_lock
 from citeline.pipeline.plan import Todo
@@ -73,18 +73,23 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
     with writer_lock(settings.db, wait_s), cooperative():
         store = store_for(settings.db)
         stamp = stamp_for(settings)
-        store.chunks(stamp, create=True)  # refuse an index of another model before any work
-        if removed := store.clean_temp_files():
-            log.warning(Events.RUN_CLEANED, leftover_files=removed)
-        store.migrate()  # the plan reads the stat columns, the sweep the generations
-        if swept := store.sweep_unowned():  # before the plan: a swept document is read again
-            log.warning(Events.RUN_SWEPT, documents=len(swept), paths=[d["path"] for d in swept if d["path"]])
+        with set_up_writes(settings.db):
+            failpoint("setup.create")
+            store.chunks(stamp, create=True)  # refuse an index of another model before any work
+            if removed := store.clean_temp_files():
+                log.warning(Events.RUN_CLEANED, leftover_files=removed)
+            failpoint("setup.migrate")
+            store.migrate()  # the plan reads the stat columns, the sweep the generations
+            if swept := store.sweep_unowned():  # before the plan: a swept document is read again
+                log.warning(Events.RUN_SWEPT, documents=len(swept), paths=[d["path"] for d in swept if d["path"]])
         marks = [time.perf_counter()]
         plan = plan_folder(root, store, stamp, selection, verify, allow_mass_delete)
         for held in plan.held:
             log.warning(Events.RUN_HELD, folder=held.folder, documents=held.documents, reason=held.reason)
         if synced_root(root) not in store.roots():
-            store.add_root(synced_root(root))
+            with set_up_writes(settings.db):
+                failpoint("setup.root")
+                store.add_root(synced_root(root))
         marks.append(time.perf_counter())
         log.info(Events.RUN_PLANNED, total=len(plan.todo), skipped=len(plan.skip), gone=len(plan.gone),
                  still_failing=len(plan.still_failing))
