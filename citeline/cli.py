@@ -21,7 +21,7 @@ from citeline.server_cmd import server
 from citeline.schemas.errors import CitelineError
 from citeline.schemas.paths import absolute, escape, is_remote, os_path
 from citeline.schemas.retrieval import BM25, DEFAULT_RERANK, DEFAULT_RETRIEVER, RETRIEVERS
-from citeline.schemas.settings import DEFAULT_STRATEGY, STRATEGIES
+from citeline.schemas.settings import DEFAULT_GRACE_DAYS, DEFAULT_STRATEGY, STRATEGIES
 from citeline.schemas.stamp import STAMP_COLUMNS, Stamp, is_current
 from citeline.schemas.status import NOT_A_DOCUMENT, DocStatus
 from citeline.schemas.text import visible, visible_lines
@@ -127,13 +127,17 @@ class SourcePath(click.Path):
 @click.option("--allow-mass-delete", is_flag=True,
               help="Forget the documents of vanished files even when PATH came up empty or more than half of "
                    "its documents would go (by default such a sync forgets nothing and exits 4).")
+@click.option("--grace-days", type=click.FloatRange(min=0), default=DEFAULT_GRACE_DAYS, show_default=True,
+              help="A document whose file is gone is forgotten (never served) but its chunks are kept this "
+                   "many days, so a file that comes back keeps their vectors (no re-embedding); the first "
+                   "sync after that deletes them. 0 deletes them at once.")
 @click.option("--always-run", is_flag=True,
               help="Start a Prefect flow run even when nothing changed (by default a sync that would write "
                    "nothing answers without one).")
 @output_options
 def index(path, db, model, strategy, budget, overlap, precision, max_failed, max_bytes, timeout_s, wait_s, ocr_lang,
-          whisper_model, dask, token_vectors, progress, include, exclude, verify, allow_mass_delete, always_run,
-          as_json):
+          whisper_model, dask, token_vectors, progress, include, exclude, verify, allow_mass_delete, grace_days,
+          always_run, as_json):
     """Index (or re-sync) PATH: a folder or one file, local or on S3 (s3://bucket/prefix)."""
     if overlap >= budget:
         raise click.UsageError(f"--overlap ({overlap}) must be smaller than --budget ({budget})")
@@ -148,7 +152,7 @@ def index(path, db, model, strategy, budget, overlap, precision, max_failed, max
 
     settings = IndexSettings(db=db, model=model_for(db, model), strategy=strategy.upper(), budget=budget, overlap=overlap,
                              precision=precision, max_bytes=max_bytes, timeout_s=timeout_s, ocr_lang=ocr_lang,
-                             whisper_model=whisper_model, token_vectors=token_vectors)
+                             whisper_model=whisper_model, token_vectors=token_vectors, grace_days=grace_days)
     if not (always_run or verify or dask) and _answered_unchanged(path, settings, selection, as_json):
         return
     from citeline.progress import index_progress
