@@ -393,9 +393,13 @@ def reindex(db, model, strategy, wait_s, as_json):
 @click.option("--yes", is_flag=True, help="Drop them; without it, only list what would go.")
 @click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
               help="Seconds to wait for another writer of the same index.")
+@click.option("--grace-days", type=click.FloatRange(min=0), default=DEFAULT_GRACE_DAYS, show_default=True,
+              help="Also delete the kept chunks of documents a sync forgot at least this many days ago "
+                   "(0: all of them).")
 @output_options
-def gc(db, yes, wait_s, as_json):
-    """List (or with --yes drop) chunks tables that are not the active one.
+def gc(db, yes, wait_s, grace_days, as_json):
+    """List (or with --yes drop) chunks tables that are not the active one, and the kept chunks
+    of documents forgotten longer ago than --grace-days.
 
     The table a running or interrupted re-index is building is kept: `citeline reindex`
     resumes it. gc takes the writer lock, so it never runs beside another writer, and keeps
@@ -419,9 +423,15 @@ def gc(db, yes, wait_s, as_json):
                                "strategy": stamp.strategy, "rows": store.count_chunks(table=name), "action": action})
                 if action == "drop":
                     store.drop_table(name)
+            purged = store.purge_forgotten(grace_days, dry_run=not yes)
+    forgotten = [{"path": p["path"], "rows": p["rows"], "forgotten_at": p["forgotten_at"].isoformat()} for p in purged]
     if as_json:
-        click.echo(json.dumps({"tables": tables}, indent=2))
+        click.echo(json.dumps({"tables": tables, "forgotten": forgotten}, indent=2))
         return
+    if forgotten:
+        noun = "document" if len(forgotten) == 1 else "documents"
+        click.echo(f"{'deleting' if yes else 'would delete'} the kept chunks of {len(forgotten)} forgotten {noun} "
+                   f"({sum(p['rows'] for p in forgotten)} rows), forgotten {grace_days:g} days ago or more")
     for t in tables:
         what = f"{t['table']}: {t['model']} ({t['dim']}-d), strategy {t['strategy']}, {t['rows']} rows"
         if t["action"] == "keep":
@@ -432,7 +442,7 @@ def gc(db, yes, wait_s, as_json):
                        "run gc again once it has followed the switch or stopped")
         else:
             click.echo(f"{'dropping' if yes else 'would drop'} {what}")
-    if not [t for t in tables if t["action"] not in ("keep", "in-use")]:
+    if not [t for t in tables if t["action"] not in ("keep", "in-use")] and not forgotten:
         click.echo("nothing to drop: only the active chunks table exists" if not tables else "nothing else to drop")
 
 
@@ -558,7 +568,7 @@ def status(db, failed, as_json):
         return
     if stamp := report["active"]:
         click.echo(f"index {db}: {stamp['embed_model']} ({stamp['embed_dim']}-d), strategy {stamp['strategy']}, "
-                   f"pipeline v{stamp['pipeline_version']}; {report['rows']} chunk rows")
+                   f"pipeline v{stamp['pipeline_version']}; {report['rows']} chunk rows{_held_words(report)}")
         click.echo(gate_line)
     for d in report["documents"]:
         aside = d["status"] == DocStatus.NOT_DOCUMENT  # shown "skipped", as the run's summary says
@@ -576,6 +586,16 @@ def status(db, failed, as_json):
                 click.echo(f"{'':17}note: {note}")
 
 
+def _held_words(report: dict) -> str:
+    """The rows of forgotten documents kept for the grace period, said apart from the index's."""
+    held = report.get("held") or {}
+    if not held.get("rows"):
+        return ""
+    noun = "document" if held["documents"] == 1 else "documents"
+    return (f" (and {held['rows']} rows of {held['documents']} forgotten {noun} kept for the grace period, "
+            "not served)")
+
+
 def _status_report(db: str, versions: dict[str, str]) -> dict:
     """What ``status`` shows, read from the index: every document, the row count, the active
     stamp and the gate (``gate_line``: the gate as the text output words it)."""
@@ -586,7 +606,9 @@ def _status_report(db: str, versions: dict[str, str]) -> dict:
     docs = _named(store.document_rows(["doc_id", "source", *columns]))
     active = store.stamp()
     gate = _gate_status(store, active)
-    return {"documents": [_status_doc(d, active, versions) for d in docs], "rows": store.count_chunks(),
+    held_documents, held_rows = store.held_rows()
+    return {"documents": [_status_doc(d, active, versions) for d in docs], "rows": store.count_chunks(owned=True),
+            "held": {"documents": held_documents, "rows": held_rows},
             "active": asdict(active) if active else None, "gate": gate.to_dict() if gate else None,
             "gate_line": gate.line() if gate else "gate: not calibrated: run `citeline calibrate` (or pass ask --cut)"}
 

@@ -3,11 +3,14 @@ synced away is no longer served, yet its chunk rows stay, owned by no record, so
 coming back (a share remounted, a backup restored) costs no re-embedding; the first sync after
 the grace period deletes them. Real LanceDB, real Prefect, the fake embedder.
 """
+import json
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from citeline.cli import cli
 from citeline.flows.ingest import index_folder
 from citeline.index.check import check_index
 from citeline.index.store import Store, now
@@ -95,3 +98,26 @@ def test_no_grace_deletes_the_rows_with_the_record(docs, tmp_path):
     sync(docs, settings)
     store = Store(settings.db)
     assert store.forgotten() == [] and store.count_chunks() == store.count_chunks(owned=True)
+
+
+def test_status_says_the_kept_rows_apart_and_gc_deletes_them(forgotten):
+    docs, settings, _, rows = forgotten
+    status = CliRunner().invoke(cli, ["status", "--db", settings.db])
+    owned = Store(settings.db).count_chunks(owned=True)
+    assert (f"; {owned} chunk rows (and {rows} rows of 1 forgotten document kept for the grace period, not served)"
+            in status.output), status.output
+    assert GONE not in status.output
+    report = json.loads(CliRunner().invoke(cli, ["status", "--db", settings.db, "--json"]).output)
+    assert (report["rows"], report["held"]) == (owned, {"documents": 1, "rows": rows})
+
+    kept = CliRunner().invoke(cli, ["gc", "--db", settings.db, "--yes"])  # forgotten today: within 7 days
+    assert kept.exit_code == 0 and "forgotten" not in kept.output and Store(settings.db).held_rows() == (1, rows)
+    listed = CliRunner().invoke(cli, ["gc", "--db", settings.db, "--grace-days", "0"])
+    assert (f"would delete the kept chunks of 1 forgotten document ({rows} rows), forgotten 0 days ago or more"
+            in listed.output), listed.output
+    assert Store(settings.db).held_rows() == (1, rows)
+    purged = CliRunner().invoke(cli, ["gc", "--db", settings.db, "--grace-days", "0", "--yes", "--json"])
+    assert [(f["path"], f["rows"]) for f in json.loads(purged.output)["forgotten"]] == [(GONE, rows)]
+    store = Store(settings.db)
+    assert store.held_rows() == (0, 0) and store.forgotten() == [] and store.count_chunks() == owned
+    assert check_index(store) == []
