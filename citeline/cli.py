@@ -568,7 +568,7 @@ def status(db, failed, as_json):
         return
     if stamp := report["active"]:
         click.echo(f"index {db}: {stamp['embed_model']} ({stamp['embed_dim']}-d), strategy {stamp['strategy']}, "
-                   f"pipeline v{stamp['pipeline_version']}; {report['rows']} chunk rows{_held_words(report)}")
+                   f"pipeline v{stamp['pipeline_version']}; {report['rows']} chunk rows{_kept_words(report)}")
         click.echo(gate_line)
     for d in report["documents"]:
         aside = d["status"] == DocStatus.NOT_DOCUMENT  # shown "skipped", as the run's summary says
@@ -586,13 +586,13 @@ def status(db, failed, as_json):
                 click.echo(f"{'':17}note: {note}")
 
 
-def _held_words(report: dict) -> str:
+def _kept_words(report: dict) -> str:
     """The rows of forgotten documents kept for the grace period, said apart from the index's."""
-    held = report.get("held") or {}
-    if not held.get("rows"):
+    kept = report.get("forgotten") or {}
+    if not kept.get("rows"):
         return ""
-    noun = "document" if held["documents"] == 1 else "documents"
-    return (f" (and {held['rows']} rows of {held['documents']} forgotten {noun} kept for the grace period, "
+    noun = "document" if kept["documents"] == 1 else "documents"
+    return (f" (and {kept['rows']} rows of {kept['documents']} forgotten {noun} kept for the grace period, "
             "not served)")
 
 
@@ -606,9 +606,9 @@ def _status_report(db: str, versions: dict[str, str]) -> dict:
     docs = _named(store.document_rows(["doc_id", "source", *columns]))
     active = store.stamp()
     gate = _gate_status(store, active)
-    held_documents, held_rows = store.held_rows()
+    kept_documents, kept_rows = store.kept_rows()
     return {"documents": [_status_doc(d, active, versions) for d in docs], "rows": store.count_chunks(owned=True),
-            "held": {"documents": held_documents, "rows": held_rows},
+            "forgotten": {"documents": kept_documents, "rows": kept_rows},
             "active": asdict(active) if active else None, "gate": gate.to_dict() if gate else None,
             "gate_line": gate.line() if gate else "gate: not calibrated: run `citeline calibrate` (or pass ask --cut)"}
 

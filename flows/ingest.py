@@ -131,7 +131,7 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
             rows=store.count_chunks(owned=True), failures=tuple(failures),
             encoded=sum(o.encoded for o in outcomes), reused=sum(o.reused for o in outcomes),
             still_failing=len(plan.still_failing), held=tuple(held.line() for held in plan.held),
-            **in_words(outcomes, plan.gone, deleted, {t.file.path for t in plan.todo if t.held}),
+            **in_words(outcomes, plan.gone, deleted, {t.file.path for t in plan.todo if t.forgotten}),
             not_documents=tuple(sorted([*plan.set_aside, *set_aside], key=lambda d: d.path)),
         )
     seconds = dict(zip(("plan", "documents", "finish"), (round(b - a, 4) for a, b in zip(marks, marks[1:]))))

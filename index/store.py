@@ -367,14 +367,14 @@ class Store:
         under one of these ids keeps the vectors of its unchanged chunks."""
         return {r["doc_id"] for r in self.forgotten()}
 
-    def held_generations(self) -> set[int]:
+    def kept_generations(self) -> set[int]:
         """Generations named in ``forgotten`` (their rows, if any, are kept, not swept)."""
         return {r["generation"] for r in self.forgotten()}
 
     def debris_generations(self) -> list[int]:
         """Unowned generations no forgetting keeps: a stopped writer's rows, which the sweep deletes."""
         unowned = self.unowned_generations()
-        return sorted(set(unowned) - self.held_generations()) if unowned else []
+        return sorted(set(unowned) - self.kept_generations()) if unowned else []
 
     def purge_due(self, grace_days: float, at: datetime | None = None) -> bool:
         """Whether a forgotten document's grace period is over (``purge_forgotten`` would write)."""
@@ -413,10 +413,10 @@ class Store:
                 self.db.open_table(FORGOTTEN).delete(one_of("generation", gone))
         return expired
 
-    def held_rows(self) -> tuple[int, int]:
+    def kept_rows(self) -> tuple[int, int]:
         """(documents, rows) kept for the grace period: unserved rows of forgotten documents."""
-        held = self.held_generations()
-        unowned = set(self.unowned_generations()) & held if held else set()
+        kept = self.kept_generations()
+        unowned = set(self.unowned_generations()) & kept if kept else set()
         if not unowned:
             return 0, 0
         table = self.db.open_table(self.active_table())

@@ -60,7 +60,7 @@ class Todo:
     known: Known | None = None  # the file may be unchanged: skip it if its bytes are these
     same_size: bool = False  # a stored document has this new file's size: it may be a rename or a copy
     fresh: bool = False  # take nothing from the index (a repair does not trust the rows it replaces)
-    held: bool = False  # a sync forgot this document within the grace period: its rows are still stored
+    forgotten: bool = False  # a sync forgot this document within the grace period: its rows are still stored
 
     @property
     def was_indexed(self) -> bool:
@@ -70,9 +70,9 @@ class Todo:
 
     def reuse(self, stored: StoredWork) -> Reuse | None:
         """What the task may take from the index; None when there is nothing to look for."""
-        if self.fresh or not (self.was_indexed or self.same_size or self.held):
+        if self.fresh or not (self.was_indexed or self.same_size or self.forgotten):
             return None
-        return Reuse(stored, previous=self.was_indexed or self.held, same_size=self.same_size)
+        return Reuse(stored, previous=self.was_indexed or self.forgotten, same_size=self.same_size)
 
     @classmethod
     def of_record(cls, record: dict, fresh: bool = False) -> "Todo":
@@ -162,7 +162,7 @@ def stored_sizes(records: list[dict]) -> set[int]:
 
 def plan_sync(files: list[SourceFile], records: list[dict], stamp: IndexStamp, prune_root: str | None,
               verify: bool = False, unlisted: tuple[Unlisted, ...] = (), allow_mass_delete: bool = False,
-              held: set[str] = frozenset()) -> SyncPlan:
+              forgotten: set[str] = frozenset()) -> SyncPlan:
     """Sort files into todo and skip; records whose source lies under ``prune_root`` with no file become gone.
 
     Args:
@@ -175,7 +175,7 @@ def plan_sync(files: list[SourceFile], records: list[dict], stamp: IndexStamp, p
             changes that kept size and mtime), and read every failed one again.
         unlisted: what the listing could not read; nothing under it is forgotten.
         allow_mass_delete: forget what is gone even when the root came up empty or most of it went.
-        held: doc ids of documents a sync forgot whose rows are kept for the grace period: a
+        forgotten: doc ids of documents a sync forgot whose rows are kept for the grace period: a
             file that comes back under one keeps the vectors of its unchanged chunks.
     """
     by_id = {r["doc_id"]: r for r in records}
@@ -188,7 +188,7 @@ def plan_sync(files: list[SourceFile], records: list[dict], stamp: IndexStamp, p
         record = by_id.get(doc_id)
         if record is None:
             plan.todo.append(Todo(file, same_size=file.stat is not None and file.stat.size in sizes,
-                                  held=doc_id in held))
+                                  forgotten=doc_id in forgotten))
         elif not verify and is_still_failing(record, file.stat):
             plan.still_failing.append(file)
         elif not verify and is_set_aside(record, file.stat):

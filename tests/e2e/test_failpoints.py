@@ -92,7 +92,7 @@ def assert_equals_a_clean_index(folder: Path, db: Path, tmp_path: Path,
     # Rows no record owns are only those of forgotten documents, kept for the grace period
     # (no reader sees them, a sync after it deletes them): no writer's leftovers.
     assert store.debris_generations() == []
-    assert store.count_chunks() - store.count_chunks(owned=True) == store.held_rows()[1]
+    assert store.count_chunks() - store.count_chunks(owned=True) == store.kept_rows()[1]
     text = " ".join(content for _, content in every)
     for name in folder.iterdir():
         sentence = name.read_text().splitlines()[2]

@@ -51,12 +51,12 @@ def forgotten(docs: Path, tmp_path):
 def test_a_forgotten_document_is_not_served_nor_counted_but_kept(forgotten):
     docs, settings, _, rows = forgotten
     store = Store(settings.db)
-    assert rows > 0 and store.held_rows() == (1, rows)
+    assert rows > 0 and store.kept_rows() == (1, rows)
     assert GONE not in served(settings, "dropout regularization neurons")
     assert GONE not in {r["path"] for r in store.chunk_rows(["path"], owned=True)}
     assert store.count_chunks(owned=True) == store.count_chunks() - rows
     assert check_index(store) == []
-    # the next sync of the unchanged folder needs no flow run: held rows are no writer's leftovers
+    # the next sync of the unchanged folder needs no flow run: kept rows are no writer's leftovers
     assert unchanged(str(docs), settings) is not None
     assert unchanged(str(docs), IndexSettings(db=settings.db, model=FAKE, grace_days=0)) is None  # purge due
 
@@ -70,7 +70,7 @@ def test_a_file_restored_within_the_grace_period_keeps_its_vectors(forgotten):
     assert back.words() == "1 restored"
     store = Store(settings.db)
     assert GONE in served(settings, "dropout regularization neurons")
-    assert store.held_rows() == (0, 0) and store.count_chunks(owned=True) == store.count_chunks()
+    assert store.kept_rows() == (0, 0) and store.count_chunks(owned=True) == store.count_chunks()
     assert check_index(store) == []
     sync(docs, settings)
     assert store.forgotten() == []  # the name of rows rewritten is dropped by the next flow run
@@ -83,7 +83,7 @@ def test_the_first_sync_after_the_grace_period_deletes_the_rows(forgotten):
     assert store.purge_due(settings.grace_days, now() + timedelta(days=settings.grace_days, seconds=1))
     later = IndexSettings(db=settings.db, model=FAKE, grace_days=0)  # the period over: as a clock moved on
     sync(docs, later)
-    assert store.held_rows() == (0, 0) and store.forgotten() == []
+    assert store.kept_rows() == (0, 0) and store.forgotten() == []
     assert store.count_chunks() == store.count_chunks(owned=True)
     (docs / GONE).write_bytes(data)
     again = sync(docs, later)
@@ -108,16 +108,16 @@ def test_status_says_the_kept_rows_apart_and_gc_deletes_them(forgotten):
             in status.output), status.output
     assert GONE not in status.output
     report = json.loads(CliRunner().invoke(cli, ["status", "--db", settings.db, "--json"]).output)
-    assert (report["rows"], report["held"]) == (owned, {"documents": 1, "rows": rows})
+    assert (report["rows"], report["forgotten"]) == (owned, {"documents": 1, "rows": rows})
 
     kept = CliRunner().invoke(cli, ["gc", "--db", settings.db, "--yes"])  # forgotten today: within 7 days
-    assert kept.exit_code == 0 and "forgotten" not in kept.output and Store(settings.db).held_rows() == (1, rows)
+    assert kept.exit_code == 0 and "forgotten" not in kept.output and Store(settings.db).kept_rows() == (1, rows)
     listed = CliRunner().invoke(cli, ["gc", "--db", settings.db, "--grace-days", "0"])
     assert (f"would delete the kept chunks of 1 forgotten document ({rows} rows), forgotten 0 days ago or more"
             in listed.output), listed.output
-    assert Store(settings.db).held_rows() == (1, rows)
+    assert Store(settings.db).kept_rows() == (1, rows)
     purged = CliRunner().invoke(cli, ["gc", "--db", settings.db, "--grace-days", "0", "--yes", "--json"])
     assert [(f["path"], f["rows"]) for f in json.loads(purged.output)["forgotten"]] == [(GONE, rows)]
     store = Store(settings.db)
-    assert store.held_rows() == (0, 0) and store.forgotten() == [] and store.count_chunks() == owned
+    assert store.kept_rows() == (0, 0) and store.forgotten() == [] and store.count_chunks() == owned
     assert check_index(store) == []
