@@ -11,7 +11,7 @@ import socket
 
 import click
 
-from citeline.common import CliError, cli_errors, known_model, output_options, verbosity
+from citeline.common import CliError, cli_errors, known_model, model_for, output_options, verbosity
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 
 HEADER_TIMEOUT_S, MAX_CONNECTIONS = 10.0, 1000  # citeline/http_limits.py says why (imported with uvicorn)
@@ -58,6 +58,14 @@ def api(db, model, host, port, token, allowed_hosts, header_timeout_s, max_conne
     with cli_errors():
         app = create_app(Index.create(db, model), token=token, allowed_hosts=allowed_hosts)
     url = f"http://{host}:{listening.getsockname()[1]}/"
+    # Announced before the URL is printed, for this machine's `citeline search` and `ask`, which
+    # then ask here (citeline/running_service.py); withdrawn when the server stops.
+    from citeline import running_service
+
+    local = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    announced = running_service.announce(
+        db, f"http://{f'[{local}]' if ':' in local else local}:{listening.getsockname()[1]}/",
+        model_for(db, model), token is not None)
     if as_json:  # one line a supervisor can parse before the server takes over stdout's silence
         click.echo(json.dumps({"url": url, "db": db, "openapi": url + "openapi.json"}))
     elif verbosity() >= 0:
@@ -69,7 +77,17 @@ def api(db, model, host, port, token, allowed_hosts, header_timeout_s, max_conne
     config = uvicorn.Config(app, log_config=None, log_level=("error", "warning", "info", "debug")[verbosity() + 1],
                             http=bounded_protocol(header_timeout_s, max_connections), timeout_keep_alive=KEEP_ALIVE_S,
                             limit_concurrency=max_connections)
-    uvicorn.Server(config).run(sockets=[listening])
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame):
+            # uvicorn re-raises SIGTERM/SIGINT once it has shut down, which ends the process
+            # before any `finally` here: the announcement goes when the signal comes.
+            running_service.withdraw(announced)
+            super().handle_exit(sig, frame)
+
+    try:
+        Server(config).run(sockets=[listening])
+    finally:
+        running_service.withdraw(announced)
 
 
 def _listen(host: str, port: int) -> socket.socket:

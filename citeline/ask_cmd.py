@@ -10,7 +10,7 @@ import os
 
 import click
 
-from citeline.common import cli_errors, filter_options, known_model, model_for, output_options
+from citeline.common import cli_errors, filter_options, known_model, model_for, output_options, served_by
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 from citeline.schemas.retrieval import (
     ASK_K, CLOSEST_NOTE, DEFAULT_RERANK, DEFAULT_RETRIEVER, ENV_RERANKER, RERANK, RETRIEVERS,
@@ -48,10 +48,13 @@ QUOTE_WIDTH = 100  # characters of the quote shown in the sources table
                    "whatever the distances.")
 @click.option("--generate", is_flag=True,
               help="Send the prompt to CITELINE_LLM_URL / CITELINE_LLM_MODEL and check the answer's citations.")
+@click.option("--local", is_flag=True,
+              help="Answer in this process even when a `citeline api` on this machine serves the index "
+                   "(by default the question is sent there: no model to load).")
 @filter_options
 @output_options
 def ask(query, db, model, as_json, k, retriever, rerank_flag, reranker, cosine_weight, cut, min_rerank_score,
-        check_names, generate, filters):
+        check_names, generate, local, filters):
     """Answer QUERY from the index with numbered, located sources, or refuse.
 
     Without --generate, prints the sources and the prompt a model would get. When no
@@ -62,6 +65,28 @@ def ask(query, db, model, as_json, k, retriever, rerank_flag, reranker, cosine_w
         raise click.UsageError("QUERY is empty")
     if min_rerank_score is not None and not reranking:
         raise click.UsageError("--min-rerank-score needs reranking: add --rerank or use --retriever rerank")
+    # What a service answers as this process would: its own model and reranker, no generation here.
+    served = not (local or generate or model or min_rerank_score is not None or cosine_weight is not None
+                  or reranker != "maxsim")
+    service = served_by(db) if served else None
+    data = None
+    if service is not None:
+        from citeline.running_service import request_filters
+
+        try:
+            data = service.ask({"query": query, "k": k, "retriever": retriever, "rerank": rerank_flag, "cut": cut,
+                                "check_names": check_names, **request_filters(filters)})
+        except OSError:  # gone since its /health, or it refused the request: this process says why
+            data = None
+    if data is not None:
+        from citeline.schemas.retrieval import Answer  # the records only: no index, no model
+
+        answer = Answer.from_dict(data)
+        if as_json:
+            click.echo(json.dumps(data, indent=2))
+        else:
+            _print(answer, False)
+        return
     from citeline.query.ask import AskOptions
     from citeline.query.ask import ask as run_ask
     from citeline.query.ask import generate as run_generate

@@ -14,14 +14,15 @@ import click
 from citeline.api_cmd import api
 from citeline.ask_cmd import ask
 from citeline.common import (CONTEXT_SETTINGS, EXIT_DELETIONS_HELD, EXIT_DOCUMENTS_FAILED, CitelineGroup, CliError,
-                             as_cli_error, error_text, cli_errors, filter_options, known_model, model_for, output_options, verbosity)
+                             as_cli_error, error_text, cli_errors, filter_options, known_model, model_for, output_options, served_by,
+                             verbosity)
 from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
 from citeline.eval_cmd import eval_command
 from citeline.server_cmd import server
 from citeline.schemas.errors import CitelineError
 from citeline.schemas.paths import absolute, escape, is_remote, os_path
 from citeline.schemas.retrieval import BM25, DEFAULT_RERANK, DEFAULT_RETRIEVER, RETRIEVERS
-from citeline.schemas.settings import DEFAULT_GRACE_DAYS, DEFAULT_STRATEGY, STRATEGIES
+from citeline.schemas.settings import DEFAULT_GRACE_DAYS, DEFAULT_STRATEGY, MAX_MEMORY_BYTES, STRATEGIES
 from citeline.schemas.stamp import STAMP_COLUMNS, Stamp, is_current
 from citeline.schemas.status import NOT_A_DOCUMENT, DocStatus
 from citeline.schemas.text import visible, visible_lines
@@ -62,7 +63,7 @@ def cli() -> None:
     Every option also reads CITELINE_<COMMAND>_<OPTION> (e.g. CITELINE_INDEX_STRATEGY=C);
     --db and --model read CITELINE_DB and CITELINE_MODEL. Exit codes: 0 fine, 1 error,
     2 bad arguments, 3 some documents failed, 4 a sync kept documents it could not tell
-    were deleted (README, "Exit codes").
+    were deleted (docs/usage.md, "Exit codes").
     """
 
 
@@ -100,6 +101,10 @@ class SourcePath(click.Path):
               help="Seconds one document may take to be read, extracted and chunked (an isolated "
                    "extractor is killed past it); embedding runs while it progresses, each group of "
                    "64 chunks within this limit.")
+@click.option("--max-memory", "max_memory_bytes", type=click.IntRange(min=0), default=MAX_MEMORY_BYTES,
+              show_default=True,
+              help="Bytes of memory one extraction worker may allocate (its writable memory, RLIMIT_DATA); a "
+                   "document that needs more fails too-large and the worker is replaced. 0: no ceiling.")
 @click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
               help="Seconds to wait for another writer of the same index.")
 @click.option("--ocr-lang", default="auto", show_default=True,
@@ -135,9 +140,9 @@ class SourcePath(click.Path):
               help="Start a Prefect flow run even when nothing changed (by default a sync that would write "
                    "nothing answers without one).")
 @output_options
-def index(path, db, model, strategy, budget, overlap, precision, max_failed, max_bytes, timeout_s, wait_s, ocr_lang,
-          whisper_model, dask, token_vectors, progress, include, exclude, verify, allow_mass_delete, grace_days,
-          always_run, as_json):
+def index(path, db, model, strategy, budget, overlap, precision, max_failed, max_bytes, timeout_s, max_memory_bytes,
+          wait_s, ocr_lang, whisper_model, dask, token_vectors, progress, include, exclude, verify, allow_mass_delete,
+          grace_days, always_run, as_json):
     """Index (or re-sync) PATH: a folder or one file, local or on S3 (s3://bucket/prefix)."""
     if overlap >= budget:
         raise click.UsageError(f"--overlap ({overlap}) must be smaller than --budget ({budget})")
@@ -151,7 +156,8 @@ def index(path, db, model, strategy, budget, overlap, precision, max_failed, max
     from citeline.schemas.settings import IndexSettings
 
     settings = IndexSettings(db=db, model=model_for(db, model), strategy=strategy.upper(), budget=budget, overlap=overlap,
-                             precision=precision, max_bytes=max_bytes, timeout_s=timeout_s, ocr_lang=ocr_lang,
+                             precision=precision, max_bytes=max_bytes, timeout_s=timeout_s,
+                             max_memory_bytes=max_memory_bytes, ocr_lang=ocr_lang,
                              whisper_model=whisper_model, token_vectors=token_vectors, grace_days=grace_days)
     if not (always_run or verify or dask) and _answered_unchanged(path, settings, selection, as_json):
         return
@@ -299,12 +305,18 @@ def _print_run(state, as_json: bool = False) -> None:
 @click.option("--allow-mass-delete", is_flag=True,
               help="Let every scheduled run forget the documents of vanished files even when PATH came up empty or "
                    "more than half of them would go (prefer one `citeline index --allow-mass-delete`).")
+@click.option("--include", multiple=True, metavar="GLOB",
+              help="Index only files matching GLOB (gitignore syntax, relative to PATH); repeatable.")
+@click.option("--exclude", multiple=True, metavar="GLOB",
+              help="Skip files and folders matching GLOB (gitignore syntax), after the defaults and "
+                   "PATH/.citelineignore; repeatable. Indexed files now excluded are forgotten.")
 @output_options
-def serve(path, db, model, cron, strategy, name, verify_cron, allow_mass_delete, as_json):
+def serve(path, db, model, cron, strategy, name, verify_cron, allow_mass_delete, include, exclude, as_json):
     """Keep PATH (a folder, or an s3:// prefix) indexed on a schedule; needs a Prefect server (PREFECT_API_URL)."""
     import os
 
     from citeline.flows.serve import FolderSync
+    from citeline.pipeline.walk import Selection, check_patterns
     from citeline.schemas.paths import absolute
     from citeline.schemas.settings import IndexSettings
 
@@ -313,10 +325,16 @@ def serve(path, db, model, cron, strategy, name, verify_cron, allow_mass_delete,
                                "without one, Prefect schedules nothing")
     _check_server(os.environ["PREFECT_API_URL"])
     settings = IndexSettings(db=absolute(db), model=model_for(db, model), strategy=strategy.upper())
-    sync = FolderSync.of(path, settings, cron, name, verify_cron, allow_mass_delete)
+    selection = Selection(tuple(include), tuple(exclude))
+    try:
+        check_patterns(selection)  # before the deployment exists: every scheduled run would fail
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    sync = FolderSync.of(path, settings, cron, name, verify_cron, allow_mass_delete, selection)
     if as_json:  # serving blocks: what is served is the one object printed
         click.echo(json.dumps({"deployment": f"index-folder/{sync.name}", "root": sync.root, "db": settings.db,
-                               "cron": cron, "verify_cron": sync.verify_cron}, indent=2))
+                               "cron": cron, "verify_cron": sync.verify_cron, "include": list(include),
+                               "exclude": list(exclude)}, indent=2))
     sync.serve(announce=not as_json and verbosity() >= 0)  # under --json stdout holds the one object
 
 
@@ -473,6 +491,7 @@ def rm(path, db, wait_s, as_json):
         roots = ", ".join(visible(r) for r in removal.known_roots) or "none"
         raise CliError(f"no document is indexed under {visible(removal.target)} (synced roots: {roots})",
                        kind="not-indexed")
+    _publish_health(db, f"citeline rm {removal.target}")
     still_exists = _still_exists(path if removal.target == escape(absolute(path)) else os_path(removal.target))
     if as_json:
         click.echo(json.dumps({"target": removal.target, "removed": list(removal.paths),
@@ -483,6 +502,23 @@ def rm(path, db, wait_s, as_json):
     click.echo(f"removed {len(removal.paths)} documents under {visible(removal.target)}")
     if still_exists:
         click.echo(f"note: {visible(removal.target)} still exists: a sync of it, or of a folder above it, indexes it again")
+
+
+def _publish_health(db: str, by: str) -> None:
+    """The index's failing-documents and index-health artifacts, for a command that wrote it
+    without a flow run (``rm``), when a Prefect server is configured: without PREFECT_API_URL
+    Prefect would start a temporary server for them (seconds), and nobody would see them."""
+    import os
+
+    if not os.environ.get("PREFECT_API_URL"):
+        return
+    from citeline.tasks.report import health_artifacts
+
+    try:
+        health_artifacts(db, by)
+    except Exception as exc:  # noqa: BLE001 - the documents are removed; the artifacts follow with the next run
+        click.echo(f"citeline: the index's artifacts were not published to Prefect ({error_text(exc)}); "
+                   "the next run that writes the index publishes them", err=True)
 
 
 def _remove_by_ending(path: str, store, db: str, wait_s: float):
@@ -654,14 +690,49 @@ def _status_doc(d: dict, active, versions: dict[str, str]) -> dict:
               help=f"rerank (MaxSim over the {DEFAULT_RERANK.candidates} top {DEFAULT_RERANK.depth}: a sentence "
                    "typed verbatim comes first, bench/phrase_probes.py), dense (cosine), bm25 (full text) or hybrid "
                    "(RRF of both), as in ask; no refusal gate here.")
+@click.option("--local", is_flag=True,
+              help="Search in this process even when a `citeline api` on this machine serves the index.")
 @filter_options
 @output_options
-def search(query, db, model, k, retriever, as_json, filters):
+def search(query, db, model, k, retriever, as_json, local, filters):
     """The chunks nearest to QUERY by one retriever, with exact locators.
 
     --path, --type and --since keep only matching documents' chunks, before ranking: -k
-    results come back whenever that many match.
+    results come back whenever that many match. When a `citeline api` on this machine serves
+    the index, the question is sent there (no model to load); --local searches here.
     """
+    citations = None if local or model else _served_search(db, query, k, retriever, filters)
+    if citations is None:
+        citations = _search_here(db, model, query, k, retriever, filters)
+    if as_json:
+        click.echo(json.dumps({"query": query, "retriever": retriever,
+                               "results": [c.to_dict() for c in citations]}, indent=2))
+        return
+    for c in citations:
+        rerank = "" if c.rerank_score is None else f", rerank {c.rerank_score:.3f}"
+        click.echo(f"[{c.index}] {visible(c.document)}{visible(c.fragment)}  {visible(c.label)}  "
+                   f"(cosine distance {c.distance:.3f}{rerank})")
+        click.echo("    " + "\n    ".join(visible_lines(c.quote)))
+
+
+def _served_search(db, query, k, retriever, filters):
+    """The service's citations for the search, or None when no service answers for ``db``."""
+    from citeline.running_service import request_filters
+    from citeline.schemas.retrieval import Citation
+
+    service = served_by(db)
+    if service is None:
+        return None
+    fields = request_filters(filters)
+    params = [("q", query), ("k", str(k)), ("retriever", retriever), *(("path", p) for p in fields["path"]),
+              *(("type", t) for t in fields["type"]), *((("since", fields["since"]),) if fields["since"] else ())]
+    try:
+        return [Citation(**c) for c in service.search(params)["results"]]
+    except OSError:  # gone since its /health, or it refused the request: this process says why
+        return None
+
+
+def _search_here(db, model, query, k, retriever, filters):
     from citeline.index.store import Store
     from citeline.pipeline.embed import get_embedder
     from citeline.query.cite import build_citations
@@ -674,16 +745,7 @@ def search(query, db, model, k, retriever, as_json, filters):
         hits = searcher.search(query, retriever, k, filters)
         if retriever == BM25:
             hits = searcher.fill_distances(query, hits)  # every hit shows its cosine distance
-        citations = located(searcher.store, build_citations(hits))  # each with the uri ask gives it
-    if as_json:
-        click.echo(json.dumps({"query": query, "retriever": retriever,
-                               "results": [c.to_dict() for c in citations]}, indent=2))
-        return
-    for c in citations:
-        rerank = "" if c.rerank_score is None else f", rerank {c.rerank_score:.3f}"
-        click.echo(f"[{c.index}] {visible(c.document)}{visible(c.fragment)}  {visible(c.label)}  "
-                   f"(cosine distance {c.distance:.3f}{rerank})")
-        click.echo("    " + "\n    ".join(visible_lines(c.quote)))
+        return located(searcher.store, build_citations(hits))  # each with the uri ask gives it
 
 
 @cli.command()

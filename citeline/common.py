@@ -17,7 +17,7 @@ from citeline.config import DEFAULTS, ENV_PREFIX
 from citeline.schemas.errors import CitelineError
 from citeline.schemas.retrieval import Filters
 
-# Exit codes (README, "Exit codes"): 0 every document fine, 1 an error (click's own for
+# Exit codes (docs/usage.md, "Exit codes"): 0 every document fine, 1 an error (click's own for
 # ClickException, Python's for a bug's traceback), 2 bad arguments (click's UsageError),
 # 3 the run finished but some documents failed, 4 the sync finished but kept documents whose files
 # it did not list (a folder it could not list, a root that came up empty, a mass deletion).
@@ -212,3 +212,14 @@ def filter_options(command):
     return click.option("--path", "path_filters", multiple=True, metavar="PREFIX|GLOB",
                         help="Only documents whose path under its synced folder starts with PREFIX or "
                              "matches GLOB (* any characters, / too; ? one); repeat for any of several.")(with_filters)
+
+
+def served_by(db: str):
+    """The `citeline api` serving ``db`` on this machine (citeline/running_service.py), said on
+    stderr with -v; None when none answers."""
+    from citeline import running_service
+
+    service = running_service.find(db)
+    if service is not None and verbosity() > 0:
+        click.echo(f"asking the citeline api at {service.url} (it serves {db}; --local answers here)", err=True)
+    return service

@@ -22,7 +22,9 @@ from citeline.extractors.text import decode, normalise
 NAME = "csv"
 # 2: tables that can be read alone (issue 27): title lines, every header record and group
 #    records repeated per block, split by columns when too wide; the text bounded (issue 32).
-VERSION = "2"
+# 3: a label alone over a header row of its own starts a new table
+#    (extractors.tables.split_tables, issue 41 item 8).
+VERSION = "3"
 SUFFIXES = (".csv", ".tsv", ".tab")
 MAGIC: tuple[bytes, ...] = ()
 _DELIMITERS = ",;\t|"

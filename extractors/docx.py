@@ -41,7 +41,10 @@ NAME = "docx"
 #    (merged cells spread), group rows and row labels repeated per block, split when too wide.
 # 3: content controls, text boxes, nested tables, equations, charts, list and heading numbers,
 #    Strict OOXML (issue 31 item 4).
-VERSION = "3"
+# 4: a label alone over a header row of its own starts a new table
+#    (extractors.tables.split_tables, issue 41 item 8).
+# 5: page headers and footers, each distinct one once, after the body.
+VERSION = "5"
 # Parses untrusted zip and XML input: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".docx", ".docm", ".dotx")
@@ -86,7 +89,35 @@ def _body(document, options: ExtractOptions, deadline: Deadline, limit: int) -> 
     _unwrap(body)
     reader.blocks(body, 0)
     reader.flush()
+    for name, element in _margins(document):
+        reader.margin(name, element)
     return reader.writer, reader.title
+
+
+_MARGINS = (("Page header", ("first_page_header", "header", "even_page_header")),
+            ("Page footer", ("first_page_footer", "footer", "even_page_footer")))
+
+
+def _margins(document) -> list[tuple[str, object]]:
+    """Each distinct page header and footer the sections define (those linked to the previous
+    section's are the same part): their text is the document's too, a letterhead's address, a
+    footer's table (peers read it; the body alone lost it, issue 41). Kept once each, after the
+    body, as sections named "Page header" and "Page footer"."""
+    found: list[tuple[str, object]] = []
+    seen: set[str] = set()
+    for section in document.sections:
+        for name, kinds in _MARGINS:
+            for kind in kinds:
+                margin = getattr(section, kind)
+                if margin.is_linked_to_previous:
+                    continue
+                element = margin._element
+                _unwrap(element)
+                text = "".join(t.text or "" for t in element.iter(f"{_W}t")).strip()
+                if text and text not in seen:
+                    seen.add(text)
+                    found.append((name, element))
+    return found
 
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
@@ -119,6 +150,31 @@ def _unwrap(body) -> None:
         parent[at:at + 1] = kept
 
 
+
+_MAX_POSITIONS = 1000  # grid columns a row is expanded to (a hostile gridSpan may claim millions)
+
+
+def grid_positions(tbl) -> list[list[object | None]]:
+    """Each row's cell (``w:tc``) at every grid column, read from the XML: a cell spanning
+    columns repeated, a vertically merged cell continuing the one above, columns a row skips
+    (``gridBefore``) empty. python-docx's ``row.cells`` raises ``no `tc` element at grid_offset``
+    when a merge continues under a row shorter than the grid (``grid_offset_error.docx``:
+    Word and the peers read it), which failed the whole document "corrupt" (issue 41 item 9).
+    """
+    above: dict[int, object] = {}  # grid column -> the cell the last row held there
+    rows: list[list[object | None]] = []
+    for tr in tbl.tr_lst:
+        line: list[object | None] = [None] * min(max(tr.grid_before, 0), _MAX_POSITIONS)
+        for tc in tr.tc_lst:
+            cell = above.get(len(line), tc) if tc.vMerge == "continue" else tc
+            for _ in range(max(tc.grid_span, 1)):
+                if len(line) >= _MAX_POSITIONS:
+                    break
+                above[len(line)] = cell
+                line.append(cell)
+        rows.append(line)
+    return rows
+
 class _Reader:
     """The body's blocks in document order, appended to the writer (headings, lists, captions)."""
 
@@ -142,6 +198,15 @@ class _Reader:
                 self.table(element, depth)
             else:
                 self.paragraph(element, depth)
+
+    def margin(self, name: str, element) -> None:
+        """A page header or footer's blocks as a section of their own, after the body."""
+        self.flush()
+        self.path = [(1, name)]
+        self.writer.add(f"## {name}", _where(self.path))
+        self.in_list = False
+        self.blocks(element, 0)
+        self.flush()
 
     def flush(self) -> None:
         if self.held:
@@ -183,19 +248,24 @@ class _Reader:
             self.chart(rid)
 
     def table(self, tbl, depth: int) -> None:
-        """The table laid out by extractors.tables: python-docx repeats a merged cell at every
-        grid position it spans (same ``_tc``), which gives the merges; the caption is its title."""
-        from docx.table import Table
-
+        """The table laid out by extractors.tables: a merged cell repeated at every grid
+        position it spans (same ``tc``) gives the merges; the caption is its title."""
         held = self.held
         caption = held[0] if held and len(held[0]) <= MAX_TITLE_CHARS and not held[0].startswith("- ") else ""
         if held and not caption:
             self.flush()
         self.held = None
         self.in_list = False
-        table = Table(tbl, self.document)
-        matrix = [[(cell._tc, self.cell_text(cell._tc, depth + 1)) for cell in row.cells] for row in table.rows]
-        self.lay_out(matrix, caption)
+        texts: dict[int, str] = {}
+
+        def entry(tc) -> tuple[object, str]:
+            if tc is None:
+                return object(), ""
+            if id(tc) not in texts:
+                texts[id(tc)] = self.cell_text(tc, depth + 1)
+            return tc, texts[id(tc)]
+
+        self.lay_out([[entry(tc) for tc in line] for line in grid_positions(tbl)], caption)
 
     def lay_out(self, matrix: list, caption: str) -> None:
         if caption:
@@ -213,8 +283,10 @@ class _Reader:
         for element in tc.iterchildren(f"{_W}p", f"{_W}tbl"):
             if element.tag == f"{_W}tbl":
                 if depth < _MAX_DEPTH:
+                    # A cell merged down is its first row's: the XML of the rows it covers may
+                    # still hold text Word never shows (a vMerge continuation's own paragraphs).
                     parts += [self.cell_text(inner, depth + 1) for tr in element.iterchildren(f"{_W}tr")
-                              for inner in tr.iterchildren(f"{_W}tc")]
+                              for inner in tr.iterchildren(f"{_W}tc") if inner.vMerge != "continue"]
                 continue
             from docx.text.paragraph import Paragraph
 

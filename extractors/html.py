@@ -41,7 +41,9 @@ NAME = "html"
 #    spread), group rows and row labels repeated per block, split by columns when too wide.
 # 3: encodings as a browser reads them, XHTML, <br> and block boundaries, ordered-list numbers,
 #    image alt text, nested tables once, navigation by structure only (issue 31 item 5).
-VERSION = "3"
+# 4: a label alone over a header row of its own starts a new table
+#    (extractors.tables.split_tables, issue 41 item 8).
+VERSION = "4"
 SUFFIXES = (".html", ".htm", ".xhtml")
 MAGIC: tuple[bytes, ...] = ()
 

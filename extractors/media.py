@@ -80,18 +80,19 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     notes: list[str] = []
     if data[4:8] == b"ftyp":
         notes += _check_iso_boxes(data)
-    has_audio, duration = _probe(data)
-    if not has_audio:  # set aside like a recording with no speech, not indexed with no text
+    sound, duration = _probe(data)
+    if sound is None:  # set aside like a recording with no speech, not indexed with no text
         raise NotADocument("a video with no sound track")
     if duration is not None and duration > options.max_media_seconds:
         raise TooLarge(f"{duration:.0f} s of media, over the limit of {options.max_media_seconds:.0f} s (max_media_seconds)")
-    audio = _decode(data)
+    audio = _decode(data, options.max_media_seconds, duration)
     seconds = len(audio) / _RATE
     if seconds == 0:
         raise Corrupt("the audio track holds no decodable samples")
     whisper = model(options.whisper_model, options.whisper_threads)
     deadline.check("decoding")
-    channels = _apart(data)
+    # A mono track split in two is the same voice twice (_apart finds nothing): not decoded again.
+    channels = _apart(data, options.max_media_seconds, duration) if sound != 1 else None
     if channels is not None:  # two speakers on two channels: a mix of them garbles both
         notes.append("the two channels carry different speech (two speakers?): each transcribed on its own")
         heard = sorted(u for channel in channels for u in _heard(whisper, channel, seconds, options, deadline, notes))
@@ -147,27 +148,87 @@ def _check_iso_boxes(data: bytes) -> list[str]:
     return notes
 
 
-def _probe(data: bytes) -> tuple[bool, float | None]:
-    """Whether there is an audio stream, and the container's duration in seconds."""
+def _probe(data: bytes) -> tuple[int | None, float | None]:
+    """The first audio stream's channel count (None: no audio stream; 0: not given) and the
+    container's duration in seconds, as the file claims them."""
     import av
 
     try:
         with av.open(io.BytesIO(data)) as container:
-            has_audio = any(s.type == "audio" for s in container.streams)
+            streams = container.streams.audio
+            sound = (streams[0].channels or 0) if streams else None
             duration = container.duration / 1_000_000 if container.duration else None
     except av.FFmpegError as exc:
         raise Corrupt(f"FFmpeg cannot read the media: {exc}") from None
-    return has_audio, duration
+    return sound, duration
 
 
-def _decode(data: bytes):
+# Decoded audio a file may hold past its limit: an encoder's padding (AAC priming, a last frame's
+# fill) is a fraction of a second.
+_SLACK_S = 1.0
+_GROUP = 500_000  # input samples resampled at once, as faster-whisper's decode_audio groups them
+
+
+def _decode(data: bytes, max_seconds: float, claimed: float | None, split_stereo: bool = False):
+    """The first audio track at 16 kHz, float32 (mono, or ``(left, right)`` with ``split_stereo``),
+    as faster-whisper's ``decode_audio`` gives it, but stopped at ``max_seconds`` of *decoded*
+    audio: the duration a header claims is the file's word, and a FLAC claiming 1 s held 5 hours
+    of silence in 3.4 MB, decoded whole into 6.8 GB (issue 42 item 5).
+
+    Raises:
+        TooLarge: more than ``max_seconds`` decoded (checked frame by frame, before resampling:
+            memory stays within the limit's samples however the frames are sized).
+        Corrupt: FFmpeg cannot decode the stream.
+    """
+    import gc
+
     import av
-    from faster_whisper import decode_audio
+    import numpy as np
 
+    resampler = av.audio.resampler.AudioResampler(format="s16", layout="stereo" if split_stereo else "mono",
+                                                  rate=_RATE)
+    fifo = av.audio.fifo.AudioFifo()
+    pieces: list = []  # s16: 2 bytes a sample until the float32 copy is made, once
+
+    def resample(frame) -> None:
+        pieces.extend(out.to_ndarray().reshape(-1) for out in resampler.resample(frame))
+
+    seconds = 0.0
     try:
-        return decode_audio(io.BytesIO(data), sampling_rate=_RATE)
+        with av.open(io.BytesIO(data), mode="r", metadata_errors="ignore") as container:
+            frames = container.decode(audio=0)
+            while True:
+                try:
+                    frame = next(frames)
+                except StopIteration:
+                    break
+                except av.error.InvalidDataError:  # a damaged frame is skipped, as faster-whisper does
+                    continue
+                seconds += frame.samples / (frame.sample_rate or _RATE)
+                if seconds > max_seconds + _SLACK_S:
+                    said = "" if claimed is None else f"; its header claims {claimed:,.0f} s"
+                    raise TooLarge(f"more than {max_seconds:,.0f} s of audio decoded, over the limit of "
+                                   f"{max_seconds:,.0f} s (max_media_seconds){said}: decoding stopped there")
+                frame.pts = None  # the resampler checks timestamps; a damaged file's are not to be trusted
+                fifo.write(frame)
+                if fifo.samples >= _GROUP:
+                    resample(fifo.read())
+            if fifo.samples:
+                resample(fifo.read())
+            resample(None)  # flush
+    except MemoryError:  # av.error.MemoryError is an FFmpegError too: the memory ceiling, not a damaged file
+        raise
     except av.FFmpegError as exc:
         raise Corrupt(f"FFmpeg cannot decode the audio: {exc}") from None
+    # faster-whisper: the resampler's objects are freed only by a collection (SYSTRAN/faster-whisper#390)
+    del resampler, fifo
+    gc.collect()
+    audio = np.concatenate(pieces, dtype=np.float32) if pieces else np.zeros(0, np.float32)
+    pieces.clear()
+    audio /= 32768.0
+    if split_stereo:
+        return audio[0::2], audio[1::2]
+    return audio
 
 
 # ---------------------------------------------------------------------- the model
@@ -282,18 +343,22 @@ def _clock(seconds: float) -> str:
     return f"{int(seconds // 60)}:{seconds % 60:04.1f}"
 
 
-def _apart(data: bytes):
+def _apart(data: bytes, max_seconds: float, claimed: float | None):
     """The two channels of a stereo file whose speech differs (one speaker each), else None.
 
     Their loudness, frame by frame (0.1 s), barely moves together: correlation under 0.5 with
     both channels speaking for at least a tenth of the time. A stereo mix of one voice, or a
     mono file, correlates near 1.
+
+    Raises:
+        TooLarge: past ``max_seconds`` of decoded audio, or out of memory.
     """
     import numpy as np
-    from faster_whisper import decode_audio
 
     try:
-        left, right = decode_audio(io.BytesIO(data), sampling_rate=_RATE, split_stereo=True)
+        left, right = _decode(data, max_seconds, claimed, split_stereo=True)
+    except (TooLarge, MemoryError):
+        raise
     except Exception:  # noqa: BLE001 - a file whose channels cannot be split is read as a mix
         return None
     frames = min(len(left), len(right)) // 1600

@@ -25,7 +25,9 @@ from citeline.extractors.ooxml import ZIP, open_package
 from citeline.extractors.tables import grid, table_blocks
 
 NAME = "odt"
-VERSION = "1"
+# 2: a label alone over a header row of its own starts a new table
+#    (extractors.tables.split_tables, issue 41 item 8).
+VERSION = "2"
 # Parses untrusted zip and XML input: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".odt", ".ott")

@@ -52,7 +52,9 @@ NAME = "pdf"
 #     page 1's large title was removed with the small running heads that repeat it (item 6).
 # 13: right-to-left spans rebuilt from their characters, an Arabic ligature's second letter put
 #     after the glyph it belongs to (MuPDF gave "األ" for "الأ").
-VERSION = "13"
+# 14: a label alone over a header row of its own starts a new table
+#    (extractors.tables.split_tables, issue 41 item 8).
+VERSION = "14"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".pdf",)

@@ -17,7 +17,7 @@ from pathlib import PurePath
 from lxml.etree import XMLSyntaxError
 
 from citeline.schemas.document import Canonical
-from citeline.schemas.errors import Corrupt, NoText
+from citeline.schemas.errors import Corrupt, Empty, NotADocument
 from citeline.schemas.locator import Slide
 from citeline.schemas.options import ExtractOptions
 
@@ -33,7 +33,10 @@ NAME = "pptx"
 #    row labels repeated per block of rows.
 # 3: line breaks as spaces, automatic numbers, equations, charts' data, SmartArt text, an unreadable shape
 #    skipped with a note (issue 31 item 4).
-VERSION = "3"
+# 4: a label alone over a header row of its own starts a new table
+#    (extractors.tables.split_tables, issue 41 item 8).
+# 5: a deck of pictures with no text is not a document, a deck of nothing is empty.
+VERSION = "5"
 # Parses untrusted zip and XML input: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".pptx", ".pptm", ".ppsx", ".potx")
@@ -52,7 +55,7 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
 
     Raises:
         Empty, Encrypted, UnsupportedType (.ppt, another package), Corrupt, TooLarge
-        (zip bomb), NoText, Timeout.
+        (zip bomb), Empty, NotADocument (pictures and no text), Timeout.
     """
     import pptx  # python-pptx: imported here so the registry loads without it
 
@@ -73,7 +76,11 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     except (KeyError, ValueError, TypeError, AttributeError, XMLSyntaxError, zipfile.BadZipFile) as exc:
         raise Corrupt(f"python-pptx cannot read the presentation: {type(exc).__name__}: {exc}") from None
     if not writer.segments:
-        raise NoText("no slide holds text (notes included)")
+        # A deck of pictures and no word is set aside as a photo with no text is (issue 41
+        # item 2); a deck holding nothing at all is empty.
+        if any(n.startswith("ppt/media/") for n in archive.namelist()):
+            raise NotADocument("slides of pictures with no text")
+        raise Empty("no slide holds text or a picture (notes included)")
     return Canonical(text=writer.text, title=core or PurePath(name).stem, extractor=NAME,
                      extractor_version=VERSION, segments=writer.segments, notes=tuple(notes))
 

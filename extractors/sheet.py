@@ -25,7 +25,7 @@ from xml.etree.ElementTree import ParseError
 
 from citeline.schemas.document import Canonical
 from citeline.schemas.errors import Corrupt, Empty, NoText, TooLarge, UnsupportedType
-from citeline.schemas.grid import GridRow
+from citeline.schemas.grid import GridRow, Merge
 from citeline.schemas.locator import SheetRange
 from citeline.schemas.options import ExtractOptions
 
@@ -40,13 +40,16 @@ NAME = "xlsx"
 #    row labels repeated per block, split by columns when too wide; empty columns not rendered
 #    and the text bounded (issue 32, item 4).
 # 4: charts' data as tables, under the sheet that shows them; Strict OOXML (issue 31 item 4).
-VERSION = "4"
+# 5: labels centred across a selection head every column they span; a label alone over a
+#    header row of its own starts a new table (issue 41 item 8).
+VERSION = "5"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".xlsx", ".xlsm", ".xltx", ".xltm")
 # OLE2 containers (legacy .xls, a password-protected xlsx) go to extractors.calc by magic.
 MAGIC: tuple[bytes, ...] = ()
 _ZIP = b"PK\x03\x04"
+_ACROSS = "centerContinuous"  # Excel's "Centre across selection"
 
 
 def claims(head: bytes) -> bool:
@@ -131,7 +134,8 @@ def _workbook(wb, archive: zipfile.ZipFile, name: str, options: ExtractOptions, 
     for ws in sheets:
         deadline.check(f"sheet {ws.title!r}")
         facts = _facts(archive, getattr(ws, "_worksheet_path", ""))
-        rows = _rows(ws, deadline)
+        rows, centred = _rows(ws, deadline)
+        facts.merges.extend(centred)
         if facts.uncached:
             shown = ", ".join(facts.uncached[:10]) + (f" (+{len(facts.uncached) - 10} more)" if len(facts.uncached) > 10 else "")
             notes.append(f"formulas without a cached value, left blank (recalculate and save the "
@@ -203,28 +207,47 @@ def _cell_key(ref: str) -> tuple[int, str]:
     return (int(m.group(2)), m.group(1).rjust(3)) if m else (0, ref)
 
 
-def _rows(ws, deadline: Deadline) -> list[Row]:
-    """Non-empty rows with their displayed values. The stored used range is ignored:
-    a sheet claiming A1:XFD1048576 costs only the rows that really hold values, and a row
-    costs only the cells it stores (``iter_rows`` pads each row with empty cells up to its
-    last value: 16,383 of them before a value in column XFD, issue 32 item 4)."""
+def _rows(ws, deadline: Deadline) -> tuple[list[Row], list[Merge]]:
+    """Non-empty rows with their displayed values, and the labels centred across a selection.
+
+    The stored used range is ignored: a sheet claiming A1:XFD1048576 costs only the rows that
+    really hold values, and a row costs only the cells it stores (``iter_rows`` pads each row
+    with empty cells up to its last value: 16,383 of them before a value in column XFD, issue
+    32 item 4).
+
+    "Centre across selection" spans a label over the empty cells after it that share the
+    alignment, as a merge does without merging (a period over its block of columns, issue 41
+    item 8): each such run is returned as a merge of one row.
+    """
     rows: list[Row] = []
+    centred: list[Merge] = []
     try:
         for k, (number, cells) in enumerate(_stored_cells(ws)):
             if k % 5000 == 0:
                 deadline.check(f"sheet {ws.title!r} row {k + 1}")
             shown = {}
+            run: list[int] = []  # first and last column of the centred label being followed
             for cell in cells:
+                across = cell.has_style and cell.alignment.horizontal == _ACROSS
                 if cell.value is None:
-                    continue
-                text = display(cell.value, cell.number_format)
+                    if across and run and cell.column == run[1] + 1:
+                        run[1] = cell.column
+                        continue
+                    text = ""
+                else:
+                    text = display(cell.value, cell.number_format)
+                if run and run[1] > run[0]:
+                    centred.append((run[0], number, run[1], number))
+                run = [cell.column, cell.column] if across and text else []
                 if text:
                     shown[cell.column] = text
+            if run and run[1] > run[0]:
+                centred.append((run[0], number, run[1], number))
             if shown:
                 rows.append(Row(number, shown))
     except (ValueError, TypeError, KeyError, ParseError, zipfile.BadZipFile) as exc:
         raise Corrupt(f"sheet {ws.title!r} cannot be read: {type(exc).__name__}: {exc}") from None
-    return rows
+    return rows, centred
 
 
 def _stored_cells(ws):

@@ -46,7 +46,7 @@ MAX_TITLES = 3  # title/caption lines repeated above each block; earlier ones ar
 MAX_TITLE_CHARS = 160  # a longer one-cell row is a note: shown once, not repeated
 MAX_HEADER_ROWS = 6  # header rows looked for above the first data row
 MAX_LABEL_COLUMNS = 3
-MIN_BLOCK_ROWS = 2  # a table is split by columns when its context and 2 rows overflow a block
+MIN_BLOCK_ROWS = 1  # a table is split by columns only when its context and one row overflow a block
 
 # ------------------------------------------------------------------------ cells
 
@@ -149,13 +149,28 @@ def split_tables(rows: Sequence[GridRow]) -> list[list[GridRow]]:
             # A period row of its own ("| 30 06 2023 | 30 06 2022"): a labelled row of
             # year-like values ("Staff | 2010 | 2011") may well be data.
             period = first_col not in row.cells and any(cell_kind(t) == "period" for t in row.cells.values())
+            # One label over a header row of its own ("January–June 2022" above "In millions
+            # of CHF | Zone NA | …"): the next section's title, not a group of this table,
+            # whose header would otherwise be repeated over it (and name the other period).
+            retitled = len(row.cells) == 1 and _header_next(rows[k + 1:k + 1 + MAX_HEADER_ROWS])
             ahead = any(_has_number(r) for r in rows[k + 1:k + 1 + MAX_HEADER_ROWS])
-            if (gap or period) and ahead:
+            if (gap or period or retitled) and ahead:
                 tables.append([])
                 seen_data = False
         tables[-1].append(row)
         seen_data = seen_data or numeric
     return [t for t in tables if t]
+
+
+def _header_next(rows: Sequence[GridRow]) -> bool:
+    """Whether ``rows`` open with a header row (two or more cells, no number) before any data.
+
+    >>> _header_next([GridRow(5, {1: "CHF m", 2: "Zone NA", 3: "Total"}), GridRow(6, {1: "Sales", 2: "4", 3: "9"})])
+    True
+    >>> _header_next([GridRow(5, {1: "France", 2: "4", 3: "9"})]), _header_next([GridRow(5, {1: "Notes"})])
+    (False, False)
+    """
+    return bool(rows) and len(rows[0].cells) > 1 and not _has_number(rows[0])
 
 
 def layout(rows: Sequence[GridRow], merges: Sequence[Merge] = ()) -> TableLayout:
@@ -221,7 +236,7 @@ def _label_columns(body: Sequence[GridRow], used: Sequence[int]) -> tuple[int, .
 def spread(rows: Sequence[GridRow], table: TableLayout, merges: Sequence[Merge]) -> list[GridRow]:
     """The rows with merged header cells spread to every column they span, group headers
     without a merge spread right over the columns the last header row fills, and cells
-    merged down a label column spread to every row they span."""
+    merged down spread to every row they span."""
     out = [GridRow(r.number, dict(r.cells)) for r in rows]
     header_rows = {out[k].number: out[k] for k in table.headers}
     body = {r.number: r for r in out[table.body_start:]}
@@ -240,6 +255,12 @@ def spread(rows: Sequence[GridRow], table: TableLayout, merges: Sequence[Merge])
                 for c in range(c0, c1 + 1):
                     if c in used:
                         header_rows[number].cells.setdefault(c, value)
+            elif number in body and r1 > r0:
+                # A cell spanning rows holds for each row it spans, in any column (an HTML
+                # rowspan, a sheet's cells merged down): each row says it, as the peers read it.
+                for c in range(c0, c1 + 1):
+                    if c in used:
+                        body[number].cells.setdefault(c, value)
             elif number in body and c0 in table.labels:
                 body[number].cells.setdefault(c0, value)
     if len(table.headers) > 1:
@@ -267,8 +288,60 @@ def table_blocks(rows: Sequence[GridRow], locate: Locate, block_chars: int, bloc
         block_chars, block_rows: a block's size limits (context included).
         merges: merged ranges (sheets, Word, HTML spans).
     """
-    for table in split_tables(rows):
-        yield from _table(table, locate, block_chars, block_rows, merges)
+    for band in side_by_side(rows):
+        for table in split_tables(band):
+            yield from _table(table, locate, block_chars, block_rows, merges)
+
+
+def side_by_side(rows: Sequence[GridRow]) -> list[list[GridRow]]:
+    """The grid cut into bands of columns where tables stand side by side, left to right.
+
+    Two tables stand side by side when an empty column parts them and the one that starts
+    lower opens with a header row of its own (a second table placed to the right of the
+    first, ``xlsx_01``): read as one, each row fused a row of one with a row of the other.
+    An empty spacer column inside one table (a report's label column, a gap, its figures)
+    parts nothing: both sides start on the same row, or the lower one opens with data.
+
+    >>> band = lambda g: [(r.number, sorted(r.cells)) for r in g]
+    >>> rows = [GridRow(1, {1: "a", 2: "b"}), GridRow(2, {1: "1", 2: "2", 4: "c", 5: "d"}), GridRow(3, {1: "3", 4: "5", 5: "6"})]
+    >>> [band(g) for g in side_by_side(rows)]
+    [[(1, [1, 2]), (2, [1, 2]), (3, [1])], [(2, [4, 5]), (3, [4, 5])]]
+    >>> spacer = [GridRow(1, {1: "CHF m", 3: "2023"}), GridRow(2, {1: "Sales", 3: "4"})]
+    >>> len(side_by_side(spacer))
+    1
+    """
+    columns = sorted({c for r in rows for c in r.cells})
+    runs: list[list[int]] = []  # runs of adjacent used columns
+    for c in columns:
+        if runs and c == runs[-1][-1] + 1:
+            runs[-1].append(c)
+        else:
+            runs.append([c])
+    if len(runs) < 2:
+        return [list(rows)]
+    first = {}  # column -> first row holding it
+    for r in rows:
+        for c in r.cells:
+            first.setdefault(c, r)
+    bands: list[list[int]] = [runs[0]]
+    for run in runs[1:]:
+        left, right = min((first[c] for c in bands[-1]), key=lambda r: r.number), \
+            min((first[c] for c in run), key=lambda r: r.number)
+        lower, span = (right, run) if right.number > left.number else (left, bands[-1])
+        opening = {c: t for c, t in lower.cells.items() if c in span}
+        if left.number != right.number and len(opening) > 1 and \
+                not any(cell_kind(t) == "number" for t in opening.values()):
+            bands.append(run)
+        else:
+            bands[-1] = bands[-1] + run
+    if len(bands) == 1:
+        return [list(rows)]
+    out = []
+    for band in bands:
+        keep = set(band)
+        out.append([GridRow(r.number, {c: t for c, t in r.cells.items() if c in keep}) for r in rows
+                    if keep & r.cells.keys()])
+    return out
 
 
 def _table(rows: list[GridRow], locate: Locate, block_chars: int, block_rows: int,
@@ -323,18 +396,31 @@ def _context(context: list[_Line], group: GridRow | None, table: TableLayout) ->
 def _parts(table: TableLayout, titles: list[GridRow], headers: list[GridRow], body: list[GridRow],
            block_chars: int) -> list[list[int]]:
     """The label columns plus groups of value columns, each group as wide as lets the
-    context and two rows fit a block; one part when the whole table fits."""
-    widths: dict[int, int] = {}
-    for row in (*headers, *body):
+    context and a typical row fit a block; one part when the whole table fits.
+
+    A row is measured by its columns' typical widths (the upper quartile of their cells), the
+    header rows by their own cells: measured by the widest cell of each column, a table of
+    records (a customer list, twelve short fields and one long address) was cut into column
+    groups no reader keeps apart, while every peer keeps such a row whole (issue 41 item 9).
+    A row wider than its block stays one line, which the chunker cuts.
+    """
+    lengths: dict[int, list[int]] = {}
+    for row in body:
         for c, t in row.cells.items():
-            widths[c] = max(widths.get(c, 0), min(len(t), block_chars))
+            lengths.setdefault(c, []).append(min(len(t), block_chars))
+    typical = {c: sorted(found)[(3 * len(found)) // 4] for c, found in lengths.items()}
+    heads: dict[int, int] = {}
+    for row in headers:
+        for c, t in row.cells.items():
+            heads[c] = max(heads.get(c, 0), min(len(t), block_chars))
     sep = len(CELL_SEPARATOR)
     fixed = sum(len(_only(r)) + 1 for r in titles)
-    lines = len(headers) + MIN_BLOCK_ROWS
 
     def fits(columns: list[int]) -> bool:
-        line = sum(widths.get(c, 0) for c in columns) + sep * (len(columns) - 1) + 1
-        return fixed + lines * line <= block_chars
+        seps = sep * (len(columns) - 1) + 1
+        header = sum(heads.get(c, 0) for c in columns) + seps
+        row = sum(typical.get(c, 0) for c in columns) + seps
+        return fixed + len(headers) * header + MIN_BLOCK_ROWS * row <= block_chars
 
     labels = list(table.labels)
     if fits(labels + list(table.values)):

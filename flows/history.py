@@ -3,9 +3,10 @@
 Prefect keeps every flow run, with its task runs, states, logs and artifacts, until they
 are deleted. This flow deletes, through the server's API, the flow runs that ended more
 than ``days`` days ago (their task runs and states go with them, by the database's
-cascade) and their artifacts. The API has no call that deletes logs: the server's own
-orphan vacuum deletes the logs of deleted runs (``PREFECT_SERVER_SERVICES_DB_VACUUM_ENABLED``
-including ``orphans``; docs/operations.md). Prefect's flow-run vacuum
+cascade) and their artifacts. Their logs go too: Prefect 3.9's server deletes a deleted run's
+logs in a background task (``delete_flow_run_logs``), and its orphan vacuum those that task
+missed (``PREFECT_SERVER_SERVICES_DB_VACUUM_ENABLED`` including ``orphans``; docs/operations.md).
+Their events stay until the server's event retention removes them by age. Prefect's flow-run vacuum
 (``flow_runs``, ``..._DB_VACUUM_RETENTION_PERIOD``) does all of it server-side instead;
 this flow is the same, started from the UI or a schedule with its own number of days.
 """
@@ -76,8 +77,8 @@ def delete_ended_before(before: datetime, keep: str | None) -> Pruned:
 @flow(name="prune-history", flow_run_name="prune history older than {days} days")
 def prune_history(days: float = 30.0):
     """Delete the flow runs (with their task runs, states and artifacts) that ended more than
-    ``days`` days ago, so the Prefect database stays bounded. Their logs are removed by the
-    server's orphan vacuum (docs/operations.md).
+    ``days`` days ago, so the Prefect database stays bounded. The server deletes their logs
+    with them (docs/operations.md, section 6).
 
     Args:
         days: Keep the history of the last this many days (0: delete every finished run).

@@ -12,6 +12,7 @@ from prefect.utilities.annotations import quote
 
 from citeline.extractors import runs_in_process
 from citeline.index.faults import failpoint, is_storage_error, set_up_writes, storage_reason
+from citeline.index.health import note_sync
 from citeline.index.lease import check_writer
 from citeline.index.lock import writer_lock
 from citeline.pipeline.plan import Todo
@@ -134,11 +135,25 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
             **in_words(outcomes, plan.gone, deleted, {t.file.path for t in plan.todo if t.forgotten}),
             not_documents=tuple(sorted([*plan.set_aside, *set_aside], key=lambda d: d.path)),
         )
+        state = stopped_state(summary, stopped) if stopped else final_state(summary, max_failed)
+        if not stopped:  # a full disk would refuse the note too
+            noted(lambda: note_sync(store, synced_root(root), state.name, summary.line()))
     seconds = dict(zip(("plan", "documents", "finish"), (round(b - a, 4) for a, b in zip(marks, marks[1:]))))
     log.info(Events.RUN_FINISHED, seconds=seconds, not_documents=len(summary.not_documents),
              **{k: v for k, v in summary.__dict__.items() if k not in ("failures", "not_documents")})
-    publish_report(summary, root, settings.db)
-    return stopped_state(summary, stopped) if stopped else final_state(summary, max_failed)
+    publish_report(summary, root, settings.db, by=f"the sync of {root}")
+    return state
+
+
+def noted(write) -> None:
+    """Write a health note (index/health.py); a storage error (a disk that filled meanwhile) is
+    logged, not raised: the run's documents are written, and the note is only what operators read."""
+    try:
+        write()
+    except Exception as exc:
+        if not is_storage_error(exc):
+            raise
+        get_logger().warning("run.not_noted", reason=storage_reason(exc))
 
 
 def in_words(indexed: list[Outcome], gone: list[dict], deleted: int, came_back: set[str] = frozenset()

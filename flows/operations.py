@@ -27,9 +27,10 @@ from citeline.flows.ingest import index_folder
 from citeline.flows.reindex import reindex
 from citeline.flows.repair import repair_index
 from citeline.flows.retry import retry_failed
+from citeline.pipeline.walk import Selection, check_patterns
 from citeline.schemas.paths import absolute, escape
 from citeline.schemas.settings import DEFAULT_MODEL, DEFAULT_STRATEGY, DOCUMENT_WORKERS, IndexSettings
-from citeline.tasks.log import get_logger
+from citeline.tasks.log import get_logger, quiet_expected_failures
 
 Strategy = Literal["A", "B", "C", "D", "E", "F"]  # schemas/settings.py STRATEGIES; pipeline/chunk.py says what each is
 WAIT_S = 6 * 3600.0  # a queued run waits this long for the index's other run (a first sync of a big folder)
@@ -135,6 +136,10 @@ class RunFailed(Exception):
         self.summary = summary
 
 
+# Loaded by the worker's engine before it runs the flow: a run Failed on purpose logs no traceback.
+quiet_expected_failures(RunFailed)
+
+
 def for_worker(state):
     """The state of a CLI flow as a deployment's run ends with: a Failed one carries a RunFailed
     holding its summary, since the engine in the worker's process resolves a failed state's data
@@ -148,6 +153,7 @@ def for_worker(state):
       task_runner=ThreadPoolTaskRunner(max_workers=DOCUMENT_WORKERS))
 def sync_folder(folder: str, db: str, model: str = "", strategy: Optional[Strategy] = None,
                 max_failed: Optional[int] = None, verify: bool = False, allow_mass_delete: bool = False,
+                include: Optional[list[str]] = None, exclude: Optional[list[str]] = None,
                 wait_s: float = WAIT_S):
     """Index a folder, or bring its index up to date: the scheduled sync.
 
@@ -173,13 +179,23 @@ def sync_folder(folder: str, db: str, model: str = "", strategy: Optional[Strate
             unchanged, and read failed ones again (the weekly schedule runs with it).
         allow_mass_delete: Forget the vanished files' documents even when the folder came
             up empty or more than half of its documents would go. Set it for one run only.
+        include: Index only the files matching one of these patterns (gitignore syntax,
+            relative to the folder, as `citeline index --include`). Empty: every file.
+        exclude: Skip the files and folders matching these patterns (gitignore syntax, as
+            `citeline index --exclude`: after the defaults and the folder's .citelineignore;
+            `!pattern` takes a file back). Indexed files now excluded are forgotten.
         wait_s: Seconds to wait in line while another run writes this index.
     """
+    selection = Selection(tuple(include or ()), tuple(exclude or ()))
+    try:
+        check_patterns(selection)
+    except ValueError as exc:  # before the index's slot: a typo in the form, not an index's trouble
+        return Failed(name="InvalidParameters", message=str(exc), data=RunFailed(str(exc), None))
     try:
         with one_writer(db, wait_s):
             settings = settings_for(db, model, strategy)
             return for_worker(index_folder.fn(folder, settings, max_failed=max_failed, wait_s=wait_s, verify=verify,
-                                              allow_mass_delete=allow_mass_delete))
+                                              allow_mass_delete=allow_mass_delete, selection=selection))
     except Queued as exc:
         return queued_state(exc)
 
@@ -188,7 +204,7 @@ def sync_folder(folder: str, db: str, model: str = "", strategy: Optional[Strate
 def retry_failed_documents(db: str, path: str = "", wait_s: float = WAIT_S):
     """Index again the documents that failed: all of the index's, or those under one path.
 
-    Run it once a file is fixed; the failed-documents artifact of a run lists each failed
+    Run it once a file is fixed; the index's failing-documents-… artifact lists every failing
     document with the parameters that retry it.
 
     Args:

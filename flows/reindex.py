@@ -21,6 +21,7 @@ from citeline.schemas.tables import chunks_table_name
 from citeline.tasks.calibrate import calibrate_gate
 from citeline.tasks.log import get_logger
 from citeline.tasks.reembed import reembed_document
+from citeline.tasks.report import publish_health
 from citeline.tasks.signals import cooperative
 from citeline.tasks.store import stamp_for, store_for
 from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
@@ -100,6 +101,7 @@ def reindex(settings: IndexSettings, wait_s: float = 0.0):
         calibrate_gate(settings, new, force=True)  # the new model's distances get their own cut
         summary = ReindexSummary(old, new, len(records), store.count_chunks(), True)
     log.info("reindex.switched", old_table=chunks_table_name(old), new_table=staged, rows=summary.rows)
+    publish_health(settings.db, f"the re-index to {new.embed_model}, strategy {new.strategy}")
     return Completed(message=summary.line(), data=summary)
 
 

@@ -6,8 +6,9 @@ from prefect import flow
 from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from citeline.flows.ingest import run_documents
+from citeline.flows.ingest import noted, run_documents
 from citeline.index.check import Violation, check_index
+from citeline.index.health import note_check
 from citeline.index.lock import writer_lock
 from citeline.index.repair import (
     Repair, delete_duplicates, delete_orphans, plan_repair, rebuild_full_text, remove_temp_files,
@@ -18,6 +19,7 @@ from citeline.schemas.stamp import IndexStamp
 from citeline.tasks.folder_plan import RECORD_COLUMNS
 from citeline.tasks.log import get_logger
 from citeline.tasks.record import record_failures
+from citeline.tasks.report import publish_health
 from citeline.tasks.store import store_for
 from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
 
@@ -56,6 +58,8 @@ def repair_index(settings: IndexSettings = IndexSettings(), wait_s: float = 0.0)
         if repairs and keeps_token_vectors(settings, stamp):  # re-indexed chunks need theirs
             store_token_vectors(settings, stamp)
         remaining = check_index(store)
+        noted(lambda: note_check(store, found, len(repairs), remaining))
+    publish_health(settings.db, "a check and repair")
     report = RepairReport(tuple(found), tuple(repairs), tuple(remaining))
     for r in repairs:
         log.info("repair.done", action=r.action, subject=r.subject, detail=r.detail)

@@ -50,9 +50,11 @@ def retry_failed(settings: IndexSettings = IndexSettings(), path: str | None = N
         summary = RunSummary(indexed=len(outcomes), failed=len(failures),
                              chunks=sum(o.chunks for o in outcomes),
                              truncated=sum(o.truncated for o in outcomes),
+                             encoded=sum(o.encoded for o in outcomes), reused=sum(o.reused for o in outcomes),
                              rows=store.count_chunks(), failures=tuple(failures),
                              not_documents=set_aside, **in_words(outcomes, [], 0))
-    publish_report(summary, path or settings.db, settings.db)
+    publish_report(summary, path or settings.db, settings.db,
+                   by=f"the retry of the failed documents under {path}" if path else "the retry of every failed document")
     return stopped_state(summary, stopped) if stopped else final_state(summary, None)
 
 

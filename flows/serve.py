@@ -14,6 +14,7 @@ from pathlib import PurePosixPath
 from prefect.schedules import Cron
 
 from citeline.flows.operations import sync_folder
+from citeline.pipeline.walk import Selection
 from citeline.schemas.paths import absolute
 from citeline.schemas.settings import IndexSettings
 
@@ -30,19 +31,22 @@ class FolderSync:
     # its stat, and miss an edit that kept its size and modification time; None: no such runs
     verify_cron: str | None = None
     allow_mass_delete: bool = False
+    selection: Selection = Selection()  # the CLI's --include / --exclude patterns
 
     @classmethod
     def of(cls, root: str, settings: IndexSettings, cron: str, name: str | None = None,
-           verify_cron: str | None = None, allow_mass_delete: bool = False) -> "FolderSync":
+           verify_cron: str | None = None, allow_mass_delete: bool = False,
+           selection: Selection = Selection()) -> "FolderSync":
         folder = absolute(root)
         return cls(name or f"sync-{PurePosixPath(folder).name}", cron, folder, settings, verify_cron or None,
-                   allow_mass_delete)
+                   allow_mass_delete, selection)
 
     @property
     def parameters(self) -> dict:
         """Each scheduled run's parameters, as the Prefect server stores them (JSON)."""
         return {"folder": self.root, "db": self.settings.db, "model": self.settings.model,
-                "strategy": self.settings.strategy, "allow_mass_delete": self.allow_mass_delete}
+                "strategy": self.settings.strategy, "allow_mass_delete": self.allow_mass_delete,
+                "include": list(self.selection.include), "exclude": list(self.selection.exclude)}
 
     @property
     def schedules(self) -> list:

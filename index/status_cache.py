@@ -20,6 +20,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from citeline.schemas.health import HEALTH
+
 CACHE_FILE = ".citeline-status.json"
 # Bumped whenever the report's fields or their meaning change, so an upgrade never shows
 # a report an older citeline computed.
@@ -43,8 +45,9 @@ def cache_key(index_dir: Path, inputs: dict) -> str | None:
     """A digest of every table's commits and of ``inputs``; None when the folder cannot be listed."""
     digest = hashlib.sha256(json.dumps([REPORT_FORMAT, inputs], sort_keys=True).encode())
     try:
+        # not the health notes, which every sync writes and the report does not read
         tables = sorted(entry.name for entry in os.scandir(index_dir)
-                        if entry.name.endswith(".lance") and entry.is_dir())
+                        if entry.name.endswith(".lance") and entry.is_dir() and entry.name != f"{HEALTH}.lance")
         for table in tables:
             with os.scandir(index_dir / table / "_versions") as listing:
                 for entry in sorted(listing, key=lambda e: e.name):

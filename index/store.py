@@ -23,7 +23,7 @@ from citeline.schemas.retrieval import Filters
 from citeline.schemas.stamp import IndexStamp, stamp_differences
 from citeline.schemas.tables import (
     CALIBRATION_KEY, CHUNKS_PREFIX, DOCUMENTS, DOCUMENTS_SCHEMA, FORGOTTEN, FORGOTTEN_SCHEMA, GENERATION,
-    GENERATION_FIELD, META, META_SCHEMA, ROOT_KEY, STAMP_KEY, STAT_FIELDS, TOKENS_PREFIX, chunks_schema,
+    GENERATION_FIELD, HEALTH, META, META_SCHEMA, ROOT_KEY, STAMP_KEY, STAT_FIELDS, TOKENS_PREFIX, chunks_schema,
     chunks_table_name,
 )
 
@@ -439,6 +439,25 @@ class Store:
     def remove_roots(self, roots: Sequence[str]) -> None:
         if roots and self.has_table(META):
             self.db.open_table(META).delete(one_of("key", [ROOT_KEY + r for r in roots]))
+
+    # ---- health notes (schemas/health.py) ----------------------------------------------
+
+    def health_notes(self) -> dict[str, str]:
+        """What runs noted for operators (the last sync, the last check), by key; {} before any."""
+        if not self.has_table(HEALTH):
+            return {}
+        return {r["key"]: r["value"] for r in _scan(self.db.open_table(HEALTH), ["key", "value"], None)}
+
+    def set_health_note(self, key: str, value: str) -> None:
+        """Upsert one note (writers only, under the writer lock).
+
+        Every sync notes its end, every 15 minutes on a schedule: the table's old versions
+        are pruned after an hour, so its manifests do not pile up (LanceDB keeps 7 days).
+        """
+        table = self.db.create_table(HEALTH, schema=META_SCHEMA, exist_ok=True)
+        row = pa.Table.from_pylist([{"key": key, "value": value}], schema=META_SCHEMA)
+        table.merge_insert("key").when_matched_update_all().when_not_matched_insert_all().execute(row)
+        table.optimize(cleanup_older_than=timedelta(hours=1))
 
     # ---- chunks ----------------------------------------------------------------------
 

@@ -334,7 +334,8 @@ def extract_chunks(file: SourceFile, stamp: IndexStamp, settings: IndexSettings,
             canonical, lender = stored_canonical(donor), donor["doc_id"]
         else:
             options = ExtractOptions(ocr_lang=settings.ocr_lang, time_limit_s=_left(deadline),
-                                     whisper_model=whisper_folder(settings.whisper_model))
+                                     whisper_model=whisper_folder(settings.whisper_model),
+                                     max_memory_bytes=settings.max_memory_bytes or None)
             try:
                 canonical = extract_bytes(data, Path(file.path).name, options)
             except NotADocument as exc:

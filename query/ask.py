@@ -14,14 +14,14 @@ from citeline.query.answerability import Answerability, gate_answerable
 from citeline.query.cite import build_citations
 from citeline.query.llm import ChatClient
 from citeline.query.prompt import build_prompt
-from citeline.query.refuse import gate, gate_score
+from citeline.query.refuse import gate, gate_score, with_content
 from citeline.query.calibrate import cut_in_use
 from citeline.query.search import Searcher
 from citeline.query.thresholds import rerank_cut
 from citeline.query.unmentioned import unmentioned
-from citeline.schemas.retrieval import (
-    ANSWERABILITY, ASK_K, BM25, CLOSEST_NOTE, COSINE, DEFAULT_RETRIEVER, RERANK, RETRIEVERS, UNMENTIONED, AnswerCheck,
-    Citation, Filters, Hit, Refusal,
+from citeline.schemas.retrieval import (  # Answer: defined with the other records, named here too
+    ANSWERABILITY, ASK_K, BM25, COSINE, DEFAULT_RETRIEVER, RERANK, RETRIEVERS, UNMENTIONED, Answer, Filters, Hit,
+    Refusal,
 )
 
 
@@ -54,52 +54,6 @@ class AskOptions:
     @property
     def reranking(self) -> bool:
         return self.rerank or self.retriever == RERANK
-
-
-@dataclass(frozen=True)
-class Answer:
-    """Everything ``ask`` produced; ``prompt`` is None exactly when the gate refused.
-
-    ``closest`` holds the retriever's first ``k`` passages that are not sources
-    (:data:`CLOSEST_NOTE`): all of them on a refusal, those the gate cut beside an answer,
-    numbered on from the sources. They are cited like sources but never put in a prompt, so a
-    person can still check whether the answer is among them.
-    """
-
-    query: str
-    threshold: float
-    citations: tuple[Citation, ...] = ()
-    gate: str = COSINE  # what ``threshold`` bounds: the cosine cut or the answerability score
-    prompt: str | None = None
-    refusal: Refusal | None = None
-    answer: str | None = None
-    check: AnswerCheck | None = None
-    closest: tuple[Citation, ...] = ()
-
-    @property
-    def refused(self) -> bool:
-        return self.refusal is not None
-
-    def to_dict(self) -> dict:
-        """The ``--json`` shape: query, refused, threshold, gate, citations, prompt, closest[, refusal,
-        closest_note, answer, answer_checks]."""
-        out = {
-            "query": self.query,
-            "refused": self.refused,
-            "threshold": self.threshold,
-            "gate": self.gate,
-            "citations": [c.to_dict() for c in self.citations],
-            "prompt": self.prompt,
-            "closest": [c.to_dict() for c in self.closest],
-        }
-        if self.refusal is not None:
-            out["refusal"] = self.refusal.to_dict()  # why: its kind, best value and, by name, its terms
-        if self.closest:
-            out["closest_note"] = CLOSEST_NOTE
-        if self.answer is not None:
-            out["answer"] = self.answer
-            out["answer_checks"] = self.check.to_dict() if self.check else None
-        return out
 
 
 def retrieve(searcher: Searcher, query: str, options: AskOptions, filters: Filters | None = None) -> list[Hit]:
@@ -138,7 +92,8 @@ def apply_gate(
     min_rerank_score: float | None = None, answerability: Answerability | None = None,
     table_cut: float | None = None, unmentioned: Sequence[str] = (),
 ) -> list[Hit] | Refusal:
-    """Keep at most ``k`` hits under the cosine cut (and over the rerank cut, when given).
+    """Keep at most ``k`` hits under the cosine cut (and over the rerank cut, when given),
+    fragments never (:func:`query.refuse.carries_content`).
 
     A question that names what no passage mentions (``unmentioned``, from
     :func:`query.unmentioned.unmentioned`) is refused before any cut is read: the passages
@@ -177,6 +132,7 @@ def apply_gate(
     if unmentioned:
         best = min((h.distance for h in hits if h.distance is not None), default=None)
         return Refusal(query=query, threshold=cut, kind=UNMENTIONED, best=best, terms=tuple(unmentioned))
+    hits = with_content(hits)  # a label, a bare URL or a page number alone is no source
     if answerability is not None:
         passed = gate_answerable(hits, query, answerability, max(len(hits), 1))
     else:

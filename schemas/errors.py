@@ -33,6 +33,11 @@ class TooLarge(DocumentError):
     kind = "too-large"
 
 
+class OutOfMemory(TooLarge):
+    """The extraction needed more memory than its worker's ceiling (``max_memory_bytes``): the
+    document fails too-large, and the worker, which may hold half-built state, is replaced."""
+
+
 class UnsupportedType(DocumentError):
     kind = "unsupported-type"
 

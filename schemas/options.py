@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from citeline.schemas.settings import MAX_MEMORY_BYTES
+
 
 @dataclass(frozen=True)
 class ExtractOptions:
@@ -42,4 +44,9 @@ class ExtractOptions:
     whisper_model: str = ""
     whisper_language: str | None = None
     whisper_threads: int = 2
+    # Checked against the container's claim, then against the audio actually decoded (a header
+    # may claim 1 s and hold 5 hours).
     max_media_seconds: float = 4 * 3600.0
+    # The ceiling on an isolated extractor's worker process (its writable memory, RLIMIT_DATA);
+    # None: none. Set from IndexSettings.max_memory_bytes (schemas/settings.py says why 6 GiB).
+    max_memory_bytes: int | None = MAX_MEMORY_BYTES

@@ -359,3 +359,66 @@ def parse_since(text: str) -> datetime:
         raise ValueError(f"bad date {text!r}: write an ISO 8601 date, e.g. 2024-05-01 or "
                          f"2024-05-01T12:00:00+02:00") from None
     return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """Everything ``ask`` produced; ``prompt`` is None exactly when the gate refused.
+
+    ``closest`` holds the retriever's first ``k`` passages that are not sources
+    (:data:`CLOSEST_NOTE`): all of them on a refusal, those the gate cut beside an answer,
+    numbered on from the sources. They are cited like sources but never put in a prompt, so a
+    person can still check whether the answer is among them.
+    """
+
+    query: str
+    threshold: float
+    citations: tuple[Citation, ...] = ()
+    gate: str = COSINE  # what ``threshold`` bounds: the cosine cut or the answerability score
+    prompt: str | None = None
+    refusal: Refusal | None = None
+    answer: str | None = None
+    check: AnswerCheck | None = None
+    closest: tuple[Citation, ...] = ()
+
+    @property
+    def refused(self) -> bool:
+        return self.refusal is not None
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Answer":
+        """The answer :meth:`to_dict` gave (a service's ``POST /ask``), without a generated answer.
+
+        >>> a = Answer("q", 0.5, refusal=Refusal("q", 0.5, best=0.7))
+        >>> Answer.from_dict(a.to_dict()) == a
+        True
+        """
+        refusal = data.get("refusal")
+        return cls(
+            query=data["query"], threshold=data["threshold"], gate=data.get("gate", COSINE),
+            citations=tuple(Citation(**c) for c in data.get("citations", ())), prompt=data.get("prompt"),
+            refusal=None if refusal is None else Refusal(refusal["query"], refusal["threshold"], refusal["kind"],
+                                                         refusal.get("best"), tuple(refusal.get("terms", ()))),
+            closest=tuple(Citation(**c) for c in data.get("closest", ())),
+        )
+
+    def to_dict(self) -> dict:
+        """The ``--json`` shape: query, refused, threshold, gate, citations, prompt, closest[, refusal,
+        closest_note, answer, answer_checks]."""
+        out = {
+            "query": self.query,
+            "refused": self.refused,
+            "threshold": self.threshold,
+            "gate": self.gate,
+            "citations": [c.to_dict() for c in self.citations],
+            "prompt": self.prompt,
+            "closest": [c.to_dict() for c in self.closest],
+        }
+        if self.refusal is not None:
+            out["refusal"] = self.refusal.to_dict()  # why: its kind, best value and, by name, its terms
+        if self.closest:
+            out["closest_note"] = CLOSEST_NOTE
+        if self.answer is not None:
+            out["answer"] = self.answer
+            out["answer_checks"] = self.check.to_dict() if self.check else None
+        return out

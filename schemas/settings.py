@@ -8,6 +8,12 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 # Chunking strategies by letter; what each letter means is pipeline.chunk.STRATEGIES.
 STRATEGIES = ("A", "B", "C", "D", "E", "F")
 DEFAULT_STRATEGY = "E"
+# The memory one extraction worker may allocate (pipeline/isolate.py): a document that needs more
+# fails too-large. Normal documents take 0.2-0.5 GB (VmData of the worker after Whisper, OCR,
+# LibreOffice, docx, xlsx: docs/reliability.md); the honest worst cases under the other limits
+# are a 4-hour stereo recording (max_media_seconds: ~4 GB decoded) and 128 MiB of XML parsed whole
+# (max_parse_memory_bytes: 2 GiB). One worker per document worker: DOCUMENT_WORKERS times this in all.
+MAX_MEMORY_BYTES = 6 * 1024 ** 3
 # Documents prepared (extracted, chunked, embedded) at once in one process: one per core of
 # the 2-core machines citeline is measured on. OCR runs one Tesseract process per page on one
 # thread, so a second document keeps the other core busy; the encoder is locked, one batch at a time.
@@ -26,6 +32,7 @@ class IndexSettings:
     batch_size: int = 16
     max_bytes: int = 100 * 1024 * 1024  # larger files fail as too-large instead of being loaded
     timeout_s: float = 300.0  # per document
+    max_memory_bytes: int = MAX_MEMORY_BYTES  # per extraction worker; 0: no ceiling
     ocr_lang: str = "auto"
     whisper_model: str = ""  # a CTranslate2 Whisper folder; empty: the packaged tiny.en
     token_vectors: bool = False  # also store word-piece vectors for fast MaxSim (index/tokens.py)

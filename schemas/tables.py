@@ -6,6 +6,7 @@ import secrets
 
 import pyarrow as pa
 
+from citeline.schemas.health import HEALTH  # noqa: F401 - the table of schemas/health.py's notes
 from citeline.schemas.stamp import STAMP_COLUMNS, IndexStamp
 
 DOCUMENTS = "documents"

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Failed
-from prefect.tasks import exponential_backoff
 
 from citeline.index.faults import failpoint, is_storage_error, storage_reason
 from citeline.index.reuse import StoredChunks
@@ -30,17 +29,18 @@ from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.tables import new_generation
 from citeline.schemas.status import DocError, DocStatus, Outcome
 from citeline.tasks import env
-from citeline.tasks.log import Events, get_logger
+from citeline.tasks.log import DOCUMENT_FAILED_STATE, Events, get_logger, quiet_expected_failures
 from citeline.tasks.report import retry_hint
 from citeline.tasks.store import embedder_for, store_for, write_lock
 
 # A transient failure (the object store unavailable or throttling, a reset connection, a file
-# caught mid-change) is tried again TRANSIENT_RETRIES times, after 1, 2 and 4 s (each drawn between
-# 0.63x and 1.5x of that, Prefect's clamped jitter for RETRY_JITTER, so documents that failed
-# together do not come back together):
-# at most ~10 s more per document, after botocore's and s3fs's own quick retries.
+# caught mid-change) is tried again TRANSIENT_RETRIES times, after about RETRY_DELAY_S each (drawn
+# between 0.63x and 1.5x of it, Prefect's clamped jitter for RETRY_JITTER, so documents that
+# failed together do not come back together): at most ~9 s more per document, after botocore's
+# and s3fs's own quick retries. One number, not a back-off list: the Prefect UI shows a list as
+# "Retry Delay NaNs". Bad input is never tried again (``is_transient``).
 TRANSIENT_RETRIES = 3
-RETRY_BACKOFF_S = 1.0
+RETRY_DELAY_S = 2.0
 RETRY_JITTER = 0.5
 
 
@@ -52,7 +52,7 @@ def is_transient(task, task_run, state) -> bool:
 
 
 @task(task_run_name="{todo.file.path}", cache_policy=NO_CACHE, persist_result=False,
-      retries=TRANSIENT_RETRIES, retry_delay_seconds=exponential_backoff(backoff_factor=RETRY_BACKOFF_S),
+      retries=TRANSIENT_RETRIES, retry_delay_seconds=RETRY_DELAY_S,
       retry_jitter_factor=RETRY_JITTER, retry_condition_fn=is_transient)
 def prepare_document(todo: Todo, stamp: IndexStamp, settings: IndexSettings):
     """Read, extract, chunk and embed one file.
@@ -80,7 +80,8 @@ def prepare_document(todo: Todo, stamp: IndexStamp, settings: IndexSettings):
 
 def failed_state(error: DocError, db: str, source: str):
     """A failed document's task-run state: the stage and reason, then how to retry it."""
-    return Failed(message=f"{error.stage}: {error.reason()}; {retry_hint(db, source)}", data=error)
+    return Failed(name=DOCUMENT_FAILED_STATE, message=f"{error.stage}: {error.reason()}; {retry_hint(db, source)}",
+                  data=error)
 
 
 def logged_error(todo: Todo, exc: DocumentError | OSError) -> DocError:
@@ -89,6 +90,10 @@ def logged_error(todo: Todo, exc: DocumentError | OSError) -> DocError:
     get_logger(path=todo.file.path).warning(Events.DOCUMENT_FAILED, stage=error.stage, kind=error.kind,
                                             reason=error.message)
     return error
+
+
+# Wherever these tasks run (this process, a Dask worker), a failed document is one WARNING line.
+quiet_expected_failures()
 
 
 @dataclass(frozen=True)

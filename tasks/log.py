@@ -73,6 +73,49 @@ def each_or_summary(log, events: Sequence[str], documents: Sequence[Mapping], su
              more=max(len(documents) - LISTED, 0), **totals)
 
 
+# A failed document's task run ends in a Failed state of this name (tasks/document.py failed_state):
+# expected, and logged by citeline as one WARNING ``document.failed`` line.
+DOCUMENT_FAILED_STATE = "DocumentFailed"
+_EXPECTED_RUN_ENDS: tuple[type[BaseException], ...] = ()
+
+
+class ExpectedFailures(logging.Filter):
+    """Leaves out Prefect's ERROR lines for failures citeline expects and reports itself.
+
+    A failed document's task run ends with Prefect's ERROR "Finished in state DocumentFailed(...)"
+    (and, for a task without retries, "Task run failed with state: DocumentFailed(...)" with a
+    traceback) beside citeline's WARNING ``document.failed``: errors for a bad file.
+    A deployment's run that ends Failed (documents failed, violations remain) makes the engine
+    of a worker's process raise the state's exception and log it as "Engine execution exited with
+    unexpected exception" with a traceback (prefect/flow_engine.py ``run_flow``, Prefect 3.9):
+    a bad file read like a crash. The run's own "Finished in state DocumentsFailed(...)" stays.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.msg if isinstance(record.msg, str) else ""
+        if record.name == "prefect.task_runs":
+            return not message.startswith((f"Finished in state {DOCUMENT_FAILED_STATE}(",
+                                           f"Task run failed with state: {DOCUMENT_FAILED_STATE}("))
+        if record.name == "prefect.flow_runs" and message.startswith("Engine execution exited with unexpected"):
+            exc = record.exc_info[1] if record.exc_info else None
+            return not isinstance(exc, _EXPECTED_RUN_ENDS)
+        return True
+
+
+_FILTER = ExpectedFailures()
+
+
+def quiet_expected_failures(*run_ends: type[BaseException]) -> None:
+    """Install ``ExpectedFailures`` on Prefect's run loggers (once); ``run_ends``: the exceptions a
+    Failed run's state carries for an expected end (flows/operations.py ``RunFailed``)."""
+    global _EXPECTED_RUN_ENDS
+    _EXPECTED_RUN_ENDS = tuple(dict.fromkeys((*_EXPECTED_RUN_ENDS, *run_ends)))
+    for name in ("prefect.task_runs", "prefect.flow_runs"):
+        logger = logging.getLogger(name)
+        if _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)
+
+
 def add_run_ids(logger, method: str, event: dict) -> dict:
     """The Prefect flow run and task run the event was logged in, when there is one."""
     if "prefect.context" not in sys.modules:  # no run without it; a command that needs none stays without Prefect

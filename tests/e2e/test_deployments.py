@@ -139,6 +139,7 @@ def test_prefect_yaml_runs_on_postgres_through_a_worker(production, client):
     from prefect.events.filters import EventFilter, EventNameFilter
 
     from citeline.flows.operations import limit_name
+    from citeline.tasks.report import artifact_keys
     from citeline.index.check import check_index
     from citeline.index.store import Store
 
@@ -167,6 +168,16 @@ def test_prefect_yaml_runs_on_postgres_through_a_worker(production, client):
     assert [(shown(r["path"]), json.loads(shown(r["retry-failed/retry-failed parameters"]))) for r in rows] == [
         ("broken.md", {"db": str(db), "path": source})]
     assert "retry-failed/retry-failed" in table[0].description
+    # its log: the bad file is one WARNING, no ERROR or traceback (the engine raised the run's
+    # Failed state and logged it as a crash); the pull step says what it does, downloads nothing
+    logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[first.id])))
+    assert [log.message[:200] for log in logs if log.level >= 40] == []
+    assert [log.message for log in logs if log.level == 30 and '"document.failed"' in log.message][0].count(
+        '"path": "broken.md"') == 1
+    assert not [log for log in logs if "Downloading flow code" in log.message or "Traceback" in log.message]
+    assert [log for log in logs if "Executing deployment step: set_working_directory" in log.message]
+    failing_key, health_key = artifact_keys(str(db))
+    assert [shown(r["path"]) for r in latest_rows(client, failing_key)] == ["broken.md"]
     failed_events = EventFilter(event=EventNameFilter(name=["citeline.document.failed"]))
     deadline = time.monotonic() + 120  # the server stores events in batches, a few seconds after they come
     while not (events := client.read_events(failed_events, limit=50).events) and time.monotonic() < deadline:
@@ -180,6 +191,9 @@ def test_prefect_yaml_runs_on_postgres_through_a_worker(production, client):
     assert second.state.is_completed() and "1 still failing" in second.state.message, second.state.message
     names = {t.name for t in client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[second.id])))}
     assert "broken.md" not in names and not [n for n in names if n.endswith(".md")]  # no task run per unchanged file
+    assert [shown(r["path"]) for r in latest_rows(client, failing_key)] == ["broken.md"]  # still failing, still listed
+    assert "last good sync: " in latest(client, health_key).data and "none noted" not in latest(
+        client, health_key).data.split("last good sync: ")[1].splitlines()[0]
 
     # 3. fixed, then retried with the exact parameters the failure named
     (folder / "broken.md").write_text("café, now UTF-8\n")
@@ -188,6 +202,7 @@ def test_prefect_yaml_runs_on_postgres_through_a_worker(production, client):
     store = Store(str(db))
     status = {r["path"]: r["status"] for r in store.document_rows(["path", "status"])}
     assert status["broken.md"] == "indexed" and set(status.values()) == {"indexed"}
+    assert latest_rows(client, failing_key) == [] and "No document is failing." in latest(client, health_key).data
     if os.environ.get("CITELINE_UPDATE_SCREENSHOTS"):  # docs/operations.md's pictures of the UI
         ui = production["url"].removesuffix("/api")
         screenshot(f"{ui}/deployments/deployment/{deployments['retry-failed'].id}/run", "Empty: every failed",
@@ -203,6 +218,8 @@ def test_prefect_yaml_runs_on_postgres_through_a_worker(production, client):
     store = Store(str(db))
     assert check_index(store) == []
     assert store.count_chunks() == sum(r["chunk_count"] for r in store.document_rows(["chunk_count"])) > 0
+    assert "0 violations found, 0 repairs, 0 violations remain" in latest(client, health_key).data
+    assert "strategy A" in latest(client, health_key).data
 
     # 5. prune the history: every finished run goes, with its task runs, artifacts and (vacuumed) logs
     pruned = run(production, "prune-history/prune-history", days=0)
@@ -215,6 +232,20 @@ def test_prefect_yaml_runs_on_postgres_through_a_worker(production, client):
     while client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=gone)), limit=1):
         assert time.monotonic() < deadline, "the orphan vacuum left the deleted runs' logs"
         time.sleep(2)
+
+
+def latest(client, key: str):
+    """The artifact ``key``'s latest version (what the UI's Artifacts page shows for it)."""
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.sorting import ArtifactSort
+
+    return client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])),
+                                 sort=ArtifactSort.CREATED_DESC, limit=1)[0]
+
+
+def latest_rows(client, key: str) -> list[dict]:
+    data = latest(client, key).data
+    return json.loads(data) if isinstance(data, str) else data
 
 
 def screenshot(url: str, text: str, path: Path) -> None:

@@ -229,3 +229,66 @@ def headless_chromium():
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1600,1000"):
         options.add_argument(arg)
     return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+
+
+def test_the_index_health_artifacts_fetch_nothing_in_the_ui(server):
+    """The index's failing-documents table and index-health page opened in Chromium: a failing
+    file's name and reason, and a synced folder's, that carry Markdown images, links and HTML
+    make no request leave and render no live link (issue 45, item 3)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from prefect.artifacts import create_markdown_artifact, create_table_artifact
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from selenium.webdriver.common.by import By
+
+    from citeline.schemas.health import CheckNote, FailingDocument, IndexHealth, SyncNote
+    from citeline.tasks.report import artifact_keys, failing_rows, health_markdown
+
+    hits = []
+
+    class Beacon(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            hits.append(self.path)
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    beacon = ThreadingHTTPServer(("127.0.0.1", 0), Beacon)
+    threading.Thread(target=beacon.serve_forever, daemon=True).start()
+    host = f"http://127.0.0.1:{beacon.server_port}"
+    root = f"/docs/![root]({host}/root.png)"
+    health = IndexHealth(
+        db="/data/index", by_state={"failed": 1, "indexed": 3}, rows=12, model="fake", dim=8, strategy="E",
+        last_sync=SyncNote("2026-12-05T18:00:00+00:00", root, "DocumentsFailed", f"[sync]({host}/line)"),
+        last_check=CheckNote("2026-12-01T03:30:00+00:00", 1, 0, 1, (f"<img src={host}/rule.png>",)),
+        failing=(FailingDocument(f"![beacon]({host}/from-name.png) [Click here to retry]({host}/link).md",
+                                 f"{root}/x.md", "extract",
+                                 f"undecodable: the file starts with ![]({host}/from-bytes.png) <img src={host}/h.png>",
+                                 1, "2026-12-05T18:00:00+00:00"),))
+    failing_key, health_key = artifact_keys(health.db)
+    url, _ = server
+    with temporary_settings({PREFECT_API_URL: url}):
+        create_table_artifact(key=failing_key, table=failing_rows(health))
+        create_markdown_artifact(key=health_key, markdown=health_markdown(health, f"the sync of {root}"))
+        with get_client(sync_client=True) as client:
+            artifacts = [client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))[-1]
+                         for key in (failing_key, health_key)]
+    driver = headless_chromium()
+    links, images = [], []
+    try:
+        for artifact, shows in zip(artifacts, ("Click here to retry", "last check")):
+            driver.get(f"{url.removesuffix('/api')}/artifacts/artifact/{artifact.id}")
+            page_text_when(driver, lambda text: shows in text)
+            time.sleep(2)  # images the page draws would have been fetched by now
+            links += [a.get_attribute("href") for a in driver.find_elements(By.TAG_NAME, "a")]
+            images += [i.get_attribute("src") for i in driver.find_elements(By.TAG_NAME, "img")]
+    finally:
+        driver.quit()
+        beacon.shutdown()
+    assert hits == [], hits
+    assert not [x for x in links + images if x and (x.startswith(host) or x.startswith("javascript"))], (links, images)

@@ -173,3 +173,34 @@ def test_the_weekly_schedules_verify_and_name_real_parameters():
                            verify_cron="30 3 * * 0").schedules
     assert [(s.cron, s.parameters.get("verify")) for s in served] == [("*/15 * * * *", None), ("30 3 * * 0", True)]
     assert set(served[1].parameters) <= set(sync_folder.parameters.properties)  # the flow takes each one
+
+
+def test_the_scheduled_sync_excludes_and_includes_as_the_cli_does(tmp_path):
+    """The deployment's include/exclude (the Run form's lists, ``citeline serve --exclude``):
+    excluded files are not indexed, and an indexed file excluded later is forgotten."""
+    from citeline.flows.serve import FolderSync
+    from citeline.pipeline.walk import Selection
+    from citeline.schemas.settings import IndexSettings
+
+    folder, db = tmp_path / "docs", str(tmp_path / "index")
+    (folder / "drafts").mkdir(parents=True)
+    shutil.copy(EXAMPLES / "04-dropout.md", folder)
+    shutil.copy(EXAMPLES / "10-lr-scheduler.md", folder / "drafts")
+    (folder / "notes.txt").write_text("Warm-up steps before the learning rate decays.\n")
+    served = FolderSync.of(str(folder), IndexSettings(db=db, model=FAKE), "*/15 * * * *",
+                           selection=Selection(exclude=("drafts/", "*.txt"))).parameters
+    assert served["exclude"] == ["drafts/", "*.txt"] and served["include"] == []
+
+    state = sync_folder(**served, return_state=True)  # what a scheduled run is given
+    assert state.is_completed(), state.message
+    assert sorted(r["path"] for r in Store(db).document_rows(["path"])) == ["04-dropout.md"]
+
+    state = sync_folder(str(folder), db, include=["*.md"], return_state=True)  # drafts/ back, *.txt still out
+    assert state.is_completed() and state.result().indexed == 1, state.message
+    assert sorted(r["path"] for r in Store(db).document_rows(["path"])) == ["04-dropout.md", "drafts/10-lr-scheduler.md"]
+
+    state = sync_folder(str(folder), db, exclude=["*.md"], allow_mass_delete=True, return_state=True)
+    assert state.is_completed() and state.result().deleted == 2, state.message
+
+    bad = sync_folder(str(folder), db, exclude=["!"], return_state=True)  # a typo in the Run form
+    assert bad.name == "InvalidParameters" and "'!' is not a gitignore-style pattern" in bad.message, bad.message

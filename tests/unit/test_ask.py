@@ -337,3 +337,23 @@ def test_beside_a_reranked_list_the_cosine_gate_also_reads_the_nearest_chunks():
     plain = FakeSearcher(reranked)
     ask(plain, "q?", AskOptions(k=4, cut=0.45, retriever="dense"))
     assert not any(call[0] == "dense" for call in plain.calls)
+
+
+def fragment_hit(i, distance, content):
+    chunk = ChunkRow(f"c{i}", "d1", "report.pdf", "Report", "", 10 * i, 10 * i + len(content), content, "")
+    return Hit(f"c{i}", i, distance, "dense", chunk, distance=distance)
+
+
+def test_fragments_never_become_sources_and_stay_in_reach():
+    """The annual report's sources 4-6 were "Corporate Overview", "AND" and a bare URL, each a
+    chunk of its own: near every question because they say almost nothing (issue 44 item 1).
+    They are not sources now, and ask still lists them among the closest passages."""
+    hits = [fragment_hit(1, 0.20, "AND"), fragment_hit(2, 0.22, "https://www.ril.com/InvestorRelations"),
+            fragment_hit(3, 0.25, "Corporate Overview"), hit(4, 0.30), fragment_hit(5, 0.31, "Page 12")]
+    kept = apply_gate(hits, "Who founded Reliance Industries?", cut=0.45, k=4)
+    assert [h.chunk_id for h in kept] == ["c4"]
+    answer = ask(FakeSearcher(hits), "Who founded Reliance Industries?", AskOptions(retriever="dense", cut=0.45, k=5, check_names=False))
+    assert [c.chunk_id for c in answer.citations] == ["c4"]
+    assert {c.chunk_id for c in answer.closest} == {"c1", "c2", "c3", "c5"}
+    only = ask(FakeSearcher(hits[:3]), "Who founded it?", AskOptions(retriever="dense", cut=0.45, check_names=False))
+    assert only.refused and only.prompt is None and len(only.closest) == 3

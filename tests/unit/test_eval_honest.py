@@ -14,7 +14,7 @@ def hits(*distances, scores=None):
     """Hits c1, c2, ... at these cosine distances (and rerank scores), ranked in this order."""
     out = []
     for i, d in enumerate(distances, 1):
-        chunk = ChunkRow(f"c{i}", "d", "a.md", "T", "", 0, 1, f"chunk {i}", "")
+        chunk = ChunkRow(f"c{i}", "d", "a.md", "T", "", 0, 1, f"chunk {i} of the notes", "")
         out.append(Hit(f"c{i}", i, d, "rerank", chunk, distance=d, rerank_score=scores and scores[i - 1]))
     return out
 

@@ -149,17 +149,30 @@ def test_a_document_without_text_is_no_text():
         docx.extract(buf.getvalue(), "blank.docx")
 
 
-def test_a_deck_without_text_is_no_text(make):
+def test_a_deck_of_nothing_is_empty_and_one_of_pictures_is_no_document(make):
+    """Reasons a person agrees with (issue 41 items 2 and 6): unstructured's picture.pptx holds a
+    logo and no word, as a photo with no text does: set aside, not failed 'no-text'."""
     import io
 
     import pptx as python_pptx
+    from PIL import Image
+
+    from citeline.schemas.errors import NotADocument
 
     deck = python_pptx.Presentation()
-    deck.slides.add_slide(deck.slide_layouts[6])
+    slide = deck.slides.add_slide(deck.slide_layouts[6])
     buf = io.BytesIO()
     deck.save(buf)
-    with pytest.raises(NoText, match="no slide holds text"):
+    with pytest.raises(Empty, match="no slide holds text or a picture"):
         pptx.extract(buf.getvalue(), "blank.pptx")
+    logo = io.BytesIO()
+    Image.new("RGB", (40, 20), "navy").save(logo, "PNG")
+    logo.seek(0)
+    slide.shapes.add_picture(logo, 0, 0)
+    buf = io.BytesIO()
+    deck.save(buf)
+    with pytest.raises(NotADocument, match="slides of pictures with no text"):
+        pptx.extract(buf.getvalue(), "picture.pptx")
 
 
 def test_a_huge_table_is_blocked_with_its_header_and_stays_exact(make):
@@ -179,3 +192,31 @@ def test_a_huge_table_is_blocked_with_its_header_and_stays_exact(make):
     assert len(blocks) == 100 and all(b.startswith("key | value\n") for b in blocks)
     for c in chunk_document(canonical.text, canonical.title, "d", "E"):
         assert canonical.text[c.start:c.end] == c.content
+
+
+def test_a_merge_continuing_under_a_short_row_is_read(make):
+    """grid_offset_error.docx's shape (issue 41 item 9): failed "corrupt" through python-docx's
+    row.cells; the merged cell is now said on each row it spans, the short row read as it is."""
+    canonical = docx.extract(make.grid_offset_docx(), "grid.docx")
+    assert canonical.text.split("\n")[-2:] == ["Alder | Merged over three rows", "Cedar | Merged over three rows"]
+
+
+def test_page_headers_and_footers_are_read_once_after_the_body():
+    """unstructured's docx-hdrftr.docx: the body says "Main document", the header and footer
+    hold paragraphs and tables (peers read them; citeline read the body alone). The footer's
+    nested table has a cell merged down whose XML still holds "I should not be included":
+    Word never shows it, and neither does citeline."""
+    from pathlib import Path
+
+    data = (Path(__file__).resolve().parents[2] / "fixtures" / "unstructured" / "docx-hdrftr.docx").read_bytes()
+    canonical = docx.extract(data, "docx-hdrftr.docx")
+    text = canonical.text
+    assert text.startswith("Main document")
+    header, footer = text.split("## Page header")[1].split("## Page footer")
+    assert "First header para" in header and "Table cell1 | Table cell2" in header and "Last header para" in header
+    assert "para1" in footer and "para2" in footer and "cell1 |" in footer
+    assert "I should not be included" not in text
+    chunks = chunk_document(text, canonical.title, "d", "E")
+    assert {c.section for c in chunks if "First header para" in c.content} == {"Page header"}
+    for c in chunks:
+        assert text[c.start:c.end] == c.content

@@ -106,6 +106,105 @@ def test_csv_locators_name_the_title_and_header_records(report_csv):
     assert locator_fragment(locators, chunk.start, chunk.end).startswith("#row=")
 
 
+# ------------------------------------------------------------------------ periods over ranges (issue 41 item 8)
+
+
+def test_each_half_years_blocks_name_their_own_period(make):
+    """A results workbook with one half-year's block under the other (period alone in column A,
+    no empty row): 2022's blocks repeated 2023's period above them, so a question about 2023's
+    figures cited 2022's blocks. Each block now names its period, and only its own."""
+    canonical = sheet.extract(make.periods_down_workbook(), "half-year.xlsx")
+    chunks = [c for c in _chunks(canonical) if "Line item" in c.content]
+    assert len(chunks) > 4  # split into blocks: the period must travel with each
+    for (period, base), other in zip(make.HALF_YEARS, reversed(make.HALF_YEARS)):
+        mine = [c for c in chunks if f"| {make.half_year_line(0, base, 0) + 1}" in c.content
+                or any(f"| {make.half_year_line(k, base, 0)} |" in c.content for k in range(40))]
+        assert mine
+        for chunk in mine:
+            assert period in chunk.content.split("\n")[:3] and other[0] not in chunk.content, chunk.content
+    # A total asked about by period: its row, read under its zone, in a block naming that period.
+    (chunk,) = [c for c in chunks if "January–June 2023" in c.content and "Line item 21 |" in c.content]
+    assert read(chunk.content, "Line item 21", "Total Group") == str(make.half_year_line(21, 4000, 3))
+
+
+def test_a_period_centred_across_its_columns_heads_each_of_them(make):
+    """"Centre across selection" puts one label over several columns without merging them:
+    each column under it is that period's (the growth column too), in the quote."""
+    canonical = sheet.extract(make.centred_periods_workbook(), "half-year.xlsx")
+    (chunk,) = _chunks(canonical)
+    header = next(line for line in chunk.content.split("\n") if line.startswith("In millions of CHF"))
+    assert _cells(header)[1:] == ["January–June 2023"] * 2 + ["January–June 2022"] * 2, header
+    rows = [_cells(line) for line in chunk.content.split("\n") if line and _cells(line)[0] in make.ZONES]
+    assert [row[1:] for row in rows] == [[str(make.half_year_line(k, 4000, 0)), f"+{k + 1}.5%",
+                                          str(make.half_year_line(k, 3000, 0)), f"-{k}.2%"] for k in range(4)]
+
+
+def test_a_group_label_without_a_header_of_its_own_stays_a_group(make):
+    """Years as groups under one header ("2022" alone, its rows, "2023" alone, its rows) are
+    not new tables: both groups keep the shared quarter header."""
+    rows = [["Country", "Q1", "Q2"], ["2022"], ["France", 1, 2], ["Spain", 3, 4], ["2023"], ["France", 5, 6]]
+    wb = openpyxl.Workbook()
+    for row in rows:
+        wb.active.append(row)
+    buffer = io.BytesIO()
+    wb.save(buffer)
+    text = sheet.extract(buffer.getvalue(), "groups.xlsx").text
+    assert text.count("Country | Q1 | Q2") == 1, text
+    assert read(text, "France", "Q2", row_at=text.split("\n").index("France | 5 | 6")) == "6"
+
+
+# ------------------------------------------------------------------------ tables as the peers read them (issue 41 item 9)
+
+
+def _workbook(rows: dict[str, object]) -> bytes:
+    wb = openpyxl.Workbook()
+    for ref, value in rows.items():
+        wb.active[ref] = value
+    buffer = io.BytesIO()
+    wb.save(buffer)
+    return buffer.getvalue()
+
+
+def test_a_table_to_the_right_of_another_is_read_as_its_own(make):
+    """Two tables on one sheet, the second placed right of the first and lower (docling's
+    xlsx_01): each row of the first was fused with a row of the second."""
+    cells = {"A1": "col-1", "B1": "col-2"}
+    cells.update({f"{c}{r}": r * k for r in range(2, 9) for c, k in (("A", 1), ("B", 2))})
+    cells.update({"D4": "name", "E4": "score"})
+    cells.update({f"{c}{r}": v for r, (name, score) in enumerate([("ann", 7), ("bob", 9)], start=5)
+                  for c, v in (("D", name), ("E", score))})
+    text = sheet.extract(_workbook(cells), "two.xlsx").text
+    assert "col-1 | col-2\n2 | 4\n3 | 6\n4 | 8\n5 | 10" in text, text
+    assert "name | score\nann | 7\nbob | 9" in text, text
+
+
+def test_a_spacer_column_inside_a_report_parts_nothing(make):
+    """A report's empty column between its labels and its figures is one table still."""
+    cells = {"A1": "In CHF m", "C1": "2023", "D1": "2022", "A2": "Sales", "C2": 45, "D2": 47,
+             "A3": "Profit", "C3": 7, "D3": 6}
+    text = sheet.extract(_workbook(cells), "report.xlsx").text
+    assert "In CHF m | 2023 | 2022\nSales | 45 | 47\nProfit | 7 | 6" in text, text
+
+
+def test_a_table_of_records_keeps_each_row_whole(make):
+    """A wide CSV of records (docling's csv-semicolon): every row keeps all its fields in one
+    line under the header, where it was cut into column groups before."""
+    header = ["Index", "Customer Id", "First Name", "Last Name", "Company", "City", "Country", "Phone 1",
+              "Phone 2", "Email", "Subscription Date", "Website"]
+    records = [[str(k), f"{k:015X}", "Sheryl", "Baxter", "Rasmussen Group", "East Leonard", "Chile",
+                "229.077.5154", "397.884.0519x718", f"person{k}@example.info", "2020-08-24",
+                f"http://www.site{k}.example.com/"] for k in range(1, 30)]
+    data = "\n".join(";".join(r) for r in [header, *records]).encode()
+    canonical = delimited.extract(data, "customers.csv")
+    lines = canonical.text.split("\n")
+    for record in records:
+        assert " | ".join(record) in lines
+    chunks = _chunks(canonical)
+    for record in records:
+        (holding,) = [c for c in chunks if " | ".join(record) in c.content.split("\n")]
+        assert " | ".join(header) in holding.content.split("\n")
+
+
 # ------------------------------------------------------------------------ one segment
 
 

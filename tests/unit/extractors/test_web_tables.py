@@ -132,3 +132,15 @@ def test_a_large_csv_is_read_in_blocks():
     canonical = delimited.extract(data, "big.csv")
     last = canonical.segments[-1].locator
     assert last == RowRange(last.first, 100_001)
+
+
+def test_a_cell_spanning_rows_is_said_on_every_row_it_spans():
+    """A rowspan in a value column (issue 41 item 9): the rows under it held nothing there, so
+    "Cherry" read with no colour; each row now says its value, as the peers read the table."""
+    page = (b"<html><body><table><tr><th>Fruit</th><th>Price</th><th>Colour</th></tr>"
+            b"<tr><td>Apple</td><td>3</td><td rowspan='2'>Red</td></tr><tr><td>Cherry</td><td>9</td></tr>"
+            b"<tr><td>Lime</td><td>2</td><td>Green</td></tr></table></body></html>")
+    canonical = html.extract(page, "fruit.html")
+    assert canonical.text.split("\n")[-3:] == ["Apple | 3 | Red", "Cherry | 9 | Red", "Lime | 2 | Green"]
+    (chunk,) = chunk_document(canonical.text, canonical.title, "d", "E")
+    assert canonical.text[chunk.start:chunk.end] == chunk.content
