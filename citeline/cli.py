@@ -22,7 +22,7 @@ from citeline.server_cmd import server
 from citeline.schemas.errors import CitelineError
 from citeline.schemas.paths import absolute, escape, is_remote, os_path
 from citeline.schemas.retrieval import BM25, DEFAULT_RERANK, DEFAULT_RETRIEVER, RETRIEVERS
-from citeline.schemas.settings import DEFAULT_STRATEGY, MAX_MEMORY_BYTES, STRATEGIES
+from citeline.schemas.settings import DEFAULT_GRACE_DAYS, DEFAULT_STRATEGY, MAX_MEMORY_BYTES, STRATEGIES
 from citeline.schemas.stamp import STAMP_COLUMNS, Stamp, is_current
 from citeline.schemas.status import NOT_A_DOCUMENT, DocStatus
 from citeline.schemas.text import visible, visible_lines
@@ -132,14 +132,17 @@ class SourcePath(click.Path):
 @click.option("--allow-mass-delete", is_flag=True,
               help="Forget the documents of vanished files even when PATH came up empty or more than half of "
                    "its documents would go (by default such a sync forgets nothing and exits 4).")
+@click.option("--grace-days", type=click.FloatRange(min=0), default=DEFAULT_GRACE_DAYS, show_default=True,
+              help="A document whose file is gone is forgotten (never served) but its chunks are kept this "
+                   "many days, so a file that comes back keeps their vectors (no re-embedding); the first "
+                   "sync after that deletes them. 0 deletes them at once.")
 @click.option("--always-run", is_flag=True,
               help="Start a Prefect flow run even when nothing changed (by default a sync that would write "
                    "nothing answers without one).")
 @output_options
 def index(path, db, model, strategy, budget, overlap, precision, max_failed, max_bytes, timeout_s, max_memory_bytes,
-          wait_s, ocr_lang,
-          whisper_model, dask, token_vectors, progress, include, exclude, verify, allow_mass_delete, always_run,
-          as_json):
+          wait_s, ocr_lang, whisper_model, dask, token_vectors, progress, include, exclude, verify, allow_mass_delete,
+          grace_days, always_run, as_json):
     """Index (or re-sync) PATH: a folder or one file, local or on S3 (s3://bucket/prefix)."""
     if overlap >= budget:
         raise click.UsageError(f"--overlap ({overlap}) must be smaller than --budget ({budget})")
@@ -155,7 +158,7 @@ def index(path, db, model, strategy, budget, overlap, precision, max_failed, max
     settings = IndexSettings(db=db, model=model_for(db, model), strategy=strategy.upper(), budget=budget, overlap=overlap,
                              precision=precision, max_bytes=max_bytes, timeout_s=timeout_s,
                              max_memory_bytes=max_memory_bytes, ocr_lang=ocr_lang,
-                             whisper_model=whisper_model, token_vectors=token_vectors)
+                             whisper_model=whisper_model, token_vectors=token_vectors, grace_days=grace_days)
     if not (always_run or verify or dask) and _answered_unchanged(path, settings, selection, as_json):
         return
     from citeline.progress import index_progress
@@ -408,9 +411,13 @@ def reindex(db, model, strategy, wait_s, as_json):
 @click.option("--yes", is_flag=True, help="Drop them; without it, only list what would go.")
 @click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
               help="Seconds to wait for another writer of the same index.")
+@click.option("--grace-days", type=click.FloatRange(min=0), default=DEFAULT_GRACE_DAYS, show_default=True,
+              help="Also delete the kept chunks of documents a sync forgot at least this many days ago "
+                   "(0: all of them).")
 @output_options
-def gc(db, yes, wait_s, as_json):
-    """List (or with --yes drop) chunks tables that are not the active one.
+def gc(db, yes, wait_s, grace_days, as_json):
+    """List (or with --yes drop) chunks tables that are not the active one, and the kept chunks
+    of documents forgotten longer ago than --grace-days.
 
     The table a running or interrupted re-index is building is kept: `citeline reindex`
     resumes it. gc takes the writer lock, so it never runs beside another writer, and keeps
@@ -434,9 +441,15 @@ def gc(db, yes, wait_s, as_json):
                                "strategy": stamp.strategy, "rows": store.count_chunks(table=name), "action": action})
                 if action == "drop":
                     store.drop_table(name)
+            purged = store.purge_forgotten(grace_days, dry_run=not yes)
+    forgotten = [{"path": p["path"], "rows": p["rows"], "forgotten_at": p["forgotten_at"].isoformat()} for p in purged]
     if as_json:
-        click.echo(json.dumps({"tables": tables}, indent=2))
+        click.echo(json.dumps({"tables": tables, "forgotten": forgotten}, indent=2))
         return
+    if forgotten:
+        noun = "document" if len(forgotten) == 1 else "documents"
+        click.echo(f"{'deleting' if yes else 'would delete'} the kept chunks of {len(forgotten)} forgotten {noun} "
+                   f"({sum(p['rows'] for p in forgotten)} rows), forgotten {grace_days:g} days ago or more")
     for t in tables:
         what = f"{t['table']}: {t['model']} ({t['dim']}-d), strategy {t['strategy']}, {t['rows']} rows"
         if t["action"] == "keep":
@@ -447,7 +460,7 @@ def gc(db, yes, wait_s, as_json):
                        "run gc again once it has followed the switch or stopped")
         else:
             click.echo(f"{'dropping' if yes else 'would drop'} {what}")
-    if not [t for t in tables if t["action"] not in ("keep", "in-use")]:
+    if not [t for t in tables if t["action"] not in ("keep", "in-use")] and not forgotten:
         click.echo("nothing to drop: only the active chunks table exists" if not tables else "nothing else to drop")
 
 
@@ -591,7 +604,7 @@ def status(db, failed, as_json):
         return
     if stamp := report["active"]:
         click.echo(f"index {db}: {stamp['embed_model']} ({stamp['embed_dim']}-d), strategy {stamp['strategy']}, "
-                   f"pipeline v{stamp['pipeline_version']}; {report['rows']} chunk rows")
+                   f"pipeline v{stamp['pipeline_version']}; {report['rows']} chunk rows{_kept_words(report)}")
         click.echo(gate_line)
     for d in report["documents"]:
         aside = d["status"] == DocStatus.NOT_DOCUMENT  # shown "skipped", as the run's summary says
@@ -609,6 +622,16 @@ def status(db, failed, as_json):
                 click.echo(f"{'':17}note: {note}")
 
 
+def _kept_words(report: dict) -> str:
+    """The rows of forgotten documents kept for the grace period, said apart from the index's."""
+    kept = report.get("forgotten") or {}
+    if not kept.get("rows"):
+        return ""
+    noun = "document" if kept["documents"] == 1 else "documents"
+    return (f" (and {kept['rows']} rows of {kept['documents']} forgotten {noun} kept for the grace period, "
+            "not served)")
+
+
 def _status_report(db: str, versions: dict[str, str]) -> dict:
     """What ``status`` shows, read from the index: every document, the row count, the active
     stamp and the gate (``gate_line``: the gate as the text output words it)."""
@@ -619,7 +642,9 @@ def _status_report(db: str, versions: dict[str, str]) -> dict:
     docs = _named(store.document_rows(["doc_id", "source", *columns]))
     active = store.stamp()
     gate = _gate_status(store, active)
-    return {"documents": [_status_doc(d, active, versions) for d in docs], "rows": store.count_chunks(),
+    kept_documents, kept_rows = store.kept_rows()
+    return {"documents": [_status_doc(d, active, versions) for d in docs], "rows": store.count_chunks(owned=True),
+            "forgotten": {"documents": kept_documents, "rows": kept_rows},
             "active": asdict(active) if active else None, "gate": gate.to_dict() if gate else None,
             "gate_line": gate.line() if gate else "gate: not calibrated: run `citeline calibrate` (or pass ask --cut)"}
 

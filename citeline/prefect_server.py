@@ -31,12 +31,15 @@ import time
 import urllib.request
 from pathlib import Path
 
+from citeline.index.faults import failpoint, storage_reason
+
 ENV_HOME = "CITELINE_HOME"
 ENV_MODE = "CITELINE_PREFECT_SERVER"  # "auto": start one on first need; "off": never use one
 IDLE_S = 1800
 TOUCH_S = 30
 STATE = "server.json"
 USED = "last-used"
+FAILED_MARK = "citeline server: "  # the supervisor's own reason in server.log, quoted by start()
 
 
 def folder() -> Path:
@@ -118,6 +121,7 @@ def start(idle_s: int = IDLE_S, wait_s: float = 240) -> dict:
         env.update(PREFECT_HOME=str(home / "home"), PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1",
                    PREFECT_UI_API_URL=f"http://127.0.0.1:{port}/api")
         with (home / "server.log").open("ab") as log:
+            logged_from = os.fstat(log.fileno()).st_size  # an earlier start's reason is not this one's
             supervisor = subprocess.Popen([sys.executable, "-m", "citeline.prefect_server", str(port), str(idle_s)],
                                           env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                           start_new_session=True)
@@ -129,7 +133,21 @@ def start(idle_s: int = IDLE_S, wait_s: float = 240) -> dict:
             if supervisor.poll() is not None:
                 break
             time.sleep(0.25)
-    raise RuntimeError(f"the citeline Prefect server did not start; see {home / 'server.log'}")
+    reason = _failed_reason(home / "server.log", logged_from)
+    raise RuntimeError(f"the citeline Prefect server did not start{': ' + reason if reason else ''}; "
+                       f"see {home / 'server.log'}")
+
+
+def _failed_reason(log: Path, start: int) -> str | None:
+    """The supervisor's last stated reason for stopping, from its log past ``start``."""
+    try:
+        with log.open("rb") as handle:
+            handle.seek(max(start, handle.seek(0, os.SEEK_END) - 65536))
+            tail = handle.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    found = [line[len(FAILED_MARK):] for line in tail if line.startswith(FAILED_MARK)]
+    return found[-1] if found else None
 
 
 def stop(wait_s: float = 30) -> bool:
@@ -163,11 +181,19 @@ def supervise(port: int, idle_s: int) -> None:
     server = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
                                "--port", str(port)], stdin=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/api"
-    (home / STATE).write_text(json.dumps({"pid": os.getpid(), "server_pid": server.pid, "url": url,
-                                          "ui": f"http://127.0.0.1:{port}", "idle_s": idle_s,
-                                          "started": time.time()}))
     ready = False
+    # Everything after the child exists sits inside the try: a failed write of server.json (a full
+    # disk) once ended the supervisor here and left `prefect server start` running for ever.
     try:
+        try:
+            failpoint("server.state")
+            (home / STATE).write_text(json.dumps({"pid": os.getpid(), "server_pid": server.pid, "url": url,
+                                                  "ui": f"http://127.0.0.1:{port}", "idle_s": idle_s,
+                                                  "started": time.time()}))
+        except OSError as exc:
+            # One line in server.log, which start() quotes in its "did not start"
+            print(f"{FAILED_MARK}cannot write {home / STATE}: {storage_reason(exc)}", file=sys.stderr, flush=True)
+            raise SystemExit(1) from None
         while not stopping and server.poll() is None:
             if not ready:  # idle time counts from the moment it answers (a start takes a minute at load 20)
                 ready = _answers(url)

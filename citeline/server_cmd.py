@@ -29,6 +29,10 @@ def server(action, idle_s, as_json):
             found = prefect_server.start(idle_s)
         except RuntimeError as exc:
             raise CliError(str(exc)) from None
+        except OSError as exc:  # its folder, lock or log on a full or read-only disk
+            from citeline.index.faults import storage_reason
+
+            raise CliError(f"the citeline Prefect server did not start: {storage_reason(exc)}", "storage") from None
     elif action == "stop":
         stopped = prefect_server.stop()
         if as_json:

@@ -11,7 +11,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
 from citeline.extractors import runs_in_process
-from citeline.index.faults import is_storage_error, storage_reason
+from citeline.index.faults import failpoint, is_storage_error, set_up_writes, storage_reason
 from citeline.index.health import note_sync
 from citeline.index.lease import check_writer
 from citeline.index.lock import writer_lock
@@ -74,18 +74,26 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
     with writer_lock(settings.db, wait_s), cooperative():
         store = store_for(settings.db)
         stamp = stamp_for(settings)
-        store.chunks(stamp, create=True)  # refuse an index of another model before any work
-        if removed := store.clean_temp_files():
-            log.warning(Events.RUN_CLEANED, leftover_files=removed)
-        store.migrate()  # the plan reads the stat columns, the sweep the generations
-        if swept := store.sweep_unowned():  # before the plan: a swept document is read again
-            log.warning(Events.RUN_SWEPT, documents=len(swept), paths=[d["path"] for d in swept if d["path"]])
+        with set_up_writes(settings.db):
+            failpoint("setup.create")
+            store.chunks(stamp, create=True)  # refuse an index of another model before any work
+            if removed := store.clean_temp_files():
+                log.warning(Events.RUN_CLEANED, leftover_files=removed)
+            failpoint("setup.migrate")
+            store.migrate()  # the plan reads the stat columns, the sweep the generations
+            if swept := store.sweep_unowned():  # before the plan: a swept document is read again
+                log.warning(Events.RUN_SWEPT, documents=len(swept), paths=[d["path"] for d in swept if d["path"]])
+            if purged := store.purge_forgotten(settings.grace_days):  # before the plan: their files are new again
+                log.info(Events.RUN_PURGED, documents=len(purged), rows=sum(p["rows"] for p in purged),
+                         grace_days=settings.grace_days)
         marks = [time.perf_counter()]
         plan = plan_folder(root, store, stamp, selection, verify, allow_mass_delete)
         for held in plan.held:
             log.warning(Events.RUN_HELD, folder=held.folder, documents=held.documents, reason=held.reason)
         if synced_root(root) not in store.roots():
-            store.add_root(synced_root(root))
+            with set_up_writes(settings.db):
+                failpoint("setup.root")
+                store.add_root(synced_root(root))
         marks.append(time.perf_counter())
         log.info(Events.RUN_PLANNED, total=len(plan.todo), skipped=len(plan.skip), gone=len(plan.gone),
                  still_failing=len(plan.still_failing))
@@ -102,7 +110,9 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
         failures, deleted, stopped = as_failures(failed), 0, None
         try:
             failures = record_failures(failed, settings) if failed else []
-            deleted = forget_deleted(quote(plan.gone), stamp, settings) if plan.gone else 0
+            # a renamed file's old rows live on under its new path: not kept twice
+            lent = frozenset(o.lent_by for o in outcomes if o.lent_by)
+            deleted = forget_deleted(quote(plan.gone), stamp, settings, lent) if plan.gone else 0
             marks.append(time.perf_counter())
             check_writer(settings.db)  # S3: a run whose lease was lost stops before finishing
             if outcomes or failures or deleted or store.needs_finish():
@@ -119,10 +129,10 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
         summary = RunSummary(
             indexed=len(outcomes), failed=len(failures), skipped=len(plan.skip) + unchanged, deleted=deleted,
             chunks=sum(o.chunks for o in outcomes), truncated=sum(o.truncated for o in outcomes),
-            rows=store.count_chunks(), failures=tuple(failures),
+            rows=store.count_chunks(owned=True), failures=tuple(failures),
             encoded=sum(o.encoded for o in outcomes), reused=sum(o.reused for o in outcomes),
             still_failing=len(plan.still_failing), held=tuple(held.line() for held in plan.held),
-            **in_words(outcomes, plan.gone, deleted),
+            **in_words(outcomes, plan.gone, deleted, {t.file.path for t in plan.todo if t.forgotten}),
             not_documents=tuple(sorted([*plan.set_aside, *set_aside], key=lambda d: d.path)),
         )
         state = stopped_state(summary, stopped) if stopped else final_state(summary, max_failed)
@@ -146,14 +156,18 @@ def noted(write) -> None:
         get_logger().warning("run.not_noted", reason=storage_reason(exc))
 
 
-def in_words(indexed: list[Outcome], gone: list[dict], deleted: int) -> dict[str, int]:
-    """``RunSummary``'s counts in words: new, changed, renamed (the lender's file is gone: its
-    record's deletion is the rename's, not a file deleted), copied, and the files really gone."""
+def in_words(indexed: list[Outcome], gone: list[dict], deleted: int, came_back: set[str] = frozenset()
+             ) -> dict[str, int]:
+    """``RunSummary``'s counts in words: new, restored (new here, of a document a sync forgot
+    within the grace period: ``came_back`` holds their paths), changed, renamed (the lender's
+    file is gone: its record's deletion is the rename's, not a file deleted), copied, and the
+    files really gone."""
     gone_sources = {r["source"] for r in gone}
     lenders = {o.lent_by for o in indexed if o.change == "renamed" and o.lent_by in gone_sources}
     count = {change: sum(o.change == change for o in indexed) for change in ("new", "changed", "renamed")}
     renamed = sum(o.change == "renamed" and o.lent_by in lenders for o in indexed)
-    return {"new": count["new"], "changed": count["changed"], "renamed": renamed,
+    restored = sum(o.change == "new" and o.path in came_back for o in indexed)
+    return {"new": count["new"] - restored, "restored": restored, "changed": count["changed"], "renamed": renamed,
             "copied": count["renamed"] - renamed, "vanished": max(deleted - len(lenders), 0) if deleted else 0}
 
 
@@ -383,7 +397,7 @@ def stopped_by_signal(store, outcomes: list[Outcome], failed: list[tuple[Todo, D
     written = [o for o in outcomes if o.status == DocStatus.INDEXED]
     skipped += sum(o.status == DocStatus.SKIPPED for o in outcomes)
     summary = RunSummary(indexed=len(written), failed=len(failed), skipped=skipped, chunks=sum(o.chunks for o in written),
-                         rows=store.count_chunks(), failures=tuple(as_failures(failed)),
+                         rows=store.count_chunks(owned=True), failures=tuple(as_failures(failed)),
                          encoded=sum(o.encoded for o in written), reused=sum(o.reused for o in written))
     left = todo - len(outcomes) - len(failed)
     name = interrupt.signal_name(interrupt.requested())

@@ -3,10 +3,13 @@ Prefect settings of a flow run a command starts."""
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
-from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, PREFECT_HOME, temporary_settings
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from citeline.index.faults import storage_reason
+from citeline.schemas.errors import PrefectHomeUnwritable
 from citeline.schemas.settings import DOCUMENT_WORKERS
 
 LOCAL = "local"
@@ -38,6 +41,8 @@ HEARTBEAT_VARIABLES = ("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "PREFECT_RUNNER_HEAR
 def command_run() -> Iterator[None]:
     """Settings for a flow run a command (CLI or ``Index``) starts and waits for: no heartbeats.
 
+    Without a Prefect server to talk to, Prefect's home is probed first (``prefect_home_problem``).
+
     Prefect 3.9 sends a flow run's heartbeat from a thread that sleeps a second at a time and is
     joined when the run ends, so every run waits up to a second for it to wake: a no-op sync of
     2,000 files took 1.23 s with it and 0.63 s without (docs/benchmarks.md). Heartbeats serve only
@@ -45,8 +50,51 @@ def command_run() -> Iterator[None]:
     command that dies is seen by the person who ran it. Runs of a served schedule (``citeline
     serve``) keep them; an operator who set ``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` keeps them too.
     """
+    if not PREFECT_API_URL.value():  # the flow run will start Prefect's temporary server
+        if problem := prefect_home_problem(Path(PREFECT_HOME.value())):
+            raise PrefectHomeUnwritable(problem)
     if any(name in os.environ for name in HEARTBEAT_VARIABLES):
         yield
         return
     with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
         yield
+
+
+# A fresh temporary server's sqlite database and its write-ahead log took 5.3 MiB after three
+# runs (measured); below this much free space its start fails or the next runs' logs do.
+PREFECT_HOME_MIN_FREE = 16 << 20
+PROBE_BYTES = 64 << 10
+PROBE_NAME = ".citeline-probe"
+
+
+def prefect_home_problem(home: Path, min_free: int = PREFECT_HOME_MIN_FREE) -> str | None:
+    """Why Prefect's temporary server could not keep its database in ``home``, or None.
+
+    On a full disk that server's start fails inside sqlite (``database or disk is full``), and
+    Prefect retries its connection for two minutes and prints thousands of lines ending in
+    ``Timed out while attempting to connect to ephemeral Prefect API server``, the cause never
+    said. A small write (flushed to disk) and the free space say it first, in one line.
+
+    >>> import tempfile; prefect_home_problem(Path(tempfile.mkdtemp()), min_free=0) is None
+    True
+    """
+    probe = home / PROBE_NAME
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        try:
+            with probe.open("wb") as handle:
+                handle.write(b"\0" * PROBE_BYTES)
+                handle.flush()
+                os.fsync(handle.fileno())
+        finally:
+            probe.unlink(missing_ok=True)
+        stats = os.statvfs(home)
+    except OSError as exc:
+        reason = storage_reason(exc)
+    else:
+        free = stats.f_bavail * stats.f_frsize
+        if free >= min_free:
+            return None
+        reason = f"only {free / (1 << 20):.1f} MiB free, {min_free >> 20} MiB needed"
+    return (f"Prefect's home {home} cannot hold the temporary Prefect server's database: {reason}. Free space "
+            "there, set PREFECT_HOME to a folder on another disk, or point PREFECT_API_URL at a running server")

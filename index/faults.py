@@ -6,6 +6,10 @@ import errno
 import os
 import re
 import signal
+from contextlib import contextmanager
+from typing import Iterator
+
+from citeline.schemas.errors import StorageRefused
 
 # LanceDB's Rust core reports file-system failures as RuntimeError("lance error:
 # LanceError(IO): No space left on device (os error 28), …"), not as OSError; observed
@@ -95,3 +99,23 @@ def is_storage_error(exc: BaseException) -> bool:
     False
     """
     return isinstance(exc, OSError) or (isinstance(exc, RuntimeError) and _LANCE_IO in str(exc))
+
+
+@contextmanager
+def set_up_writes(db: str) -> Iterator[None]:
+    """A run's writes before its documents (the table created, migrations, the sweep, the
+    synced root): a storage error becomes ``StorageRefused``, one line naming the cause and
+    the index, instead of a traceback through Prefect's engine.
+
+    >>> with set_up_writes("/idx"):
+    ...     raise OSError(28, "No space left on device", "/idx/meta.lance")
+    Traceback (most recent call last):
+    citeline.schemas.errors.StorageRefused: the index at /idx could not be written: No space left on device: /idx/meta.lance; nothing was indexed or forgotten. Free the space and run it again
+    """
+    try:
+        yield
+    except Exception as exc:
+        if not is_storage_error(exc):
+            raise
+        raise StorageRefused(f"the index at {db} could not be written: {storage_reason(exc)}; nothing was indexed "
+                             "or forgotten. Free the space and run it again") from None

@@ -89,8 +89,12 @@ def writer_lock(uri: str, wait_s: float = 0.0) -> Iterator[None]:
     fd = _open_lock_file(Path(uri.removeprefix("file://")))
     try:
         _acquire(fd, uri, wait_s)
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        try:  # who holds it, for the next writer's "being written by process N"
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        except OSError as exc:  # a full disk refuses even these few bytes: one line, not a traceback
+            lock = Path(uri.removeprefix("file://")) / LOCK_NAME
+            raise IndexUnwritable(f"cannot write an index at {lock.parent}: {exc.strerror} ({lock})") from None
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the flock

@@ -22,8 +22,9 @@ from citeline.schemas.paths import is_remote
 from citeline.schemas.retrieval import Filters
 from citeline.schemas.stamp import IndexStamp, stamp_differences
 from citeline.schemas.tables import (
-    CALIBRATION_KEY, CHUNKS_PREFIX, DOCUMENTS, DOCUMENTS_SCHEMA, GENERATION, GENERATION_FIELD, HEALTH, META, META_SCHEMA,
-    ROOT_KEY, STAMP_KEY, STAT_FIELDS, TOKENS_PREFIX, chunks_schema, chunks_table_name,
+    CALIBRATION_KEY, CHUNKS_PREFIX, DOCUMENTS, DOCUMENTS_SCHEMA, FORGOTTEN, FORGOTTEN_SCHEMA, GENERATION,
+    GENERATION_FIELD, HEALTH, META, META_SCHEMA, ROOT_KEY, STAMP_KEY, STAT_FIELDS, TOKENS_PREFIX, chunks_schema,
+    chunks_table_name,
 )
 
 
@@ -315,6 +316,113 @@ class Store:
     def document_rows(self, columns: Sequence[str] | None = None, where: Filter | None = None) -> list[dict]:
         return _scan(self.documents(), columns, where)
 
+    # ---- documents forgotten, their rows kept for a grace period ------------------------
+
+    def forget_documents(self, doc_ids: Sequence[str], stamp: IndexStamp | None, keep_rows: bool = True,
+                         batch: int = 5000) -> int:
+        """A sync's forgetting: the records go; with ``keep_rows`` the chunk rows stay for the
+        grace period, owned by no record (so no reader sees them), named by their generation in
+        the ``forgotten`` table. A file that comes back keeps their vectors (``forgotten_ids``);
+        ``purge_forgotten`` deletes them once the grace period is over.
+
+        Commits: the ``forgotten`` rows, then the records (``delete_documents``' batches), then
+        the rows of records without a generation (written before generations: they cannot be
+        told from owned rows, so they are not kept). A stop after the first leaves names of
+        owned rows, which ``purge_forgotten`` drops; after the second, held rows as intended.
+
+        Returns:
+            how many documents' rows were kept.
+        """
+        if not doc_ids:
+            return 0
+        live = stamp is not None and self.stamp() is not None
+        held = []
+        if keep_rows and live:
+            for start in range(0, len(doc_ids), batch):
+                held += [r for r in self.document_rows(["doc_id", "path", GENERATION],
+                                                       one_of("doc_id", list(doc_ids[start:start + batch])))
+                         if r[GENERATION] is not None]
+        if held:
+            at = now()
+            self.db.create_table(FORGOTTEN, schema=FORGOTTEN_SCHEMA, exist_ok=True).add(pa.Table.from_pylist(
+                [{"generation": r[GENERATION], "doc_id": r["doc_id"], "path": r["path"], "forgotten_at": at}
+                 for r in held], schema=FORGOTTEN_SCHEMA))
+        kept = {r["doc_id"] for r in held}
+        for start in range(0, len(doc_ids), batch):
+            self.documents().delete(one_of("doc_id", list(doc_ids[start:start + batch])))
+        failpoint("delete.between")
+        if live and (rest := [d for d in doc_ids if d not in kept]):
+            for start in range(0, len(rest), batch):
+                self.chunks(stamp).delete(one_of("doc_id", rest[start:start + batch]))
+        return len(kept)
+
+    def forgotten(self) -> list[dict]:
+        """The ``forgotten`` table's rows (generation, doc_id, path, forgotten_at); none before a sync forgot any."""
+        if not self.has_table(FORGOTTEN):
+            return []
+        return _scan(self.db.open_table(FORGOTTEN), None, None)
+
+    def forgotten_ids(self) -> set[str]:
+        """The documents whose rows a sync kept when it forgot them: a file that comes back
+        under one of these ids keeps the vectors of its unchanged chunks."""
+        return {r["doc_id"] for r in self.forgotten()}
+
+    def kept_generations(self) -> set[int]:
+        """Generations named in ``forgotten`` (their rows, if any, are kept, not swept)."""
+        return {r["generation"] for r in self.forgotten()}
+
+    def debris_generations(self) -> list[int]:
+        """Unowned generations no forgetting keeps: a stopped writer's rows, which the sweep deletes."""
+        unowned = self.unowned_generations()
+        return sorted(set(unowned) - self.kept_generations()) if unowned else []
+
+    def purge_due(self, grace_days: float, at: datetime | None = None) -> bool:
+        """Whether a forgotten document's grace period is over (``purge_forgotten`` would write)."""
+        cutoff = (at or now()) - timedelta(days=grace_days)
+        return any(r["forgotten_at"] <= cutoff for r in self.forgotten())
+
+    def purge_forgotten(self, grace_days: float, at: datetime | None = None, dry_run: bool = False
+                        ) -> list[dict]:
+        """Delete the kept rows of documents forgotten ``grace_days`` or more before ``at``
+        (now), then their names; names whose rows are gone (the file came back and was
+        written again, a re-index) or owned go too. Writers only, under the lock.
+
+        Rows first, names second: a stop in between leaves names of no rows, dropped next time.
+
+        Returns:
+            the purged documents (``forgotten`` rows, with ``rows``: how many rows went).
+        """
+        entries = self.forgotten()
+        if not entries:
+            return []
+        cutoff = (at or now()) - timedelta(days=grace_days)
+        unowned = set(self.unowned_generations())
+        expired = [r for r in entries if r["forgotten_at"] <= cutoff and r["generation"] in unowned]
+        name = self.active_table()
+        if expired and name is not None:
+            table = self.db.open_table(name)
+            where = one_of(GENERATION, sorted({r["generation"] for r in expired}))
+            counts = Counter(r[GENERATION] for r in _scan(table, [GENERATION], where))
+            expired = [{**r, "rows": counts[r["generation"]]} for r in expired]
+            if not dry_run:
+                table.delete(where)
+        if not dry_run:
+            gone = sorted({r["generation"] for r in entries if r["forgotten_at"] <= cutoff or r["generation"] not in unowned})
+            if gone:
+                failpoint("purge.between")
+                self.db.open_table(FORGOTTEN).delete(one_of("generation", gone))
+        return expired
+
+    def kept_rows(self) -> tuple[int, int]:
+        """(documents, rows) kept for the grace period: unserved rows of forgotten documents."""
+        kept = self.kept_generations()
+        unowned = set(self.unowned_generations()) & kept if kept else set()
+        if not unowned:
+            return 0, 0
+        table = self.db.open_table(self.active_table())
+        rows = _scan(table, ["doc_id"], one_of(GENERATION, sorted(unowned)))
+        return len({r["doc_id"] for r in rows}), len(rows)
+
     # ---- roots -----------------------------------------------------------------------
 
     def roots(self) -> list[str]:
@@ -412,12 +520,17 @@ class Store:
         if doc_ids := list(doc_ids):
             self.db.open_table(table).delete(one_of("doc_id", doc_ids))
 
-    def count_chunks(self, doc_id: str | None = None, table: str | None = None) -> int:
-        """Rows of the active chunks table (or ``table``), of one document if given."""
+    def count_chunks(self, doc_id: str | None = None, table: str | None = None, owned: bool = False) -> int:
+        """Rows of the active chunks table (or ``table``), of one document if given; with
+        ``owned``, only those readers see (not a stopped writer's, not a forgotten document's)."""
         name = table or self.active_table()
         if name is None:
             return 0
-        return _count(self.db.open_table(name), None if doc_id is None else equals("doc_id", doc_id))
+        opened = self.db.open_table(name)
+        where = None if doc_id is None else equals("doc_id", doc_id)
+        if owned and (kept := self.owned_where(opened)) is not None:
+            return _count(opened, kept if where is None else f"({where.to_sql()}) AND {kept}")
+        return _count(opened, where)
 
     def unowned_generations(self, table=None) -> list[int]:
         """Generations of chunk rows in the active chunks table (or the open ``table``) that
@@ -455,7 +568,7 @@ class Store:
         Returns:
             the affected documents (doc_id, and path when a record names it).
         """
-        unowned = self.unowned_generations()
+        unowned = self.debris_generations()  # not the rows kept for forgotten documents (``forget_documents``)
         if not unowned:
             return []
         table = self.chunks(self.require_stamp())
@@ -623,7 +736,7 @@ def _scan(table, columns: Sequence[str] | None, where: Filter | None) -> list[di
     return query.limit(None).to_list()
 
 
-def _count(table, where: Expr | None) -> int:
+def _count(table, where: Filter | None) -> int:
     """Rows of ``table`` matching ``where``: a scan, since ``count_rows`` takes only SQL text."""
     if where is None:
         return table.count_rows()

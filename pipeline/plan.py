@@ -60,6 +60,7 @@ class Todo:
     known: Known | None = None  # the file may be unchanged: skip it if its bytes are these
     same_size: bool = False  # a stored document has this new file's size: it may be a rename or a copy
     fresh: bool = False  # take nothing from the index (a repair does not trust the rows it replaces)
+    forgotten: bool = False  # a sync forgot this document within the grace period: its rows are still stored
 
     @property
     def was_indexed(self) -> bool:
@@ -69,9 +70,9 @@ class Todo:
 
     def reuse(self, stored: StoredWork) -> Reuse | None:
         """What the task may take from the index; None when there is nothing to look for."""
-        if self.fresh or not (self.was_indexed or self.same_size):
+        if self.fresh or not (self.was_indexed or self.same_size or self.forgotten):
             return None
-        return Reuse(stored, previous=self.was_indexed, same_size=self.same_size)
+        return Reuse(stored, previous=self.was_indexed or self.forgotten, same_size=self.same_size)
 
     @classmethod
     def of_record(cls, record: dict, fresh: bool = False) -> "Todo":
@@ -160,8 +161,8 @@ def stored_sizes(records: list[dict]) -> set[int]:
 
 
 def plan_sync(files: list[SourceFile], records: list[dict], stamp: IndexStamp, prune_root: str | None,
-              verify: bool = False, unlisted: tuple[Unlisted, ...] = (), allow_mass_delete: bool = False
-              ) -> SyncPlan:
+              verify: bool = False, unlisted: tuple[Unlisted, ...] = (), allow_mass_delete: bool = False,
+              forgotten: set[str] = frozenset()) -> SyncPlan:
     """Sort files into todo and skip; records whose source lies under ``prune_root`` with no file become gone.
 
     Args:
@@ -174,6 +175,8 @@ def plan_sync(files: list[SourceFile], records: list[dict], stamp: IndexStamp, p
             changes that kept size and mtime), and read every failed one again.
         unlisted: what the listing could not read; nothing under it is forgotten.
         allow_mass_delete: forget what is gone even when the root came up empty or most of it went.
+        forgotten: doc ids of documents a sync forgot whose rows are kept for the grace period: a
+            file that comes back under one keeps the vectors of its unchanged chunks.
     """
     by_id = {r["doc_id"]: r for r in records}
     sizes = stored_sizes(records)
@@ -184,7 +187,8 @@ def plan_sync(files: list[SourceFile], records: list[dict], stamp: IndexStamp, p
         seen.add(doc_id)
         record = by_id.get(doc_id)
         if record is None:
-            plan.todo.append(Todo(file, same_size=file.stat is not None and file.stat.size in sizes))
+            plan.todo.append(Todo(file, same_size=file.stat is not None and file.stat.size in sizes,
+                                  forgotten=doc_id in forgotten))
         elif not verify and is_still_failing(record, file.stat):
             plan.still_failing.append(file)
         elif not verify and is_set_aside(record, file.stat):

@@ -99,6 +99,16 @@ class IndexUnwritable(CitelineError):
     """The index's folder cannot be created or its lock file opened (a path under a file, no permission)."""
 
 
+class StorageRefused(CitelineError):
+    """The storage under the index refused a write of a run's set-up (disk full, I/O error):
+    the run stops before it reads or forgets any document."""
+
+
+class PrefectHomeUnwritable(CitelineError):
+    """Prefect's home cannot hold the temporary server's database (a full disk, no permission):
+    said before the server starts, whose own failure is two minutes of retries and a timeout."""
+
+
 class UnsupportedStore(CitelineError):
     """An index on an object store where citeline has no writer lock (only S3 has one)."""
 

@@ -18,6 +18,7 @@ MAX_MEMORY_BYTES = 6 * 1024 ** 3
 # the 2-core machines citeline is measured on. OCR runs one Tesseract process per page on one
 # thread, so a second document keeps the other core busy; the encoder is locked, one batch at a time.
 DOCUMENT_WORKERS = 2
+DEFAULT_GRACE_DAYS = 7.0
 
 
 @dataclass(frozen=True)
@@ -35,3 +36,6 @@ class IndexSettings:
     ocr_lang: str = "auto"
     whisper_model: str = ""  # a CTranslate2 Whisper folder; empty: the packaged tiny.en
     token_vectors: bool = False  # also store word-piece vectors for fast MaxSim (index/tokens.py)
+    # A document a sync forgets keeps its chunk rows, unserved, this long: a share that comes
+    # back (unmounted, restored from a backup) costs no re-embedding (Store.forget_documents).
+    grace_days: float = DEFAULT_GRACE_DAYS

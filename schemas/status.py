@@ -98,6 +98,7 @@ class RunSummary:
     # stored document's work (``renamed``: its old path is gone; ``copied``: it is still there);
     # ``deleted`` counts the renamed files' old paths too, ``vanished`` only the files really gone
     new: int = 0
+    restored: int = 0  # new here, of a document forgotten within the grace period: its vectors kept
     changed: int = 0
     renamed: int = 0
     copied: int = 0
@@ -112,7 +113,7 @@ class RunSummary:
         >>> RunSummary(new=2, changed=1, renamed=1, vanished=1, not_documents=(NotDocument("a.py", "x"),)).words()
         '2 new, 1 changed, 1 renamed, 1 deleted, 1 skipped as not a document'
         """
-        counts = [(self.new, "new"), (self.changed, "changed"), (self.renamed, "renamed"), (self.copied, "copied"),
+        counts = [(self.new, "new"), (self.restored, "restored"), (self.changed, "changed"), (self.renamed, "renamed"), (self.copied, "copied"),
                   (self.vanished, "deleted"), (self.failed, "failed")]
         parts = [f"{n} {label}" for n, label in counts if n]
         if self.not_documents:

@@ -58,6 +58,19 @@ GENERATION = "generation"
 GENERATION_FIELD = pa.field(GENERATION, pa.int64())
 
 
+# Documents a sync forgot whose chunk rows are kept for a grace period (Store.forget_documents):
+# one row per forgotten write, by the generation its rows carry. Those rows are owned by no
+# record, so no reader sees them; a file that comes back within the grace period keeps their
+# vectors (pipeline/reuse.py), and the sync after it ends deletes them (Store.sweep_unowned).
+FORGOTTEN = "forgotten"
+FORGOTTEN_SCHEMA = pa.schema([
+    pa.field("generation", pa.int64(), nullable=False),
+    pa.field("doc_id", pa.string(), nullable=False),
+    pa.field("path", pa.string(), nullable=False),
+    pa.field("forgotten_at", pa.timestamp("us", tz="UTC"), nullable=False),
+])
+
+
 def new_generation() -> int:
     """A fresh generation: random, so two writes (two processes, two runs) never share one."""
     return secrets.randbits(63)

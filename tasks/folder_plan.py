@@ -46,7 +46,7 @@ def plan_folder(root: str, store: Store, stamp: IndexStamp, selection: Selection
         get_logger().info(Events.FOLDER_LEFT_OUT, folder=folder, why="citeline's own files: the index, or Prefect's home")
     prune = synced_root(root) if is_folder(root) else None
     return plan_sync(listing.files, store.document_rows(RECORD_COLUMNS), stamp, prune, verify, listing.unlisted,
-                     allow_mass_delete)
+                     allow_mass_delete, store.forgotten_ids())
 
 
 def own_folders(db: str) -> tuple[str, ...]:
@@ -84,11 +84,13 @@ def unchanged(root: str, settings: IndexSettings, selection: Selection = Selecti
     if stored is None or stored != IndexStamp(resolve_model(settings.model).name, stored.embed_dim, PIPELINE_VERSION,
                                               settings.strategy.upper()):
         return None  # a new index, or other settings: the flow creates it or says what differs
-    if store.needs_migration() or store.unowned_generations():  # the flow migrates; it sweeps rows no record owns
+    if store.needs_migration() or store.debris_generations():  # the flow migrates; it sweeps rows no record owns
+        return None
+    if store.purge_due(settings.grace_days):  # the flow purges the rows of documents forgotten long enough ago
         return None
     plan = plan_folder(root, store, stored, selection)  # first: where a sync with work finds it
     if (plan.todo or plan.gone or plan.held or store.temp_files() or synced_root(root) not in store.roots()
             or store.needs_finish() or TokenVectors(store, stored).exists() or calibration_due(store, stored)):
         return None
-    return RunSummary(skipped=len(plan.skip), rows=store.count_chunks(), still_failing=len(plan.still_failing),
+    return RunSummary(skipped=len(plan.skip), rows=store.count_chunks(owned=True), still_failing=len(plan.still_failing),
                       not_documents=tuple(plan.set_aside))

@@ -39,6 +39,7 @@ class Events:
     RUN_CLEANED = "run.cleaned"
     FOLDER_LEFT_OUT = "folder.left_out"  # the index (or Prefect's home) inside the synced folder: not indexed
     RUN_HELD = "run.held"  # documents not forgotten: a folder not listed, a mass deletion (pipeline/plan.py)
+    RUN_PURGED = "run.purged"  # rows of documents forgotten longer ago than the grace period, deleted
     RUN_SWEPT = "run.swept"  # chunk rows no record owned (a writer killed between its commits), deleted
     DOCUMENT_FINISHED = "document.finished"
     DOCUMENT_INDEXED = "document.indexed"

@@ -45,11 +45,17 @@ def as_failures(failed: list[tuple[Todo, DocError]]) -> list[Failure]:
 
 
 @task(name="forget-deleted", cache_policy=NO_CACHE, persist_result=False)
-def forget_deleted(records: list[dict], stamp: IndexStamp, settings: IndexSettings) -> int:
-    """Remove chunks and records of documents whose files are gone."""
+def forget_deleted(records: list[dict], stamp: IndexStamp, settings: IndexSettings,
+                   lent: frozenset[str] = frozenset()) -> int:
+    """Remove the records of documents whose files are gone; their chunks stay, unserved, for
+    ``settings.grace_days`` (``Store.forget_documents``), except those of a renamed file's old
+    path (``lent``: sources whose rows a new path took this run), which are deleted."""
     store = store_for(settings.db)
     log = get_logger()
+    keep = settings.grace_days > 0
     with write_lock(settings.db):
-        store.delete_documents([r["doc_id"] for r in records], stamp)
+        store.forget_documents([r["doc_id"] for r in records if r["source"] not in lent or not keep], stamp,
+                               keep_rows=keep)
+        store.delete_documents([r["doc_id"] for r in records if r["source"] in lent and keep], stamp)
     each_or_summary(log, (Events.DOCUMENT_DELETED,), [{"path": r["path"]} for r in records], Events.DOCUMENTS_DELETED)
     return len(records)

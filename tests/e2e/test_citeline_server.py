@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -89,4 +90,32 @@ def test_an_idle_server_stops_by_itself(home):
     while time.monotonic() < deadline and (alive(state["pid"]) or alive(state["server_pid"])):
         time.sleep(0.5)
     assert not alive(state["pid"]) and not alive(state["server_pid"])
+    assert not (home / "prefect" / "server.json").exists()
+
+
+def processes_with_home(prefect_home) -> list[str]:
+    """Every live process whose environment names ``prefect_home``: the supervisor's children."""
+    needle = f"PREFECT_HOME={prefect_home}".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and needle in (proc / "environ").read_bytes().split(b"\0") and alive(int(proc.name)):
+                found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:  # ended while we looked
+            continue
+    return found
+
+
+def test_a_server_json_the_disk_refuses_stops_the_server_it_started(home):
+    """Issue 43 item 6: the supervisor failed to write server.json (a full disk) after starting
+    `prefect server start`, ended, and left that server running for ever."""
+    env = {**{k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}, "CITELINE_HOME": str(home),
+           "CITELINE_FAILPOINT": "server.state:enospc"}
+    started = subprocess.run([sys.executable, "-m", "citeline", "server", "start"], env=env, cwd=ROOT,
+                             capture_output=True, text=True, timeout=300)
+    assert started.returncode == 1
+    assert started.stderr.strip().splitlines() == [
+        f"Error: the citeline Prefect server did not start: cannot write {home / 'prefect' / 'server.json'}: "
+        f"No space left on device (failpoint server.state); see {home / 'prefect' / 'server.log'}"]
+    assert processes_with_home(home / "prefect" / "home") == []
     assert not (home / "prefect" / "server.json").exists()

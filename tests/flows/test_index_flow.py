@@ -86,7 +86,10 @@ def test_changed_file_replaced_and_deleted_file_forgotten(docs, tmp_path):
     assert set(records(s)) == {"04-dropout.md"}
     contents = [r["content"] for r in store.chunk_rows(["content"])]
     assert any("zebras" in c for c in contents)
-    assert store.count_chunks() == records(s)["04-dropout.md"]["chunk_count"]
+    # what readers see; the deleted file's rows are kept, unserved, for the grace period (test_grace_period.py)
+    assert store.count_chunks(owned=True) == records(s)["04-dropout.md"]["chunk_count"]
+    assert {r["path"] for r in store.chunk_rows(["path"], owned=True)} == {"04-dropout.md"}
+    assert store.count_chunks() == store.count_chunks(owned=True) + store.kept_rows()[1]
     assert check_index(store) == []
 
 
