@@ -56,7 +56,7 @@ def state() -> dict | None:
 def running(timeout_s: float = 1.0) -> dict | None:
     """The state of the citeline server when its supervisor lives and the API answers; else None."""
     found = state()
-    if found is None or not _alive(found.get("pid", 0)):
+    if found is None or not alive(found.get("pid", 0)):
         return None
     return found if _answers(found["url"], timeout_s) else None
 
@@ -153,13 +153,13 @@ def _failed_reason(log: Path, start: int) -> str | None:
 def stop(wait_s: float = 30) -> bool:
     """Stop the citeline server; False when none was running."""
     found = state()
-    if found is None or not _alive(found.get("pid", 0)):
+    if found is None or not alive(found.get("pid", 0)):
         with contextlib.suppress(OSError):
             (folder() / STATE).unlink()
         return False
     os.kill(found["pid"], signal.SIGTERM)
     deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline and _alive(found["pid"]):
+    while time.monotonic() < deadline and alive(found["pid"]):
         time.sleep(0.1)
     return True
 
@@ -214,7 +214,8 @@ def supervise(port: int, idle_s: int) -> None:
                 server.kill()
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, killed and not yet reaped, does not)."""
     if pid <= 0:
         return False
     try:

@@ -17,7 +17,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from citeline.prefect_server import ENV_HOME
+from citeline.prefect_server import ENV_HOME, alive
 
 ENV_TOKEN = "CITELINE_API_TOKEN"
 HEALTH_TIMEOUT_S = 0.5
@@ -90,7 +90,7 @@ def find(db: str) -> Service | None:
         pid, url = int(found["pid"]), str(found["url"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if not _alive(pid):
+    if not alive(pid):
         try:
             path.unlink()
         except OSError:
@@ -114,12 +114,3 @@ def request_filters(filters) -> dict:
     since = filters.modified_since.isoformat() if filters.modified_since else None
     return {"path": list(filters.paths), "type": list(filters.types), "since": since}
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return pid > 0

@@ -153,12 +153,9 @@ def test_served_deployment_syncs_the_folder_when_triggered(server, tmp_path):
     assert store.count_chunks() == sum(r["chunk_count"] for r in store.document_rows(["chunk_count"])) > 0
 
 
-def test_a_hostile_failed_documents_table_fetches_nothing_in_the_ui(server, tmp_path):
+def test_a_hostile_failed_documents_table_fetches_nothing_in_the_ui(server, beacon, tmp_path):
     """The failed-documents table artifact opened in Chromium: a name and a reason that carry Markdown
     images and links make no request leave and render no live link (issue 42, item 6)."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
     from prefect.settings import PREFECT_API_URL, temporary_settings
@@ -167,20 +164,7 @@ def test_a_hostile_failed_documents_table_fetches_nothing_in_the_ui(server, tmp_
     from citeline.schemas.status import Failure, RunSummary
     from citeline.tasks.report import publish_report
 
-    hits = []
-
-    class Beacon(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server's name
-            hits.append(self.path)
-            self.send_response(204)
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    beacon = ThreadingHTTPServer(("127.0.0.1", 0), Beacon)
-    threading.Thread(target=beacon.serve_forever, daemon=True).start()
-    host = f"http://127.0.0.1:{beacon.server_port}"
+    host, hits = beacon
     failure = Failure(path=f"![beacon]({host}/from-name.png) [Click here to retry]({host}/link).md", stage="extract",
                       reason=f"undecodable: the file starts with ![]({host}/from-bytes.png) <img src={host}/html.png>",
                       source=f"/docs/[Click here]({host}/source).md")
@@ -199,9 +183,32 @@ def test_a_hostile_failed_documents_table_fetches_nothing_in_the_ui(server, tmp_
         images = [i.get_attribute("src") for i in driver.find_elements(By.TAG_NAME, "img")]
     finally:
         driver.quit()
-        beacon.shutdown()
     assert hits == [], hits
     assert not [x for x in links + images if x and (x.startswith(host) or x.startswith("javascript"))], (links, images)
+
+
+@pytest.fixture
+def beacon():
+    """A loopback HTTP server that records every request it gets: ``(base URL, paths requested)``.
+    A page that renders a document's text must make none reach it."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    hits: list[str] = []
+
+    class Beacon(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            hits.append(self.path)
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Beacon)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}", hits
+    server.shutdown()
 
 
 def page_text_when(driver, ready, timeout_s: float = 180) -> str:
@@ -231,13 +238,10 @@ def headless_chromium():
     return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
 
 
-def test_the_index_health_artifacts_fetch_nothing_in_the_ui(server):
+def test_the_index_health_artifacts_fetch_nothing_in_the_ui(server, beacon):
     """The index's failing-documents table and index-health page opened in Chromium: a failing
     file's name and reason, and a synced folder's, that carry Markdown images, links and HTML
     make no request leave and render no live link (issue 45, item 3)."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
@@ -247,20 +251,7 @@ def test_the_index_health_artifacts_fetch_nothing_in_the_ui(server):
     from citeline.schemas.health import CheckNote, FailingDocument, IndexHealth, SyncNote
     from citeline.tasks.report import artifact_keys, failing_rows, health_markdown
 
-    hits = []
-
-    class Beacon(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server's name
-            hits.append(self.path)
-            self.send_response(204)
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    beacon = ThreadingHTTPServer(("127.0.0.1", 0), Beacon)
-    threading.Thread(target=beacon.serve_forever, daemon=True).start()
-    host = f"http://127.0.0.1:{beacon.server_port}"
+    host, hits = beacon
     root = f"/docs/![root]({host}/root.png)"
     health = IndexHealth(
         db="/data/index", by_state={"failed": 1, "indexed": 3}, rows=12, model="fake", dim=8, strategy="E",
@@ -289,6 +280,5 @@ def test_the_index_health_artifacts_fetch_nothing_in_the_ui(server):
             images += [i.get_attribute("src") for i in driver.find_elements(By.TAG_NAME, "img")]
     finally:
         driver.quit()
-        beacon.shutdown()
     assert hits == [], hits
     assert not [x for x in links + images if x and (x.startswith(host) or x.startswith("javascript"))], (links, images)
