@@ -27,4 +27,7 @@ class IndexSettings:
     timeout_s: float = 300.0  # per document
     ocr_lang: str = "auto"
     whisper_model: str = ""  # a CTranslate2 Whisper folder; empty: the packaged tiny.en
-    token_vectors: bool = False  # also store word-piece vectors for fast MaxSim (index/tokens.py)
+    # Store word-piece vectors for MaxSim (index/tokens.py), from the pass that embeds each chunk:
+    # True/False as `index --token-vectors/--no-token-vectors` says (recorded in the index);
+    # None keeps the index's choice (yes unless turned off). Flows resolve it to a bool.
+    token_vectors: bool | None = None
