@@ -167,3 +167,21 @@ def test_a_float16_table_of_version_1_is_read_then_rebuilt_as_int8(docs, tmp_pat
     rebuilt = TokenVectors(store, stamp)
     assert not rebuilt.legacy() and rebuilt.stored_ids() == set(ids)
     assert all(np.array_equal(rebuilt.read([i])[i], int8[i]) for i in ids)
+
+
+@pytest.mark.model
+def test_rerank_from_stored_int8_vectors_equals_rerank_on_the_fly_with_the_real_model(docs, tmp_path):
+    """MiniLM: the index's int8 word-piece vectors (from the pass that embedded each chunk) rank the
+    candidates as encoding them per question does, scores within int8 rounding."""
+    db = str(tmp_path / "db")
+    index_folder(str(docs), IndexSettings(model="all-MiniLM-L6-v2", db=db, precision="fp32"))
+    embedder = get_embedder("all-MiniLM-L6-v2", "fp32")
+    store = Store(db)
+    assert TokenVectors(store, store.stamp()).stored_ids() == chunk_ids(store)
+    stored, fresh = Searcher.open(db, embedder), Searcher.open(db, embedder)
+    fresh.reader.tokens = None  # as an index without stored vectors: every candidate encoded now
+    for question in (QUESTION, "How does a cosine learning-rate schedule with warmup behave?",
+                     "what is the keep probability of dropout at inference"):
+        a, b = stored.rerank(question, 8), fresh.rerank(question, 8)
+        assert [r.chunk_id for r in a] == [r.chunk_id for r in b]
+        assert np.allclose([r.rerank_score for r in a], [r.rerank_score for r in b], atol=1e-3)
