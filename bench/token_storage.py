@@ -15,7 +15,13 @@ Three measurements, each alternating its two sides in one run so their ratio hol
 
     .venv/bin/python bench/token_storage.py index --rounds 2 --keep /tmp/ts
     .venv/bin/python bench/token_storage.py first --db /tmp/ts/with --db /tmp/ts/without --rounds 2
+    .venv/bin/python bench/token_storage.py service --db /tmp/ts/with --db /tmp/ts/without --rounds 2
+    .venv/bin/python bench/token_storage.py second-pass --db /tmp/ts/without
     .venv/bin/python bench/token_storage.py codec
+
+``service``: ``citeline api`` started fresh on each index, the course questions POSTed to ``/ask``
+from the first request after it is ready. ``second-pass``: what storing token vectors cost before
+(a second forward pass over every chunk after the run), on a copy of an index without them.
 """
 from __future__ import annotations
 
@@ -29,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -103,13 +110,13 @@ def cmd_first_one(args) -> None:
     index = Index.open(args.db[0])
     opened = time.perf_counter() - started
     times = []
-    for q in questions:
-        t = time.perf_counter()
-        if args.what == "search":
-            index.search(q)
-        else:
-            index.ask(q)
-        times.append((time.perf_counter() - t) * 1000)
+    call = index.search if args.what == "search" else index.ask
+    # from a worker thread, as the service's endpoints run (bench/http_latency.py says why)
+    with ThreadPoolExecutor(1) as worker:
+        for q in questions:
+            t = time.perf_counter()
+            worker.submit(call, q).result()
+            times.append((time.perf_counter() - t) * 1000)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"open_s": round(opened, 2), "ms": [round(t, 1) for t in times], "rss_mb": round(rss)}))
 
@@ -134,6 +141,67 @@ def cmd_first(args) -> None:
         p90 = statistics.quantiles(ms, n=10)[-1]
         print(f"| {db} | {what} | {statistics.median(firsts):.0f} ms | {statistics.median(ms):.1f} ms | "
               f"{p90:.1f} ms | {max(row['rss_mb'] for row in rows)} MB |")
+    print(machine())
+
+
+def cmd_service(args) -> None:
+    """``citeline api`` started fresh per round and index; the course questions POSTed to /ask once
+    each, one keep-alive client, from the first request after /health says ready."""
+    import http.client
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from http_latency import request, rss_mb, start_service
+
+    print(machine())
+    questions = course_questions(Path(args.corpus))
+    results: dict[str, list[dict]] = {}
+    for r in range(args.rounds):
+        for db in (args.db if r % 2 == 0 else args.db[::-1]):
+            started = time.perf_counter()
+            proc, port = start_service(db)
+            ready = time.perf_counter() - started
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+                rss_ready = rss_mb(proc.pid)
+                ms, inside = [], []
+                for q in questions:
+                    t = time.perf_counter()
+                    inside.append(request(conn, "ask", q) * 1000)
+                    ms.append((time.perf_counter() - t) * 1000)
+                row = {"ready_s": round(ready, 1), "ms": ms, "service_ms": inside, "rss_ready_mb": rss_ready,
+                       "rss_mb": rss_mb(proc.pid)}
+            finally:
+                proc.terminate()
+                proc.wait(30)
+            results.setdefault(db, []).append(row)
+            print(db, f"ready {row['ready_s']} s, first {ms[0]:.0f} ms, p50 {statistics.median(ms):.1f} ms, "
+                      f"rss {rss_ready} -> {row['rss_mb']} MB", flush=True)
+    print("| index | first /ask | p50 | p90 | service's own p50 | RSS ready → after |")
+    print("|---|---:|---:|---:|---:|---|")
+    for db, rows in results.items():
+        ms = [t for row in rows for t in row["ms"]]
+        inside = [t for row in rows for t in row["service_ms"]]
+        print(f"| {db} | {statistics.median(row['ms'][0] for row in rows):.0f} ms | {statistics.median(ms):.1f} ms | "
+              f"{statistics.quantiles(ms, n=10)[-1]:.1f} ms | {statistics.median(inside):.1f} ms | "
+              f"{max(row['rss_ready_mb'] for row in rows)} → {max(row['rss_mb'] for row in rows)} MB |")
+    print(machine())
+
+
+def second_pass(args) -> None:
+    """The old way's extra cost: a copy of an index without token vectors filled by the second pass."""
+    from citeline.index.store import Store
+    from citeline.pipeline.embed import get_embedder
+    from citeline.tasks.tokens import fill_token_vectors
+
+    print(machine())
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "copy"
+        shutil.copytree(args.db[0], db)
+        store = Store(str(db))
+        cpu, started = time.process_time(), time.perf_counter()
+        added, _ = fill_token_vectors(store, store.stamp(), lambda: get_embedder(store.stamp().embed_model, "fp32"))
+        print(f"second pass: {added} chunks, wall {time.perf_counter() - started:.1f} s, "
+              f"cpu {time.process_time() - cpu:.1f} s (model load included)")
     print(machine())
 
 
@@ -208,12 +276,19 @@ def main() -> None:
     p.add_argument("--db", action="append", required=True)
     p.add_argument("--what", choices=("search", "ask"), required=True)
     p.add_argument("--corpus", default=str(DEFAULT_CORPUS))
+    p = sub.add_parser("service")
+    p.add_argument("--db", action="append", required=True)
+    p.add_argument("--corpus", default=str(DEFAULT_CORPUS))
+    p.add_argument("--rounds", type=int, default=1)
+    p = sub.add_parser("second-pass")
+    p.add_argument("--db", action="append", required=True)
     p = sub.add_parser("codec")
     p.add_argument("--corpus", default=str(DEFAULT_CORPUS))
     p.add_argument("--codecs", nargs=2, default=["float16", "int8"])
     p.add_argument("--precision", default="fp32")
     args = parser.parse_args()
-    {"index": cmd_index, "first": cmd_first, "first-one": cmd_first_one, "codec": cmd_codec}[args.cmd](args)
+    {"index": cmd_index, "first": cmd_first, "first-one": cmd_first_one, "service": cmd_service,
+     "second-pass": second_pass, "codec": cmd_codec}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -185,3 +185,14 @@ def test_rerank_from_stored_int8_vectors_equals_rerank_on_the_fly_with_the_real_
         a, b = stored.rerank(question, 8), fresh.rerank(question, 8)
         assert [r.chunk_id for r in a] == [r.chunk_id for r in b]
         assert np.allclose([r.rerank_score for r in a], [r.rerank_score for r in b], atol=1e-3)
+
+
+def test_reindex_keeps_the_new_tables_vectors_from_its_own_pass(docs, tmp_path):
+    db = str(tmp_path / "db")
+    index_folder(str(docs), IndexSettings(model=FAKE, db=db))
+    embedder = get_embedder(FAKE, "auto", 16)
+    before = embedder.token_texts
+    reindex(IndexSettings(model=FAKE, db=db, strategy="C"))
+    store = Store(db)
+    assert TokenVectors(store, store.stamp()).stored_ids() == chunk_ids(store)
+    assert embedder.token_texts == before  # no second pass over the new table's chunks
