@@ -245,7 +245,7 @@ def cmd_codec(args) -> None:
         docs, queries = harness.embedder.passage_tokens, {}
         scorers = {n: TokenCache(base, queries, docs, codec=CODECS[n]) for n in ("float32", *args.codecs)}
         diffs, same_order, same_top8, lists = {n: 0.0 for n in scorers}, 0, 0, 0
-        for q in [q.text for q in corpus.queries] + [q.text for q in corpus.out_of_domain]:
+        for q in [q.text for q in corpus.queries] + [q.query for q in corpus.out_of_domain]:
             pool = searcher.candidates(q, searcher.rerank_config)
             out = {n: rerank(q, pool, s, None, searcher.passages(pool, base)) for n, s in scorers.items()}
             score = {n: {h.chunk_id: h.rerank_score for h in hits} for n, hits in out.items()}
