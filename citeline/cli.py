@@ -116,9 +116,11 @@ class SourcePath(click.Path):
                    "extra citeline[whisper-base]; default: packaged tiny.en).")
 @click.option("--dask", default=None, metavar="ADDRESS",
               help="Prepare documents on the Dask cluster at ADDRESS ('local' starts a LocalCluster).")
-@click.option("--token-vectors", is_flag=True,
-              help="Also store word-piece vectors (~80 KiB per chunk) so MaxSim reranking needs no "
-                   "forward pass per candidate; later runs keep them current.")
+@click.option("--token-vectors/--no-token-vectors", default=None,
+              help="Store each chunk's word-piece vectors (int8, ~40 KiB per chunk, from the pass that embeds "
+                   "it) so MaxSim reranking needs no forward pass per candidate [default: yes for a new index; "
+                   "a sync keeps the index's choice]. --no-token-vectors drops them and stops storing them "
+                   "(reranking then encodes candidates per question).")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr (a terminal only).")
 @click.option("--include", multiple=True, metavar="GLOB",
               help="Index only files matching GLOB (gitignore syntax, relative to PATH); repeatable.")

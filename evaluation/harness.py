@@ -213,18 +213,20 @@ class EncodingCache:
         return self.embed_counted(texts)[0]
 
 
-def _cache_tokens(searcher: Searcher, queries: dict, docs: dict) -> None:
-    """Give the searcher a token-caching copy of its default MaxSim reranker, if it has one."""
+def _cache_tokens(searcher: Searcher, queries: dict, docs: dict, codec=None) -> None:
+    """Give the searcher a token-caching copy of its default MaxSim reranker, if it has one
+    (``codec``: how the index stores passages' vectors, index/tokens.py ``CODECS``; None: as it does)."""
     default = searcher.default_reranker()
     if type(default) is MaxSimReranker:
-        searcher.reranker = TokenCache(default, queries, docs)
+        searcher.reranker = TokenCache(default, queries, docs, codec=codec)
 
 
 def variant_reranker(searcher: Searcher, variant: RerankConfig):
     """The default reranker with the variant's cosine weight, sharing the token caches."""
     default = searcher.default_reranker()
     if isinstance(default, TokenCache):
-        return TokenCache(MaxSimReranker(searcher.embedder, variant.cosine_weight), default._queries, default._docs)
+        return TokenCache(MaxSimReranker(searcher.embedder, variant.cosine_weight), default._queries, default._docs,
+                          default._stored, default.codec)
     return MaxSimReranker(searcher.embedder, variant.cosine_weight)
 
 
@@ -247,6 +249,7 @@ class Harness:
     retrievers: tuple[str, ...] | None = None
     skipped: dict[str, str] = field(default_factory=dict)
     fast_rerank: bool = True  # cache MaxSim token vectors (see TokenCache)
+    token_codec: object = None  # how passages' word-piece vectors are stored (index/tokens.py CODECS); None: int8
     reranker: str | None = None  # the rerank retriever's scorer, once known
 
     def __post_init__(self) -> None:
@@ -277,7 +280,7 @@ class Harness:
         """Run every retriever over every query of the corpus on one indexed strategy."""
         searcher = Searcher.open(self.uri(strategy), self.embedder)
         if self.fast_rerank:
-            _cache_tokens(searcher, self._query_tokens, self.embedder.passage_tokens)
+            _cache_tokens(searcher, self._query_tokens, self.embedder.passage_tokens, self.token_codec)
         if self.retrievers is None:
             self._resolve(searcher)
         depth = self.config.depth

@@ -33,7 +33,7 @@ from citeline.tasks.rename import index_renamed
 from citeline.tasks.report import publish_report
 from citeline.tasks.signals import cooperative
 from citeline.tasks.store import stamp_for, store_for
-from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
+from citeline.tasks.tokens import keeps_token_vectors, resolve_token_vectors, store_token_vectors
 
 # The final state's name when documents failed: a Failed-type state, drawn red in the runs list
 # (a Completed "PartialSuccess" was drawn green, like a clean run). The CLI exits 3 on it.
@@ -81,6 +81,8 @@ def index_folder(root: str, settings: IndexSettings = IndexSettings(), max_faile
                 log.warning(Events.RUN_CLEANED, leftover_files=removed)
             failpoint("setup.migrate")
             store.migrate()  # the plan reads the stat columns, the sweep the generations
+            # decided once: the documents' tasks then keep each chunk's word-piece vectors from its pass
+            settings = resolve_token_vectors(settings, stamp)
             if swept := store.sweep_unowned():  # before the plan: a swept document is read again
                 log.warning(Events.RUN_SWEPT, documents=len(swept), paths=[d["path"] for d in swept if d["path"]])
             if purged := store.purge_forgotten(settings.grace_days):  # before the plan: their files are new again

@@ -1,6 +1,6 @@
 """Blue/green re-index: a new model (or strategy) built beside the live index, then switched."""
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from prefect import flow
 from prefect.futures import wait
@@ -62,6 +62,8 @@ def reindex(settings: IndexSettings, wait_s: float = 0.0):
         staged = chunks_table_name(new)
         store.staging(new)
         store.mark_staging(new)
+        # the documents' tasks keep word-piece vectors from their pass when the live index keeps them
+        settings = replace(settings, token_vectors=keeps_token_vectors(settings, old))
         records = [r for r in store.document_rows() if r["canonical"] is not None]
         if pruned := prune_unrecorded(store, staged, {r["doc_id"] for r in records}):
             log.warning("reindex.pruned", table=staged, documents=len(pruned))

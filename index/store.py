@@ -117,6 +117,17 @@ class Store:
         rows = _scan(self.db.open_table(META), ["value"], equals("key", "active"))
         return rows[0]["value"] if rows else None
 
+    def meta_value(self, key: str) -> str | None:
+        """The value of one meta row, or None when there is none."""
+        if not self.has_table(META):
+            return None
+        rows = _scan(self.db.open_table(META), ["value"], equals("key", key))
+        return rows[0]["value"] if rows else None
+
+    def set_meta_value(self, key: str, value: str) -> None:
+        """Upsert one meta row (one commit)."""
+        self._set_meta(key, value)
+
     def meta_version(self) -> int:
         """The meta table's version (0 before it exists): it moves with every switch and calibration."""
         return self.db.open_table(META).version if self.has_table(META) else 0

@@ -1,12 +1,16 @@
 """Precomputed word-piece vectors of one chunks table, for MaxSim reranking without a forward pass.
 
-Optional: an index gets a ``tokens_<hash>`` table beside its chunks table when
-``citeline index --token-vectors`` asks for one, and every later run keeps it in step
-(runs add the new chunks' vectors and prune those of chunks that are gone). Vectors
-are float16, which is 78 KiB per chunk on the dev corpus (~104 word-pieces x 384 x 2
-bytes) against 1.5 KiB for the chunk's sentence vector: a deliberate trade of disk for
-query time. A chunk without stored vectors is scored on the fly, so a stale or
-partial table costs speed, never correctness.
+By default an index keeps a ``tokens_<hash>`` table beside its chunks table, filled from the
+same forward pass that embeds each chunk (pipeline/prepare.py), and every run keeps it in step
+(runs add the new chunks' vectors and prune those of chunks that are gone; a chunk whose
+vectors could not come from its embedding pass is encoded at the end of the run).
+``citeline index --no-token-vectors`` drops it and stops storing them.
+
+Vectors are int8 with one float16 scale per word-piece (``quantize``): ~39 KiB per chunk on
+the dev corpus (~104 word-pieces x (384 + 2) bytes), half of the float16 rows of table
+version 1, against 1.5 KiB for the chunk's sentence vector: a trade of disk for query time.
+A chunk without stored vectors is scored on the fly, so a stale or partial table costs
+speed, never correctness.
 """
 from __future__ import annotations
 
@@ -19,12 +23,74 @@ import pyarrow as pa
 
 from citeline.index.filters import one_of
 from citeline.schemas.stamp import IndexStamp
-from citeline.schemas.tables import TOKENS_SCHEMA, chunks_table_name, tokens_table_name
+from citeline.schemas.tables import TOKENS_KEY, TOKENS_SCHEMA, TOKENS_VERSION_KEY, chunks_table_name, tokens_table_name
 
 # What a query reader keeps decoded: ~1,600 MiniLM chunks (~104 word-pieces x 384 float32),
 # so a 1k-chunk index reads each chunk's vectors from disk once. Reading 100 candidates' vectors
 # cost a third of a warm ask (docs/benchmarks.md, section 9).
 READ_CACHE_BYTES = 256 * 2**20
+
+
+def keeps(store, setting: bool | None) -> bool:
+    """Whether the index in ``store`` keeps token vectors: as ``setting`` says, or when None (no
+    flag given) as the index says (yes, unless ``index --no-token-vectors`` recorded "off")."""
+    if setting is not None:
+        return setting
+    return store.meta_value(TOKENS_KEY) != "off"
+
+
+def token_vectors_due(store, stamp: IndexStamp, keep: bool) -> bool:
+    """Whether a run has token-vector work: a table to drop, to rebuild, or short of its chunks."""
+    tokens = TokenVectors(store, stamp)
+    if not keep:
+        return tokens.exists()
+    return tokens.legacy() or tokens.count() != store.chunks(stamp).count_rows()
+
+
+def quantize(vectors: np.ndarray) -> tuple[bytes, bytes]:
+    """(float16 scales, int8 values) of ``(count, dim)`` vectors: each row over its largest magnitude.
+
+    Row ``i`` is stored as ``round(v_i / s_i)`` with ``s_i = max |v_i| / 127``, so the
+    largest component of every word-piece uses the whole int8 range.
+
+    >>> scale, values = quantize(np.array([[0.6, -0.8], [0.0, 0.0]], dtype=np.float32))
+    >>> [[round(float(x), 2) for x in row] for row in dequantize(2, 2, scale, values)]
+    [[0.6, -0.8], [0.0, 0.0]]
+    """
+    v = np.asarray(vectors, dtype=np.float32)
+    peak = np.abs(v).max(axis=1, keepdims=True) if v.size else np.zeros((len(v), 1), dtype=np.float32)
+    scale = (peak / 127.0).astype(np.float16)
+    safe = np.where(scale > 0, scale, 1).astype(np.float32)
+    q = np.clip(np.rint(v / safe), -127, 127).astype(np.int8)
+    return scale.tobytes(), q.tobytes()
+
+
+def dequantize(count: int, dim: int, scale: bytes, values: bytes) -> np.ndarray:
+    """The float32 ``(count, dim)`` vectors that ``quantize`` gave ``scale`` and ``values`` for."""
+    s = np.frombuffer(scale, dtype=np.float16).astype(np.float32).reshape(count, 1)
+    return np.frombuffer(values, dtype=np.int8).reshape(count, dim).astype(np.float32) * s
+
+
+def as_stored(vectors: np.ndarray) -> np.ndarray:
+    """``vectors`` as a reader gets them back from the table: scored on the fly, a chunk scores
+    as it would from its stored vectors."""
+    v = np.asarray(vectors, dtype=np.float32)
+    return dequantize(len(v), v.shape[1] if v.ndim == 2 else 0, *quantize(v)) if len(v) else v
+
+
+def as_float16(vectors: np.ndarray) -> np.ndarray:
+    """``vectors`` as table version 1 stored them (float16), read back as float32."""
+    return np.asarray(vectors, dtype=np.float16).astype(np.float32)
+
+
+# How a passage's word-piece vectors may be stored, by name, for comparing them (bench/token_codec.py).
+CODECS = {"int8": as_stored, "float16": as_float16, "float32": lambda v: np.asarray(v, dtype=np.float32)}
+
+
+def token_row(chunk_id: str, vectors: np.ndarray) -> dict:
+    """A row of the token table (TOKENS_SCHEMA) for one chunk's ``(count, dim)`` unit vectors."""
+    scale, values = quantize(vectors)
+    return {"chunk_id": chunk_id, "count": len(vectors), "scale": scale, "vectors": values}
 
 
 class TokenVectors:
@@ -48,8 +114,27 @@ class TokenVectors:
 
     def _table(self):
         if self._opened is None:
-            self._opened = self.store.db.create_table(self.name, schema=TOKENS_SCHEMA, exist_ok=True)
+            self._opened = (self.store.db.open_table(self.name) if self.store.has_table(self.name)
+                            else self.store.db.create_table(self.name, schema=TOKENS_SCHEMA, exist_ok=True))
         return self._opened
+
+    def legacy(self) -> bool:
+        """Whether the table is version 1 (float16 rows, no scales): read, but not written to."""
+        return self.exists() and TOKENS_VERSION_KEY not in (self._table().schema.metadata or {})
+
+    def drop(self) -> bool:
+        """Drop the table (its disk back); True when there was one."""
+        if not self.exists():
+            return False
+        self.store.db.drop_table(self.name)
+        self._opened = None
+        if self._cache is not None:
+            self._cache = _Recent(self._cache.budget)
+        return True
+
+    def count(self) -> int:
+        """Chunks with stored vectors (a row count: no scan)."""
+        return self._table().count_rows() if self.exists() else 0
 
     def stored_ids(self) -> set[str]:
         if not self.exists():
@@ -81,8 +166,15 @@ class TokenVectors:
 
     def write(self, items: Iterable[tuple[str, np.ndarray]]) -> int:
         """Store (chunk id, (count, dim) unit vectors) pairs in one commit; return how many."""
-        rows = [{"chunk_id": cid, "count": len(v), "vectors": np.asarray(v, dtype=np.float16).tobytes()}
-                for cid, v in items]
+        return self.write_rows([token_row(cid, v) for cid, v in items])
+
+    def write_rows(self, rows: list[dict]) -> int:
+        """Store rows ``token_row`` made (by chunk id, replacing) in one commit; return how many.
+
+        A version 1 table takes none (its rows hold no scale): the run's fill rebuilds it.
+        """
+        if rows and self.legacy():
+            return 0
         if rows:
             (self._table().merge_insert("chunk_id").when_matched_update_all().when_not_matched_insert_all()
              .execute(pa.Table.from_pylist(rows, schema=TOKENS_SCHEMA)))
@@ -95,15 +187,14 @@ class TokenVectors:
         (pipeline/reuse.py): the word-piece vectors are a function of that text too. An old
         id without stored vectors is left out (its new chunk is encoded by the next fill).
         """
-        if not pairs or not self.exists():
+        if not pairs or not self.exists() or self.legacy():
             return 0
         olds = sorted(set(pairs.values()))
         stored = {}
         for start in range(0, len(olds), 500):
             for row in self._table().search().where(one_of("chunk_id", olds[start:start + 500])).limit(None).to_list():
                 stored[row["chunk_id"]] = row
-        rows = [{"chunk_id": new, "count": stored[old]["count"], "vectors": stored[old]["vectors"]}
-                for new, old in sorted(pairs.items()) if old in stored]
+        rows = [{**stored[old], "chunk_id": new} for new, old in sorted(pairs.items()) if old in stored]
         if rows:
             (self._table().merge_insert("chunk_id").when_matched_update_all().when_not_matched_insert_all()
              .execute(pa.Table.from_pylist(rows, schema=TOKENS_SCHEMA)))
@@ -130,15 +221,18 @@ class TokenVectors:
     def _read(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
         rows = self._table().search().where(one_of("chunk_id", chunk_ids)).limit(None).to_list()
         dim = self.stamp.embed_dim
-        return {r["chunk_id"]: _frozen(np.frombuffer(r["vectors"], dtype=np.float16).reshape(r["count"], dim)
-                .astype(np.float32)) for r in rows}
+        if self.legacy():
+            return {r["chunk_id"]: _frozen(np.frombuffer(r["vectors"], dtype=np.float16).reshape(r["count"], dim)
+                    .astype(np.float32)) for r in rows}
+        return {r["chunk_id"]: _frozen(dequantize(r["count"], dim, r["scale"], r["vectors"])) for r in rows}
 
     def size(self) -> tuple[int, int]:
         """(chunks with stored vectors, bytes of vectors stored)."""
         if not self.exists():
             return 0, 0
         counts = self._table().search().select(["count"]).limit(None).to_arrow().column("count")
-        return len(counts), int(sum(counts.to_pylist())) * self.stamp.embed_dim * 2
+        per_piece = self.stamp.embed_dim * 2 if self.legacy() else self.stamp.embed_dim + 2
+        return len(counts), int(sum(counts.to_pylist())) * per_piece
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:

@@ -96,6 +96,30 @@ class OnnxEmbedder:
         self.stats.texts += len(texts)
         return vectors, tokens
 
+    def embed_with_token_vectors(self, texts: Sequence[str]) -> tuple[np.ndarray, list[int], list[np.ndarray]]:
+        """``embed_counted``'s vectors and counts, and from the same runs each text's word-piece
+        vectors as ``token_vectors`` gives them (to a padded batch's rounding): an index keeps
+        them without encoding its chunks a second time."""
+        if not len(texts):
+            return np.zeros((0, self.dim), dtype=np.float32), [], []
+        texts = list(texts)
+        tokens = self.count_tokens(texts)
+        vectors = np.empty((len(texts), self.dim), dtype=np.float32)
+        pieces: list = [None] * len(texts)
+        for batch in sorted_batches(tokens, self.batch_size, self.max_tokens):
+            with self._lock:
+                started = time.perf_counter()
+                ids, mask, hidden = self._run([texts[i] for i in batch])
+                self.stats.batches += 1
+                self.stats.tokens += int(mask.sum())
+                self.stats.padded += int(mask.size)
+                self.stats.encode_s += time.perf_counter() - started
+            vectors[batch] = _pooled(hidden, mask)
+            for i, kept in zip(batch, self._kept(ids, mask, hidden)):
+                pieces[i] = kept
+        self.stats.texts += len(texts)
+        return vectors, tokens, pieces
+
     def embed_query(self, text: str) -> np.ndarray:
         return self._encode([text])[0]
 
@@ -145,6 +169,10 @@ class OnnxEmbedder:
     def _token_batch(self, texts: list[str]) -> list[np.ndarray]:
         with self._lock:
             ids, mask, hidden = self._run(texts)
+        return self._kept(ids, mask, hidden)
+
+    def _kept(self, ids: np.ndarray, mask: np.ndarray, hidden: np.ndarray) -> list[np.ndarray]:
+        """Each text's unit word-piece vectors of one run, [CLS]/[SEP]/padding dropped."""
         special = [self.tokenizer.token_to_id(t) for t in ("[CLS]", "[SEP]", "[PAD]")]
         keep = mask.astype(bool) & ~np.isin(ids, [t for t in special if t is not None])
         return [unit_rows(vectors[kept]) for vectors, kept in zip(hidden, keep)]

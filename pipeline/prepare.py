@@ -36,6 +36,8 @@ from citeline.schemas.stamp import IndexStamp, Stamp
 from citeline.schemas.status import DocStatus, Stage
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from citeline.extractors.clean import Deadline
 
 SNIFF_BYTES = 8192
@@ -73,6 +75,10 @@ class Prepared:
     stat: FileStat | None = None  # of the bytes read (None when re-chunked from the record)
     reused: Reused = Reused()  # chunks encoded, and those that kept a stored vector (pipeline/reuse.py)
     lent_by: str | None = None  # the stored document with the same bytes whose work this one took
+    # Rows of the token table (index/tokens.py ``token_row``) of the chunks encoded here, from the
+    # pass that embedded them; empty unless the index keeps token vectors and the embedder gives
+    # both in one pass (``embed_with_token_vectors``): the run's fill encodes the rest.
+    token_rows: list[dict] = field(default_factory=list, repr=False)
 
     @property
     def truncated(self) -> int:
@@ -292,16 +298,17 @@ def prepare(file: SourceFile, embedder: Embedder, stamp: IndexStamp, settings: I
     done = extract_chunks(file, stamp, settings, known, deadline, reuse)
     if isinstance(done, (Unchanged, SetAside)):
         return done
-    return embed_prepared(*done, embedder, stamp, deadline)
+    return embed_prepared(*done, embedder, stamp, deadline, settings.token_vectors is True)
 
 
 def embed_prepared(prepared: Prepared, chunks: list[Chunk], kept: dict[str, Kept], embedder: Embedder,
-                   stamp: IndexStamp, deadline: Deadline) -> Prepared:
-    """The extracted document given its rows: kept vectors taken, the other chunks encoded."""
+                   stamp: IndexStamp, deadline: Deadline, pieces: bool = False) -> Prepared:
+    """The extracted document given its rows: kept vectors taken, the other chunks encoded (with
+    their word-piece vectors when ``pieces``)."""
     started = time.perf_counter()
     deadline.renew()  # extraction's limit spent is not embedding's (see ``prepare``)
     try:
-        prepared.rows, prepared.reused = embed_rows(prepared, chunks, embedder, stamp, deadline, kept)
+        prepared.rows, prepared.reused = embed_rows(prepared, chunks, embedder, stamp, deadline, kept, pieces)
     except Exception as exc:  # safe: re-raised at once, only tagged with the stage it reached
         raise tag(exc, Stage.EMBED)
     prepared.seconds["embed"] = time.perf_counter() - started
@@ -445,7 +452,7 @@ def rechunk(record: dict, embedder: Embedder, stamp: IndexStamp, settings: Index
     chunks = chunk_document(canonical.text, canonical.title, prepared.doc_id, stamp.strategy,
                             settings.budget, settings.overlap)
     prepared.canonical = why_unquoted(canonical, chunks)
-    prepared.rows, prepared.reused = embed_rows(prepared, chunks, embedder, stamp)
+    prepared.rows, prepared.reused = embed_rows(prepared, chunks, embedder, stamp, pieces=settings.token_vectors is True)
     return prepared
 
 
@@ -467,22 +474,52 @@ def why_unquoted(canonical: Canonical, chunks: list[Chunk]) -> Canonical:
 
 
 def embed_rows(prepared: Prepared, chunks: list[Chunk], embedder: Embedder, stamp: IndexStamp,
-               deadline: Deadline | None = None, kept: dict[str, Kept] | None = None) -> tuple[list[dict], Reused]:
+               deadline: Deadline | None = None, kept: dict[str, Kept] | None = None,
+               pieces: bool = False) -> tuple[list[dict], Reused]:
     """Chunk rows with vectors, word-piece counts and every stamp column, and what they cost.
 
     Args:
         kept: stored vectors by ``reuse_key``; a chunk whose embedded text is among them is not encoded.
+        pieces: also keep the encoded chunks' word-piece vectors (``prepared.token_rows``) where
+            the embedder gives them from the same pass.
     """
+    found: dict[str, np.ndarray] | None = {} if pieces and one_pass(embedder) else None
     encoded = encode_reusing([c.text for c in chunks], stamp, kept or {},
-                             lambda texts: encode_groups(embedder, texts, deadline))
+                             lambda texts: encode_groups(embedder, texts, deadline, found))
     ids = [chunk_id_for(prepared.doc_id, c, stamp) for c in chunks]
     reused = Reused(encoded.encoded, {ids[i]: old for i, old in encoded.kept.items()})
+    if found:
+        prepared.token_rows = token_rows_of(ids, [c.text for c in chunks], found)
     return chunk_rows(prepared, chunks, ids, encoded.vectors, encoded.tokens, embedder.max_tokens, stamp), reused
 
 
-def encode_groups(embedder: Embedder, texts: list[str], deadline: Deadline | None) -> tuple[list, list[int]]:
+def one_pass(embedder: Embedder) -> bool:
+    """Whether the embedder gives word-piece vectors from the pass that embeds (else the run's
+    fill encodes them in a second pass: tasks/tokens.py)."""
+    return callable(getattr(embedder, "embed_with_token_vectors", None))
+
+
+def encode_counted(embedder: Embedder, texts: list[str], found: dict | None) -> tuple[list, list[int]]:
+    """``embedder.embed_counted``; with ``found``, each text's word-piece vectors from the same pass
+    are put there by text."""
+    if found is None:
+        return embedder.embed_counted(texts)
+    vectors, tokens, pieces = embedder.embed_with_token_vectors(texts)
+    found.update(zip(texts, pieces))
+    return vectors, tokens
+
+
+def token_rows_of(ids: list[str], texts: list[str], found: Mapping[str, np.ndarray]) -> list[dict]:
+    """Token-table rows of the chunks whose text was encoded here (int8, index/tokens.py)."""
+    from citeline.index.tokens import token_row
+
+    return [token_row(cid, found[text]) for cid, text in zip(ids, texts) if text in found]
+
+
+def encode_groups(embedder: Embedder, texts: list[str], deadline: Deadline | None,
+                  found: dict | None = None) -> tuple[list, list[int]]:
     """Encode ``texts`` ``EMBED_GROUP`` at a time; the time limit is one group's (``prepare``):
-    checked before each group, started again after each."""
+    checked before each group, started again after each. ``found``: see ``encode_counted``."""
     vectors, tokens = [], []
     for start in range(0, len(texts), EMBED_GROUP):
         interrupt.check()  # a run told to stop does not encode a large document to its end
@@ -490,7 +527,7 @@ def encode_groups(embedder: Embedder, texts: list[str], deadline: Deadline | Non
             deadline.check(f"embedding, {start} of {len(texts)} chunks done: the last group of "
                            f"{EMBED_GROUP} took longer than the limit")
             deadline.renew()  # the group now started has the whole limit
-        group_vectors, group_tokens = embedder.embed_counted(texts[start:start + EMBED_GROUP])
+        group_vectors, group_tokens = encode_counted(embedder, texts[start:start + EMBED_GROUP], found)
         vectors.extend(group_vectors)
         tokens.extend(group_tokens)
     return vectors, tokens
@@ -548,7 +585,7 @@ def prepare_group(files: list[tuple[SourceFile, Known | None, Reuse | None]], em
         try:
             done = extract_chunks(file, stamp, settings, known, deadline, reuse)
             if isinstance(done, tuple) and done[2]:
-                done = embed_prepared(*done, embedder, stamp, deadline)
+                done = embed_prepared(*done, embedder, stamp, deadline, settings.token_vectors is True)
         except Exception as exc:  # safe: only bad input is kept as the document's result; the rest re-raised
             if not is_bad_input(exc):
                 raise
@@ -557,14 +594,15 @@ def prepare_group(files: list[tuple[SourceFile, Known | None, Reuse | None]], em
             extracted.append((len(results), done[1], deadline, time.monotonic()))
             done = done[0]
         results.append(done)
-    for at, error in encode_together(results, extracted, embedder, stamp).items():
+    for at, error in encode_together(results, extracted, embedder, stamp, settings.token_vectors is True).items():
         results[at] = error
     return results
 
 
 def encode_together(results: list, extracted: list[tuple[int, list[Chunk], Deadline, float]], embedder: Embedder,
-                    stamp: IndexStamp) -> dict[int, Exception]:
-    """Encode the chunks of the ``extracted`` documents in shared groups and give each its rows.
+                    stamp: IndexStamp, pieces: bool = False) -> dict[int, Exception]:
+    """Encode the chunks of the ``extracted`` documents in shared groups and give each its rows
+    (and its token rows, with ``pieces``: see ``embed_rows``).
 
     Returns:
         the documents whose time limit ran out while they waited to be encoded, by position.
@@ -573,6 +611,7 @@ def encode_together(results: list, extracted: list[tuple[int, list[Chunk], Deadl
     flat = [(k, chunk) for k, (_, chunks, _, _) in enumerate(extracted) for chunk in chunks]
     encoded: list[list] = [[] for _ in extracted]
     failed: dict[int, Exception] = {}
+    found: dict[str, np.ndarray] | None = {} if pieces and one_pass(embedder) else None
     for start in range(0, len(flat), EMBED_GROUP):
         for k in dict.fromkeys(k for k, _ in flat[start:start + EMBED_GROUP] if k not in failed):
             try:
@@ -583,7 +622,7 @@ def encode_together(results: list, extracted: list[tuple[int, list[Chunk], Deadl
         if group:
             for _, _, deadline, _ in extracted:  # the group now started has the whole limit, for each waiting
                 deadline.renew()
-            vectors, tokens = embedder.embed_counted([chunk.text for _, chunk in group])
+            vectors, tokens = encode_counted(embedder, [chunk.text for _, chunk in group], found)
             for (k, _), vector, n in zip(group, vectors, tokens):
                 encoded[k].append((vector, n))
     seconds = (time.monotonic() - started) / max(len(flat), 1)  # each document's share, by its chunks
@@ -594,6 +633,8 @@ def encode_together(results: list, extracted: list[tuple[int, list[Chunk], Deadl
             prepared.rows = chunk_rows(prepared, chunks, ids, [v for v, _ in encoded[k]],
                                        [n for _, n in encoded[k]], embedder.max_tokens, stamp)
             prepared.reused = Reused(encoded=len(chunks))
+            if found:
+                prepared.token_rows = token_rows_of(ids, [c.text for c in chunks], found)
             prepared.seconds["embed"] = seconds * len(chunks)
     return {extracted[k][0]: exc for k, exc in failed.items()}
 

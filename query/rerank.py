@@ -29,14 +29,15 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from citeline.index.tokens import READ_CACHE_BYTES
+from citeline.index.tokens import READ_CACHE_BYTES, as_stored
 from citeline.index.tokens import _Recent  # the stored vectors' read cache: the same LRU by bytes
 from citeline.query.maxsim import maxsim, mix
 from citeline.schemas.errors import CitelineError
 from citeline.schemas.retrieval import DEFAULT_RERANK, ENV_RERANKER, RERANK, Hit
 
 MAXSIM = "maxsim"
-# Word-piece vectors MaxSim encoded on the fly, kept as float16: ~3,200 MiniLM chunks.
+# Word-piece vectors MaxSim encoded on the fly, kept as a reader decodes stored ones (float32):
+# ~1,600 MiniLM chunks.
 ENCODED_CACHE_BYTES = READ_CACHE_BYTES
 CROSS_ENCODER = "cross-encoder"
 
@@ -176,12 +177,13 @@ class MaxSimReranker:
         return done
 
     def _keep(self, encoded: dict) -> dict:
-        """The vectors as float16, as stored vectors are (a score is the same whether its vectors
-        were stored, cached or just encoded), kept in the cache."""
-        half = {t: np.asarray(v, dtype=np.float16) for t, v in encoded.items()}
+        """The vectors as a reader gets stored ones back (int8 and a scale per word-piece,
+        index/tokens.py: a score is the same whether its vectors were stored, cached or just
+        encoded), kept in the cache."""
+        kept = {t: as_stored(v) for t, v in encoded.items()}
         if self._encoded is not None:
-            self._encoded.put(half)
-        return half
+            self._encoded.put(kept)
+        return kept
 
 
 class CrossEncoderReranker:
@@ -275,18 +277,26 @@ class TokenCache:
     also pads less), so they agree with the product's to float rounding.
     """
 
-    def __init__(self, reranker, queries: dict | None = None, docs: dict | None = None):
+    def __init__(self, reranker, queries: dict | None = None, docs: dict | None = None,
+                 stored: dict | None = None, codec=None):
         self.reranker = reranker
         self.name = reranker.name
         self.cosine_weight = reranker.cosine_weight
         self._docs = {} if docs is None else docs  # shared by the rerank configurations of one index
         self._queries = {} if queries is None else queries  # shared across strategies
+        # The passages' vectors as the index stores them (index/tokens.py, int8 by default), so
+        # scores are the product's: ``codec`` maps encoded vectors to what a reader gets back.
+        self._stored = {} if stored is None else stored  # shared as ``docs`` is
+        self.codec = codec or as_stored
 
     def score(self, query: str, passages: Sequence[Passage]) -> list[float]:
         texts = [p.text for p in passages]
         self._fill(self._docs, texts)
         self._fill(self._queries, [query])
-        return maxsim(self._queries[query], [self._docs[t] for t in texts]).tolist()
+        for t in texts:
+            if t not in self._stored:
+                self._stored[t] = self.codec(self._docs[t])
+        return maxsim(self._queries[query], [self._stored[t] for t in texts]).tolist()
 
     def _fill(self, cache: dict, texts: Sequence[str], batch: int = 16) -> None:
         embedder = self.reranker.embedder

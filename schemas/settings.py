@@ -35,7 +35,10 @@ class IndexSettings:
     max_memory_bytes: int = MAX_MEMORY_BYTES  # per extraction worker; 0: no ceiling
     ocr_lang: str = "auto"
     whisper_model: str = ""  # a CTranslate2 Whisper folder; empty: the packaged tiny.en
-    token_vectors: bool = False  # also store word-piece vectors for fast MaxSim (index/tokens.py)
+    # Store word-piece vectors for MaxSim (index/tokens.py), from the pass that embeds each chunk:
+    # True/False as `index --token-vectors/--no-token-vectors` says (recorded in the index);
+    # None keeps the index's choice (yes unless turned off). Flows resolve it to a bool.
+    token_vectors: bool | None = None
     # A document a sync forgets keeps its chunk rows, unserved, this long: a share that comes
     # back (unmounted, restored from a backup) costs no re-embedding (Store.forget_documents).
     grace_days: float = DEFAULT_GRACE_DAYS

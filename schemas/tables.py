@@ -14,7 +14,7 @@ META = "meta"  # key/value rows; "active" names the chunks table queries use
 ROOT_KEY = "root:"  # meta rows "root:<path>" -> <path>: the folders and files synced into the index
 CALIBRATION_KEY = "calibration:"  # meta rows "calibration:<chunks table>" -> its gate calibration (JSON)
 CHUNKS_PREFIX = "chunks_"
-TOKENS_PREFIX = "tokens_"  # optional twin of a chunks table: its chunks' word-piece vectors
+TOKENS_PREFIX = "tokens_"  # twin of a chunks table (unless turned off): its chunks' word-piece vectors
 STAMP_KEY = b"citeline.stamp"
 
 META_SCHEMA = pa.schema([
@@ -33,13 +33,22 @@ def tokens_table_name(stamp: IndexStamp) -> str:
     return TOKENS_PREFIX + chunks_table_name(stamp).removeprefix(CHUNKS_PREFIX)
 
 
-# A chunk's unit word-piece vectors, [CLS]/[SEP] dropped, as float16 bytes of shape
-# (count, embed_dim), row-major: what MaxSim reranking needs without a forward pass.
+# A chunk's unit word-piece vectors, [CLS]/[SEP] dropped, as int8 with one scale per word-piece
+# (index/tokens.py ``quantize``): ``vectors`` holds (count, embed_dim) int8 bytes, row-major, and
+# ``scale`` count float16 scales, row ``i`` being ``vectors[i] * scale[i]``. 386 bytes a MiniLM
+# word-piece against 768 as float16. Version 1 (tables without TOKENS_VERSION_KEY) held float16
+# bytes and no scale: still read, and rebuilt by the next run that keeps token vectors.
+TOKENS_VERSION = 2
+TOKENS_VERSION_KEY = b"citeline.tokens"
 TOKENS_SCHEMA = pa.schema([
     pa.field("chunk_id", pa.string(), nullable=False),
     pa.field("count", pa.int32(), nullable=False),
+    pa.field("scale", pa.binary(), nullable=False),
     pa.field("vectors", pa.large_binary(), nullable=False),
-])
+], metadata={TOKENS_VERSION_KEY: str(TOKENS_VERSION).encode()})
+# The meta row saying whether the index keeps token vectors: "off" after `index --no-token-vectors`
+# (a sync without the flag then stores none), "on" (or no row: the default) otherwise.
+TOKENS_KEY = "token_vectors"
 
 _TS = pa.timestamp("us", tz="UTC")
 

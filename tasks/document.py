@@ -178,9 +178,13 @@ def write_documents(batch: list[tuple[Prepared | Unchanged | SetAside, Prior]], 
             failpoint("write.between")
             store.upsert_documents([record_of(p, prior, stamp, counts, generations) for p, prior in batch])
             failpoint("write.records")
-            # chunks whose id moved with a kept vector keep their word-piece vectors too
-            TokenVectors(store, stamp).copy({new: old for p, _ in batch if isinstance(p, Prepared)
-                                             for new, old in p.reused.kept.items() if new != old})
+            # chunks whose id moved with a kept vector keep their word-piece vectors too; encoded
+            # ones bring theirs from the pass that embedded them (the run's fill encodes the rest)
+            tokens = TokenVectors(store, stamp)
+            tokens.copy({new: old for p, _ in batch if isinstance(p, Prepared)
+                         for new, old in p.reused.kept.items() if new != old})
+            if settings.token_vectors is True:
+                tokens.write_rows([row for p, _ in batch if isinstance(p, Prepared) for row in p.token_rows])
             written = (time.perf_counter() - started) / len(batch)
     except Exception as exc:  # safe: only a storage error (disk full, I/O) is kept; the rest re-raised
         if not is_storage_error(exc):

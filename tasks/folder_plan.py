@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 
 from citeline.index.store import Store, index_exists
-from citeline.index.tokens import TokenVectors
+from citeline.index.tokens import keeps, token_vectors_due
 from citeline.pipeline.embed import resolve_model
 from citeline.pipeline.objects import is_object
 from citeline.pipeline.plan import STAT_COLUMNS, SyncPlan, plan_sync
@@ -31,6 +31,7 @@ from citeline.schemas.paths import absolute, escape, is_remote
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import PIPELINE_VERSION, STAMP_COLUMNS, IndexStamp
 from citeline.schemas.status import RunSummary
+from citeline.schemas.tables import TOKENS_KEY
 from citeline.tasks.log import Events, get_logger
 
 RECORD_COLUMNS = ["doc_id", "root", "source", "path", "status", "stage", "reason", "sha256", "attempts", "created_at",
@@ -77,7 +78,7 @@ def unchanged(root: str, settings: IndexSettings, selection: Selection = Selecti
     as work (files not yet recorded, rows ahead of the full-text index), and work runs the
     flow, which waits for the writer lock as before.
     """
-    if is_remote(root) or is_remote(settings.db) or settings.token_vectors or not index_exists(settings.db):
+    if is_remote(root) or is_remote(settings.db) or not index_exists(settings.db):
         return None
     store = Store(settings.db)
     stored = store.stamp()
@@ -88,9 +89,12 @@ def unchanged(root: str, settings: IndexSettings, selection: Selection = Selecti
         return None
     if store.purge_due(settings.grace_days):  # the flow purges the rows of documents forgotten long enough ago
         return None
+    keep = keeps(store, settings.token_vectors)
+    if settings.token_vectors is not None and store.meta_value(TOKENS_KEY) != ("on" if keep else "off"):
+        return None  # the flow records the operator's choice
     plan = plan_folder(root, store, stored, selection)  # first: where a sync with work finds it
     if (plan.todo or plan.gone or plan.held or store.temp_files() or synced_root(root) not in store.roots()
-            or store.needs_finish() or TokenVectors(store, stored).exists() or calibration_due(store, stored)):
+            or store.needs_finish() or token_vectors_due(store, stored, keep) or calibration_due(store, stored)):
         return None
     return RunSummary(skipped=len(plan.skip), rows=store.count_chunks(owned=True), still_failing=len(plan.still_failing),
                       not_documents=tuple(plan.set_aside))

@@ -7,6 +7,7 @@ from prefect.cache_policies import NO_CACHE
 from citeline.index.faults import failpoint
 from citeline.index.filters import equals
 from citeline.index.store import chunk_table
+from citeline.index.tokens import TokenVectors
 from citeline.pipeline.chunk import chunk_document
 from citeline.pipeline.prepare import chunk_id_for, rechunk
 from citeline.schemas.settings import IndexSettings
@@ -35,6 +36,8 @@ def reembed_document(record: dict, stamp: IndexStamp, settings: IndexSettings) -
         # the record's generation: its rows in the new table are the ones it owns after the switch
         count = store.replace_chunks(stamp, record["doc_id"], chunk_table(prepared.rows, stamp),
                                      record.get(GENERATION), staged=True)
+        # the new table's word-piece vectors, from the pass that embedded its chunks
+        TokenVectors(store, stamp).write_rows(prepared.token_rows)
         failpoint("reindex.document")
     get_logger(path=record["path"]).info(Events.DOCUMENT_REEMBEDDED, chunks=count)
     return count

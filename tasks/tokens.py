@@ -1,16 +1,18 @@
 """Keep an index's stored word-piece vectors (index/tokens.py) in step with its chunks."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from citeline.index.store import Store
-from citeline.index.tokens import TokenVectors
+from citeline.index.tokens import TokenVectors, keeps
 from citeline.pipeline.embed import Embedder
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
+from citeline.schemas.tables import TOKENS_KEY
 from citeline.tasks.log import get_logger
 from citeline.tasks.store import embedder_for, store_for
 
@@ -28,6 +30,9 @@ def fill_token_vectors(store: Store, stamp: IndexStamp, load: Callable[[], Embed
         (chunks added, chunks pruned).
     """
     tokens = TokenVectors(store, stamp)
+    if tokens.legacy():  # version 1 (float16): rebuilt as int8 from the chunks' texts
+        tokens.drop()
+        get_logger(task="token-vectors").info("tokens.rebuilt", reason="float16 table of version 1")
     pruned = tokens.prune()
     todo = tokens.missing()
     embedder = load() if todo else None
@@ -40,12 +45,33 @@ def fill_token_vectors(store: Store, stamp: IndexStamp, load: Callable[[], Embed
 
 
 def keeps_token_vectors(settings: IndexSettings, stamp: IndexStamp) -> bool:
-    """Whether a run must maintain ``stamp``'s token table: asked for, or already there.
+    """Whether a run must maintain ``stamp``'s token table.
 
-    An index that keeps token vectors keeps them current on every run, whatever the run's
-    options: a scheduled sync must not silently let MaxSim fall back to slow scoring.
+    ``settings.token_vectors`` True or False says so; None (no flag: a scheduled sync, the
+    API, a deployment) keeps the index's own choice: yes, unless ``index --no-token-vectors``
+    turned them off (the meta row ``TOKENS_KEY``), so a sync never silently lets MaxSim fall
+    back to slow scoring, nor grows back the disk an operator took back.
     """
-    return settings.token_vectors or TokenVectors(store_for(settings.db), stamp).exists()
+    return keeps(store_for(settings.db), settings.token_vectors)
+
+
+def resolve_token_vectors(settings: IndexSettings, stamp: IndexStamp) -> IndexSettings:
+    """``settings`` with ``token_vectors`` decided (see ``keeps_token_vectors``), the choice of an
+    explicit flag recorded in the index, and the table dropped when they are turned off.
+
+    Run at the start of a flow, under the writer lock: the documents' tasks then compute the
+    word-piece vectors in the pass that embeds each chunk exactly when they are kept.
+    """
+    keep = keeps_token_vectors(settings, stamp)
+    store = store_for(settings.db)
+    if settings.token_vectors is not None and store.meta_value(TOKENS_KEY) != ("on" if keep else "off"):
+        store.set_meta_value(TOKENS_KEY, "on" if keep else "off")
+    tokens = TokenVectors(store, stamp)
+    if not keep and tokens.exists():
+        _, size = tokens.size()
+        tokens.drop()
+        get_logger(task="token-vectors").info("tokens.dropped", mib=round(size / 2**20, 1))
+    return replace(settings, token_vectors=keep)
 
 
 @task(task_run_name="token vectors", cache_policy=NO_CACHE, persist_result=False)

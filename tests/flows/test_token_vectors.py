@@ -108,3 +108,91 @@ def test_retry_fills_the_vectors_of_documents_it_indexes(docs, tmp_path):
     store = Store(db)
     assert {d["status"] for d in store.document_rows(["status"])} == {"indexed"}
     assert TokenVectors(store, store.stamp()).stored_ids() == chunk_ids(store)
+
+
+def test_a_fresh_index_stores_every_chunks_vectors_from_its_one_encoding_pass(docs, tmp_path):
+    """Token vectors are on by default and come from the pass that embeds each chunk: no second pass."""
+    settings = IndexSettings(model=FAKE, db=str(tmp_path / "db"))  # no flag: the default
+    embedder = get_embedder(FAKE, settings.precision, settings.batch_size)  # the instance the flow uses
+    texts_before, second_before = embedder.stats.texts, embedder.token_texts
+    index_folder(str(docs), settings)
+    store = Store(settings.db)
+    rows = store.chunk_rows(["chunk_id", "text"])
+    tokens = TokenVectors(store, store.stamp())
+    assert tokens.stored_ids() == {r["chunk_id"] for r in rows} and not tokens.legacy()
+    # one pass per embedded text: texts repeated within a document are encoded once
+    assert embedder.stats.texts - texts_before <= len(rows)
+    assert embedder.stats.texts - texts_before >= len({r["text"] for r in rows})
+    assert embedder.token_texts - second_before == 0  # nothing was encoded a second time
+    stored = tokens.read(sorted(chunk_ids(store)))
+    fresh = dict(zip([r["chunk_id"] for r in rows], embedder.token_vectors([r["text"] for r in rows])))
+    assert all(np.abs(stored[i] - fresh[i]).max() < 5e-3 for i in fresh)
+
+
+def test_no_token_vectors_gives_the_disk_back_and_sticks_until_asked_again(docs, tmp_path):
+    db = str(tmp_path / "db")
+    index_folder(str(docs), IndexSettings(model=FAKE, db=db))
+    store = Store(db)
+    assert TokenVectors(store, store.stamp()).exists()
+    index_folder(str(docs), IndexSettings(model=FAKE, db=db, token_vectors=False))
+    assert not TokenVectors(store, store.stamp()).exists()
+    edited = sorted(p for p in docs.iterdir() if p.suffix == ".md")[0]
+    edited.write_text(edited.read_text() + "\n\nA new closing paragraph about gradient clipping thresholds.\n")
+    index_folder(str(docs), IndexSettings(model=FAKE, db=db))  # a plain sync keeps the choice
+    assert not TokenVectors(store, store.stamp()).exists()
+    index_folder(str(docs), IndexSettings(model=FAKE, db=db, token_vectors=True))
+    assert TokenVectors(store, store.stamp()).stored_ids() == chunk_ids(store)
+
+
+def test_a_float16_table_of_version_1_is_read_then_rebuilt_as_int8(docs, tmp_path):
+    import pyarrow as pa
+
+    db = str(tmp_path / "db")
+    index_folder(str(docs), IndexSettings(model=FAKE, db=db))
+    store = Store(db)
+    stamp = store.stamp()
+    tokens = TokenVectors(store, stamp)
+    ids = sorted(chunk_ids(store))
+    int8 = tokens.read(ids)
+    tokens.drop()  # as version 1 left it: float16 bytes, no scale, no version
+    old = pa.schema([pa.field("chunk_id", pa.string(), nullable=False), pa.field("count", pa.int32(), nullable=False),
+                     pa.field("vectors", pa.large_binary(), nullable=False)])
+    store.db.create_table(tokens.name, data=pa.Table.from_pylist(
+        [{"chunk_id": i, "count": len(v), "vectors": v.astype(np.float16).tobytes()} for i, v in int8.items()],
+        schema=old))
+    legacy = TokenVectors(store, stamp)
+    assert legacy.legacy() and all(np.abs(legacy.read([i])[i] - int8[i]).max() < 1e-3 for i in ids)
+    assert legacy.write([(ids[0], int8[ids[0]])]) == 0  # not written to: its rows hold no scale
+    index_folder(str(docs), IndexSettings(model=FAKE, db=db))  # nothing changed but the table
+    rebuilt = TokenVectors(store, stamp)
+    assert not rebuilt.legacy() and rebuilt.stored_ids() == set(ids)
+    assert all(np.array_equal(rebuilt.read([i])[i], int8[i]) for i in ids)
+
+
+@pytest.mark.model
+def test_rerank_from_stored_int8_vectors_equals_rerank_on_the_fly_with_the_real_model(docs, tmp_path):
+    """MiniLM: the index's int8 word-piece vectors (from the pass that embedded each chunk) rank the
+    candidates as encoding them per question does, scores within int8 rounding."""
+    db = str(tmp_path / "db")
+    index_folder(str(docs), IndexSettings(model="all-MiniLM-L6-v2", db=db, precision="fp32"))
+    embedder = get_embedder("all-MiniLM-L6-v2", "fp32")
+    store = Store(db)
+    assert TokenVectors(store, store.stamp()).stored_ids() == chunk_ids(store)
+    stored, fresh = Searcher.open(db, embedder), Searcher.open(db, embedder)
+    fresh.reader.tokens = None  # as an index without stored vectors: every candidate encoded now
+    for question in (QUESTION, "How does a cosine learning-rate schedule with warmup behave?",
+                     "what is the keep probability of dropout at inference"):
+        a, b = stored.rerank(question, 8), fresh.rerank(question, 8)
+        assert [r.chunk_id for r in a] == [r.chunk_id for r in b]
+        assert np.allclose([r.rerank_score for r in a], [r.rerank_score for r in b], atol=1e-3)
+
+
+def test_reindex_keeps_the_new_tables_vectors_from_its_own_pass(docs, tmp_path):
+    db = str(tmp_path / "db")
+    index_folder(str(docs), IndexSettings(model=FAKE, db=db))
+    embedder = get_embedder(FAKE, "auto", 16)
+    before = embedder.token_texts
+    reindex(IndexSettings(model=FAKE, db=db, strategy="C"))
+    store = Store(db)
+    assert TokenVectors(store, store.stamp()).stored_ids() == chunk_ids(store)
+    assert embedder.token_texts == before  # no second pass over the new table's chunks
