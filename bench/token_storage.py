@@ -212,7 +212,7 @@ def cmd_codec(args) -> None:
     from citeline.evaluation.harness import EvalConfig, Harness, load_embedder
     from citeline.evaluation.metrics import mrr
     from citeline.evaluation.stats import paired
-    from citeline.index.tokens import CODECS
+    from citeline.schemas.tokens import CODECS
     from citeline.query.rerank import TokenCache, rerank
     from citeline.query.search import Searcher
 

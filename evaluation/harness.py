@@ -215,7 +215,7 @@ class EncodingCache:
 
 def _cache_tokens(searcher: Searcher, queries: dict, docs: dict, codec=None) -> None:
     """Give the searcher a token-caching copy of its default MaxSim reranker, if it has one
-    (``codec``: how the index stores passages' vectors, index/tokens.py ``CODECS``; None: as it does)."""
+    (``codec``: how the index stores passages' vectors, schemas/tokens.py ``CODECS``; None: as it does)."""
     default = searcher.default_reranker()
     if type(default) is MaxSimReranker:
         searcher.reranker = TokenCache(default, queries, docs, codec=codec)
@@ -249,7 +249,7 @@ class Harness:
     retrievers: tuple[str, ...] | None = None
     skipped: dict[str, str] = field(default_factory=dict)
     fast_rerank: bool = True  # cache MaxSim token vectors (see TokenCache)
-    token_codec: object = None  # how passages' word-piece vectors are stored (index/tokens.py CODECS); None: int8
+    token_codec: object = None  # how passages' word-piece vectors are stored (schemas/tokens.py CODECS); None: int8
     reranker: str | None = None  # the rerank retriever's scorer, once known
 
     def __post_init__(self) -> None:

@@ -510,9 +510,7 @@ def encode_counted(embedder: Embedder, texts: list[str], found: dict | None) -> 
 
 
 def token_rows_of(ids: list[str], texts: list[str], found: Mapping[str, np.ndarray]) -> list[dict]:
-    """Token-table rows of the chunks whose text was encoded here (int8, index/tokens.py)."""
-    from citeline.index.tokens import token_row
-
+    """Token-table rows of the chunks whose text was encoded here (int8, schemas/tokens.py)."""
     return [token_row(cid, found[text]) for cid, text in zip(ids, texts) if text in found]
 
 

@@ -29,8 +29,9 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from citeline.index.tokens import READ_CACHE_BYTES, as_stored
+from citeline.index.tokens import READ_CACHE_BYTES
 from citeline.index.tokens import _Recent  # the stored vectors' read cache: the same LRU by bytes
+from citeline.schemas.tokens import as_stored
 from citeline.query.maxsim import maxsim, mix
 from citeline.schemas.errors import CitelineError
 from citeline.schemas.retrieval import DEFAULT_RERANK, ENV_RERANKER, RERANK, Hit

@@ -34,7 +34,7 @@ def tokens_table_name(stamp: IndexStamp) -> str:
 
 
 # A chunk's unit word-piece vectors, [CLS]/[SEP] dropped, as int8 with one scale per word-piece
-# (index/tokens.py ``quantize``): ``vectors`` holds (count, embed_dim) int8 bytes, row-major, and
+# (schemas/tokens.py ``quantize``): ``vectors`` holds (count, embed_dim) int8 bytes, row-major, and
 # ``scale`` count float16 scales, row ``i`` being ``vectors[i] * scale[i]``. 386 bytes a MiniLM
 # word-piece against 768 as float16. Version 1 (tables without TOKENS_VERSION_KEY) held float16
 # bytes and no scale: still read, and rebuilt by the next run that keeps token vectors.

@@ -13,7 +13,8 @@ import pytest
 from citeline.flows.ingest import index_folder
 from citeline.index.check import check_index
 from citeline.index.store import Store
-from citeline.index.tokens import TokenVectors, as_stored
+from citeline.index.tokens import TokenVectors
+from citeline.schemas.tokens import as_stored
 from citeline.pipeline import embed
 from citeline.schemas.settings import IndexSettings
 from citeline.tasks.store import embedder_for

@@ -1,7 +1,7 @@
-"""Stored word-piece vectors as int8 with a float16 scale per word-piece (index/tokens.py)."""
+"""Stored word-piece vectors as int8 with a float16 scale per word-piece (schemas/tokens.py)."""
 import numpy as np
 
-from citeline.index.tokens import as_stored, dequantize, quantize, token_row
+from citeline.schemas.tokens import as_stored, dequantize, quantize, token_row
 from citeline.pipeline.embedder import unit_rows
 from citeline.query.maxsim import maxsim
 
