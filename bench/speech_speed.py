@@ -45,7 +45,7 @@ if "--child" not in sys.argv:  # a child runs in the environment its parent made
     env.apply()
 
 from citeline.evaluation.match import speech_contains, words  # noqa: E402
-from citeline.evaluation.render import render_speech, spoken_blocks  # noqa: E402
+from citeline.evaluation.render import render_speech  # noqa: E402
 from citeline.extractors import media  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ import hashlib
 import mimetypes
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import PurePosixPath
 from typing import BinaryIO

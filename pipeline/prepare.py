@@ -34,6 +34,7 @@ from citeline.schemas.paths import is_remote, os_path
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp, Stamp
 from citeline.schemas.status import DocStatus, Stage
+from citeline.schemas.tokens import token_row
 
 if TYPE_CHECKING:
     import numpy as np

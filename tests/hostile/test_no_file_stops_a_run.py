@@ -9,7 +9,6 @@ Before the fix, ``citeline index`` on the folder of real files stopped with a 10
 from __future__ import annotations
 
 import json
-import shutil
 import types
 from pathlib import Path
 
