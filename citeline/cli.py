@@ -167,7 +167,7 @@ def index(path, db, model, strategy, budget, overlap, precision, max_failed, max
     from citeline.flows.ingest import index_folder
     from citeline.flows.runners import command_run, task_runner_for
 
-    with _stops_on_signals(), index_progress(progress and verbosity() >= 0), cli_errors(), command_run():
+    with _stops_on_signals(), index_progress(progress and verbosity() >= 0), cli_errors(db), command_run():
         flow = index_folder.with_options(task_runner=task_runner_for(dask)) if dask else index_folder
         state = flow(path, settings, max_failed=max_failed, wait_s=wait_s, selection=selection, verify=verify,
                      allow_mass_delete=allow_mass_delete, return_state=True)
@@ -369,7 +369,7 @@ def retry(path, db, model, wait_s, as_json):
     from citeline.schemas.settings import IndexSettings
     from citeline.index.store import Store
 
-    with _stops_on_signals(), cli_errors(), command_run():
+    with _stops_on_signals(), cli_errors(db), command_run():
         stamp = Store.existing(db).require_stamp()
         settings = IndexSettings(db=db, model=model_for(db, model), strategy=stamp.strategy)
         state = retry_failed(settings, path, wait_s=wait_s, return_state=True)
@@ -401,7 +401,7 @@ def reindex(db, model, strategy, wait_s, as_json):
         get_embedder(model)  # an unknown name or a missing extra: one clear line, not a failed flow
     except ModelNotFound as exc:
         raise click.ClickException(error_text(exc)) from None
-    with _stops_on_signals(), cli_errors(), command_run():
+    with _stops_on_signals(), cli_errors(db), command_run():
         stamp = Store.existing(db).require_stamp()
         settings = IndexSettings(db=db, model=model, strategy=(strategy or stamp.strategy).upper())
         state = reindex_flow(settings, wait_s=wait_s, return_state=True)
@@ -430,7 +430,7 @@ def gc(db, yes, wait_s, grace_days, as_json):
     from citeline.index.store import Store
 
     tables = []
-    with cli_errors():
+    with cli_errors(db):
         store = Store.existing(db)
         with writer_lock(db, wait_s):
             building = store.staging_table()
@@ -484,7 +484,7 @@ def rm(path, db, wait_s, as_json):
     from citeline.flows.remove import remove_path
     from citeline.index.store import Store
 
-    with cli_errors():
+    with cli_errors(db):
         store = Store.existing(db)  # "no index at …", creating nothing
         removal = remove_path(path, db, wait_s)
         if not removal.paths:
@@ -567,7 +567,7 @@ def calibrate(db, wait_s, answerability, as_json):
     from citeline.flows.calibrate import calibrate_index
     from citeline.flows.runners import command_run
 
-    with cli_errors(), command_run():
+    with cli_errors(db), command_run():
         state = calibrate_index(_existing_settings(db), wait_s=wait_s, answerability=answerability,
                                 return_state=True)
         found = state.result(raise_on_failure=False)
@@ -836,7 +836,7 @@ def _check_and_repair(db: str, as_json: bool, wait_s: float) -> None:
     from citeline.flows.repair import repair_index
     from citeline.flows.runners import command_run
 
-    with cli_errors(), command_run():
+    with cli_errors(db), command_run():
         state = repair_index(_existing_settings(db), wait_s=wait_s, return_state=True)
         report = state.result(raise_on_failure=False)
         if isinstance(report, CitelineError):

@@ -58,7 +58,12 @@ def as_cli_error(exc: CitelineError) -> CliError:
 
 
 class cli_errors:
-    """citeline's own errors become clean CLI failures (exit 1) with their help notes."""
+    """citeline's own errors become clean CLI failures (exit 1) with their help notes; with ``db``,
+    so does the storage under that index refusing a write (a full disk, a lost permission)."""
+
+    def __init__(self, db: str | None = None, kept: str = ""):
+        self.db = db
+        self.kept = kept
 
     def __enter__(self):
         return self
@@ -66,6 +71,11 @@ class cli_errors:
     def __exit__(self, exc_type, exc, tb):
         if exc is not None and isinstance(exc, CitelineError):
             raise as_cli_error(exc) from None
+        if exc is not None and self.db is not None and isinstance(exc, Exception):
+            from citeline.index.faults import is_storage_error, refused
+
+            if is_storage_error(exc):
+                raise as_cli_error(refused(self.db, exc, self.kept)) from None
         return False
 
 

@@ -25,7 +25,9 @@ from citeline.tasks.log import LOGGER, Events, event_of, formatter
 QUIET, DEFAULT, VERBOSE, DEBUG = -1, 0, 1, 2
 # Libraries whose INFO lines are chatter here ("Starting temporary server", "Finished in state
 # Completed()"): shown only with -v.
-CHATTY = ("prefect", "uvicorn", "fastapi", "httpx", "httpcore", "docket")
+# Prefect's background senders log under their class names ("Still processing items: 1 items
+# remaining..." as a command exits): Prefect's own, shown with -v like the rest.
+CHATTY = ("prefect", "uvicorn", "fastapi", "httpx", "httpcore", "docket", "EventsWorker", "APILogWorker")
 
 
 @lru_cache(maxsize=1)

@@ -7,7 +7,7 @@ from prefect.futures import wait
 from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from citeline.index.faults import failpoint, is_storage_error, storage_reason
+from citeline.index.faults import failpoint, is_storage_error, set_up_writes, storage_reason
 from citeline.index.lease import check_writer
 from citeline.index.lock import writer_lock
 from citeline.index.store import Store
@@ -60,8 +60,9 @@ def reindex(settings: IndexSettings, wait_s: float = 0.0):
         if new == old:
             return Completed(message="already current", data=ReindexSummary(old, new, 0, store.count_chunks(), False))
         staged = chunks_table_name(new)
-        store.staging(new)
-        store.mark_staging(new)
+        with set_up_writes(settings.db, "; nothing was re-indexed, the live index is unchanged"):
+            store.staging(new)
+            store.mark_staging(new)
         # the documents' tasks keep word-piece vectors from their pass when the live index keeps them
         settings = replace(settings, token_vectors=keeps_token_vectors(settings, old))
         records = [r for r in store.document_rows() if r["canonical"] is not None]

@@ -101,8 +101,23 @@ def is_storage_error(exc: BaseException) -> bool:
     return isinstance(exc, OSError) or (isinstance(exc, RuntimeError) and _LANCE_IO in str(exc))
 
 
+def refused(db: str, exc: BaseException, kept: str = "") -> StorageRefused:
+    """The one line a command says when the storage under the index at ``db`` refused a write:
+    the cause and path, what was kept (``kept``), and what to do.
+
+    >>> print(refused("/idx", PermissionError(13, "Permission denied", "/idx/meta.lance")))
+    the index at /idx could not be written: Permission denied: /idx/meta.lance. Give this user write access there and run it again
+    >>> print(refused("/idx", OSError(28, "No space left on device"), "; nothing was removed"))
+    the index at /idx could not be written: No space left on device; nothing was removed. Free the space and run it again
+    """
+    reason = storage_reason(exc)
+    access = isinstance(exc, PermissionError) or "Permission denied" in reason or "Read-only file system" in reason
+    remedy = "Give this user write access there and run it again" if access else "Free the space and run it again"
+    return StorageRefused(f"the index at {db} could not be written: {reason}{kept}. {remedy}")
+
+
 @contextmanager
-def set_up_writes(db: str) -> Iterator[None]:
+def set_up_writes(db: str, kept: str = "; nothing was indexed or forgotten") -> Iterator[None]:
     """A run's writes before its documents (the table created, migrations, the sweep, the
     synced root): a storage error becomes ``StorageRefused``, one line naming the cause and
     the index, instead of a traceback through Prefect's engine.
@@ -117,5 +132,4 @@ def set_up_writes(db: str) -> Iterator[None]:
     except Exception as exc:
         if not is_storage_error(exc):
             raise
-        raise StorageRefused(f"the index at {db} could not be written: {storage_reason(exc)}; nothing was indexed "
-                             "or forgotten. Free the space and run it again") from None
+        raise refused(db, exc, kept) from None

@@ -133,3 +133,29 @@ def test_prefect_home_that_cannot_be_a_folder_is_said_in_one_line(tmp_path):
         f"Prefect's home {tmp_path / 'file' / 'home'} cannot hold the temporary Prefect server's database: "
         f"Not a directory: {tmp_path / 'file' / 'home'}.")
     assert prefect_home_problem(tmp_path / "fine", min_free=0) is None
+
+
+@pytest.mark.parametrize("command", [["rm", "{docs}/broken.pdf"], ["gc", "--yes", "--grace-days", "0"], ["retry"],
+                                     ["reindex", "--model", FAKE, "--strategy", "C"]])
+def test_every_writing_command_says_a_full_disk_in_one_line(docs, tmp_path, cli_env, full_disk, command):
+    """rm, gc, retry and reindex on an index whose disk is full: one line naming the cause (and the
+    index), exit 1, and the index as it was: a run afterwards, with space, completes and checks clean."""
+    disk, fill = full_disk
+    db = disk / "index"
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.7 not really")  # a failed document for retry
+    (docs / "note.md").write_text("# Note\n\nA note about the harbour.\n")
+    assert index(cli_env, docs, db).returncode == 3
+    (docs / "note.md").unlink()  # forgotten, its rows kept for the grace period: gc's work
+    assert index(cli_env, docs, db).returncode == 0  # broken.pdf still failing: not new, not read again
+    fill()
+    args = [a.format(docs=docs) for a in command]
+    run = cli(cli_env, *args, "--db", str(db))
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 1 and len(lines) == 1, run.stderr[-3000:]
+    assert lines[0].startswith("Error: ") and "No space left on device" in lines[0], lines
+    assert ".rs:" not in lines[0] and "Traceback" not in run.stderr
+    (disk / "filler").unlink()
+    assert check_index(Store(str(db))) == []
+    again = index(cli_env, docs, db)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert check_index(Store(str(db))) == []
