@@ -312,8 +312,12 @@ def _print_run(state, as_json: bool = False) -> None:
 @click.option("--exclude", multiple=True, metavar="GLOB",
               help="Skip files and folders matching GLOB (gitignore syntax), after the defaults and "
                    "PATH/.citelineignore; repeatable. Indexed files now excluded are forgotten.")
+@click.option("--grace-days", type=click.FloatRange(min=0), default=DEFAULT_GRACE_DAYS, show_default=True,
+              help="Keep a forgotten document's chunks, unserved, this many days: a file or share that comes "
+                   "back is not embedded again (0: delete them at once).")
 @output_options
-def serve(path, db, model, cron, strategy, name, verify_cron, allow_mass_delete, include, exclude, as_json):
+def serve(path, db, model, cron, strategy, name, verify_cron, allow_mass_delete, include, exclude, grace_days,
+          as_json):
     """Keep PATH (a folder, or an s3:// prefix) indexed on a schedule; needs a Prefect server (PREFECT_API_URL)."""
     import os
 
@@ -326,7 +330,8 @@ def serve(path, db, model, cron, strategy, name, verify_cron, allow_mass_delete,
         raise click.UsageError("set PREFECT_API_URL to a running server (`prefect server start`): "
                                "without one, Prefect schedules nothing")
     _check_server(os.environ["PREFECT_API_URL"])
-    settings = IndexSettings(db=absolute(db), model=model_for(db, model), strategy=strategy.upper())
+    settings = IndexSettings(db=absolute(db), model=model_for(db, model), strategy=strategy.upper(),
+                             grace_days=grace_days)
     selection = Selection(tuple(include), tuple(exclude))
     try:
         check_patterns(selection)  # before the deployment exists: every scheduled run would fail
@@ -336,7 +341,7 @@ def serve(path, db, model, cron, strategy, name, verify_cron, allow_mass_delete,
     if as_json:  # serving blocks: what is served is the one object printed
         click.echo(json.dumps({"deployment": f"index-folder/{sync.name}", "root": sync.root, "db": settings.db,
                                "cron": cron, "verify_cron": sync.verify_cron, "include": list(include),
-                               "exclude": list(exclude)}, indent=2))
+                               "exclude": list(exclude), "grace_days": grace_days}, indent=2))
     sync.serve(announce=not as_json and verbosity() >= 0)  # under --json stdout holds the one object
 
 

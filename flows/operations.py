@@ -16,6 +16,7 @@ import hashlib
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Iterator, Literal, Optional
 
 from prefect import flow
@@ -29,7 +30,7 @@ from citeline.flows.repair import repair_index
 from citeline.flows.retry import retry_failed
 from citeline.pipeline.walk import Selection, check_patterns
 from citeline.schemas.paths import absolute, escape
-from citeline.schemas.settings import DEFAULT_MODEL, DEFAULT_STRATEGY, DOCUMENT_WORKERS, IndexSettings
+from citeline.schemas.settings import DEFAULT_GRACE_DAYS, DEFAULT_MODEL, DEFAULT_STRATEGY, DOCUMENT_WORKERS, IndexSettings
 from citeline.tasks.log import get_logger, quiet_expected_failures
 
 Strategy = Literal["A", "B", "C", "D", "E", "F"]  # schemas/settings.py STRATEGIES; pipeline/chunk.py says what each is
@@ -154,7 +155,7 @@ def for_worker(state):
 def sync_folder(folder: str, db: str, model: str = "", strategy: Optional[Strategy] = None,
                 max_failed: Optional[int] = None, verify: bool = False, allow_mass_delete: bool = False,
                 include: Optional[list[str]] = None, exclude: Optional[list[str]] = None,
-                wait_s: float = WAIT_S):
+                wait_s: float = WAIT_S, grace_days: float = DEFAULT_GRACE_DAYS):
     """Index a folder, or bring its index up to date: the scheduled sync.
 
     New and changed files are indexed, unchanged ones (same size, modification time and
@@ -185,6 +186,9 @@ def sync_folder(folder: str, db: str, model: str = "", strategy: Optional[Strate
             `citeline index --exclude`: after the defaults and the folder's .citelineignore;
             `!pattern` takes a file back). Indexed files now excluded are forgotten.
         wait_s: Seconds to wait in line while another run writes this index.
+        grace_days: Days a forgotten document's chunks are kept, unserved, so that a file
+            (or a share) that comes back is not embedded again; the run after that deletes
+            them. 0: delete them at once.
     """
     selection = Selection(tuple(include or ()), tuple(exclude or ()))
     try:
@@ -193,7 +197,7 @@ def sync_folder(folder: str, db: str, model: str = "", strategy: Optional[Strate
         return Failed(name="InvalidParameters", message=str(exc), data=RunFailed(str(exc), None))
     try:
         with one_writer(db, wait_s):
-            settings = settings_for(db, model, strategy)
+            settings = replace(settings_for(db, model, strategy), grace_days=max(0.0, grace_days))
             return for_worker(index_folder.fn(folder, settings, max_failed=max_failed, wait_s=wait_s, verify=verify,
                                               allow_mass_delete=allow_mass_delete, selection=selection))
     except Queued as exc:

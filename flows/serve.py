@@ -46,7 +46,8 @@ class FolderSync:
         """Each scheduled run's parameters, as the Prefect server stores them (JSON)."""
         return {"folder": self.root, "db": self.settings.db, "model": self.settings.model,
                 "strategy": self.settings.strategy, "allow_mass_delete": self.allow_mass_delete,
-                "include": list(self.selection.include), "exclude": list(self.selection.exclude)}
+                "include": list(self.selection.include), "exclude": list(self.selection.exclude),
+                "grace_days": self.settings.grace_days}
 
     @property
     def schedules(self) -> list:

@@ -204,3 +204,24 @@ def test_the_scheduled_sync_excludes_and_includes_as_the_cli_does(tmp_path):
 
     bad = sync_folder(str(folder), db, exclude=["!"], return_state=True)  # a typo in the Run form
     assert bad.name == "InvalidParameters" and "'!' is not a gitignore-style pattern" in bad.message, bad.message
+
+
+@pytest.mark.parametrize("grace_days, kept", [(7.0, (1, 1)), (0.0, (0, 0))])
+def test_the_scheduled_sync_keeps_a_vanished_files_chunks_for_its_grace_days(tmp_path, grace_days, kept):
+    """The deployment's ``grace_days`` (``citeline serve --grace-days``): a file gone from the
+    folder is forgotten at once, its chunks kept unserved for that many days (0: deleted now)."""
+    from citeline.flows.serve import FolderSync
+    from citeline.schemas.settings import IndexSettings
+
+    folder, db = tmp_path / "docs", str(tmp_path / "index")
+    folder.mkdir()
+    shutil.copy(EXAMPLES / "04-dropout.md", folder)
+    (folder / "notes.md").write_text("# Notes\n\nWarm-up steps before the learning rate decays.\n")
+    served = FolderSync.of(str(folder), IndexSettings(db=db, model=FAKE, grace_days=grace_days), "*/15 * * * *").parameters
+    assert served["grace_days"] == grace_days
+    assert sync_folder(**served, return_state=True).is_completed()
+    (folder / "notes.md").unlink()
+    state = sync_folder(**served, return_state=True)
+    assert state.is_completed() and state.result().deleted == 1, state.message
+    assert [r["path"] for r in Store(db).document_rows(["path"])] == ["04-dropout.md"]
+    assert Store(db).kept_rows() == kept
