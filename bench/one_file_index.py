@@ -1,6 +1,7 @@
 """A one-file ``citeline index``: how far above its own encode time (issue 28's cold-command goal)?
 
     .venv/bin/python bench/one_file_index.py [--runs N] [--server-home DIR] [--smoke]
+    .venv/bin/python bench/one_file_index.py --edit [--folder DIR] [--runs N]   # one file edited
 
 A copy of examples/docs is indexed once with the packaged MiniLM. Then, ``--runs`` times, one new
 Markdown note (one chunk) is written into it and ``citeline index`` syncs the folder in a fresh
@@ -11,6 +12,11 @@ costs a fresh process with nothing else: importing the embedding stack, loading 
 encoding its text (``embed_documents``), exiting as the CLI does, timed the same way beside each
 run. Printed: best and median of both and of their difference, which the goal bounds (≤ 3 s), and
 the CPU and load.
+
+``--edit`` (issue 46, item 3): instead of a new note, each run appends the note's paragraph to
+one of the folder's Markdown files (the next one each run) and times the same fresh ``citeline
+index``: an edit synced, what a user waits for after saving a file. ``--folder``: the folder
+copied and indexed first (default examples/docs; the dev corpus is ../shared/corpora/dev/docs).
 
 ``--smoke``: one run on the tests' fake embedder (tests/flows/test_bench_smoke.py): runs, no figure.
 """
@@ -48,6 +54,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--server-home", help="a CITELINE_HOME whose citeline server runs (`citeline server start`)")
     parser.add_argument("--smoke", action="store_true")
+    parser.add_argument("--edit", action="store_true", help="edit one file a run instead of adding a note")
+    parser.add_argument("--folder", type=Path, default=EXAMPLES, help="the folder indexed first")
     args = parser.parse_args()
     env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1"}
     if args.server_home:
@@ -56,14 +64,19 @@ def main() -> None:
     model = ["--model", FAKE] if args.smoke else []
     with tempfile.TemporaryDirectory() as tmp:
         folder, db = Path(tmp) / "docs", str(Path(tmp) / "db")
-        shutil.copytree(EXAMPLES, folder)
+        shutil.copytree(args.folder, folder)
+        edited = sorted(folder.rglob("*.md"))
         subprocess.run([*cli, "index", str(folder), "--db", db, "--no-progress", *model], cwd=ROOT, env=env,
                        check=True, stdout=subprocess.DEVNULL)
         load = os.getloadavg()[0]
         index_s, encode_s = [], []
         for i in range(1 if args.smoke else args.runs):
-            note = folder / f"harbour-{i}.md"
-            note.write_text(NOTE.format(i=i))
+            if args.edit:
+                note = edited[i % len(edited)]
+                note.write_text(note.read_text() + "\n" + NOTE.format(i=i).split("\n", 2)[2])
+            else:
+                note = folder / f"harbour-{i}.md"
+                note.write_text(NOTE.format(i=i))
             wall, _, code = timed([*cli, "index", str(folder), "--db", db, "--no-progress", *model], env)
             assert code == 0, f"index exited {code}"
             index_s.append(wall)
@@ -77,7 +90,8 @@ def main() -> None:
         return
     above = [a - b for a, b in zip(index_s, encode_s)]
     print(f"{cpu_model()}, {os.cpu_count()} CPUs; load average {load:.2f} before, {os.getloadavg()[0]:.2f} after; "
-          f"{args.runs} runs, {'against the citeline server' if args.server_home else 'temporary Prefect server'}")
+          f"{args.runs} runs, {'against the citeline server' if args.server_home else 'temporary Prefect server'}; "
+          f"{'one file edited' if args.edit else 'one note added'} in {args.folder}")
     for name, values in (("one-file index", index_s), ("its encode time", encode_s), ("index - encode", above)):
         print(f"{name:<16} best {min(values):6.2f} s  median {statistics.median(values):6.2f} s")
 

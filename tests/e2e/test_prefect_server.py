@@ -88,8 +88,40 @@ def test_failed_document_visible_in_the_server_after_the_run(server, webhook, tm
     assert not [r for r in received if any(ch in r["subject"] + r["body"] for ch in ("\u202e", "\x1b"))], received
     badge = screenshot_runs_list(url.removesuffix("/api"), tmp_path / "runs.png")
     assert "DocumentsFailed" in badge
+    pages = screenshot_health_and_automations(url, str(tmp_path / "db"), tmp_path)
     if os.environ.get("CITELINE_UPDATE_SCREENSHOTS"):
         shutil.copy(tmp_path / "runs.png", SCREENSHOT)
+        for name in pages:  # docs/operations.md's pictures of the index's health and the automations
+            shutil.copy(tmp_path / name, ROOT / "docs" / name)
+
+
+def screenshot_health_and_automations(url: str, db: str, folder: Path) -> list[str]:
+    """The index's failing-documents and index-health artifacts (their latest versions, what the
+    run published) and the automations list, opened in headless Chromium: each shows what an
+    operator looks for, and is saved as a PNG in ``folder``; their file names."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from citeline.tasks.report import artifact_keys
+
+    with temporary_settings({PREFECT_API_URL: url}), get_client(sync_client=True) as client:
+        latest = [client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))[-1]
+                  for key in artifact_keys(db)]
+    ui = url.removesuffix("/api")
+    pages = {"prefect-failing-documents.png": (f"{ui}/artifacts/artifact/{latest[0].id}", ("broken.md", "undecodable")),
+             "prefect-index-health.png": (f"{ui}/artifacts/artifact/{latest[1].id}", ("indexed", "failed")),
+             "prefect-automations.png": (f"{ui}/automations", ("citeline-failed-documents", "citeline-failed-runs"))}
+    driver = headless_chromium()
+    try:
+        for name, (page, shows) in pages.items():
+            driver.get(page)
+            page_text_when(driver, lambda text: all(word in text for word in shows))
+            time.sleep(1)  # let the page finish drawing
+            driver.save_screenshot(str(folder / name))
+    finally:
+        driver.quit()
+    return list(pages)
 
 
 def screenshot_runs_list(ui: str, path: Path) -> str:
