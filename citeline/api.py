@@ -286,7 +286,7 @@ class Index:
         hits = snap.searcher.search(query, retriever, k, filters)
         if retriever == BM25:
             hits = snap.searcher.fill_distances(query, hits)
-        return tuple(self._located(snap, build_citations(hits)))
+        return tuple(self._located(snap, build_citations(hits, query)))
 
     def ask(self, query: str, generate: bool = False, client=None, filters: Filters | None = None,
             **options) -> Answer:

@@ -149,13 +149,13 @@ def _print(answer, generated: bool, show_prompt: bool = False) -> None:
         click.echo(answer.refusal.message())
         if answer.closest:
             click.echo(f"\nNOT AN ANSWER: {CLOSEST_NOTE}")
-            _print_sources(answer.closest, answer.query)
+            _print_sources(answer.closest)
         return
     click.echo(f"SOURCES ({len(answer.citations)} under cosine distance {answer.threshold:g})")
-    _print_sources(answer.citations, answer.query)
+    _print_sources(answer.citations)
     if answer.closest:
         click.echo(f"\nNOT AN ANSWER: {CLOSEST_NOTE}")
-        _print_sources(answer.closest, answer.query)
+        _print_sources(answer.closest)
     if not generated:
         if show_prompt:
             click.echo("\nPROMPT")
@@ -172,13 +172,10 @@ def _print(answer, generated: bool, show_prompt: bool = False) -> None:
         click.echo("\nevery sentence cites a source that exists")
 
 
-def _print_sources(citations, question: str) -> None:
+def _print_sources(citations) -> None:
     """Each citation's header line, then the line of its quote that best matches the question, whole."""
-    from citeline.query.highlight import best_line
-
     for c in citations:
         rerank = "" if c.rerank_score is None else f"  rerank {c.rerank_score:.3f}"
         distance = "" if c.distance is None else f"  distance {c.distance:.3f}"
         click.echo(f"[{c.index}] {visible(c.document)}  {visible(c.label)}  {visible(c.fragment)}{distance}{rerank}")
-        start, end = best_line(question, c.quote)
-        click.echo(f"    {visible(' '.join(c.quote[start:end].split()))}")
+        click.echo(f"    {visible(' '.join(c.highlight.split()))}")

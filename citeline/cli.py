@@ -716,14 +716,11 @@ def search(query, db, model, k, retriever, as_json, local, filters):
         click.echo(json.dumps({"query": query, "retriever": retriever,
                                "results": [c.to_dict() for c in citations]}, indent=2))
         return
-    from citeline.query.highlight import best_line
-
     for c in citations:  # each hit's line that best matches the question, whole (--json: the quote)
         rerank = "" if c.rerank_score is None else f", rerank {c.rerank_score:.3f}"
         click.echo(f"[{c.index}] {visible(c.document)}{visible(c.fragment)}  {visible(c.label)}  "
                    f"(cosine distance {c.distance:.3f}{rerank})")
-        start, end = best_line(query, c.quote)
-        click.echo(f"    {visible(' '.join(c.quote[start:end].split()))}")
+        click.echo(f"    {visible(' '.join(c.highlight.split()))}")
 
 
 def _served_search(db, query, k, retriever, filters):
@@ -738,7 +735,7 @@ def _served_search(db, query, k, retriever, filters):
     params = [("q", query), ("k", str(k)), ("retriever", retriever), *(("path", p) for p in fields["path"]),
               *(("type", t) for t in fields["type"]), *((("since", fields["since"]),) if fields["since"] else ())]
     try:
-        return [Citation(**c) for c in service.search(params)["results"]]
+        return [Citation.from_dict(c) for c in service.search(params)["results"]]
     except OSError:  # gone since its /health, or it refused the request: this process says why
         return None
 
@@ -756,7 +753,7 @@ def _search_here(db, model, query, k, retriever, filters):
         hits = searcher.search(query, retriever, k, filters)
         if retriever == BM25:
             hits = searcher.fill_distances(query, hits)  # every hit shows its cosine distance
-        return located(searcher.store, build_citations(hits))  # each with the uri ask gives it
+        return located(searcher.store, build_citations(hits, query))  # each with the uri ask gives it
 
 
 @cli.command()

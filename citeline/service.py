@@ -499,15 +499,20 @@ def _page_routes(app: FastAPI, index: Index) -> None:
         return _page(pages.library_page(index.documents(), query, _index_stamp(index), extractor_versions()))
 
     @app.get("/view/{chunk_id}", include_in_schema=False)
-    def view(chunk_id: str, doc: str = "") -> HTMLResponse:
+    def view(chunk_id: str, doc: str = "", line: str = "") -> HTMLResponse:
         """The source at the chunk; a chunk the index no longer holds (the link outlived a
-        re-index) is a 404 page that says so and links to its document as it is now."""
+        re-index) is a 404 page that says so and links to its document as it is now.
+        ``line`` ("start,end", canonical offsets): the sentence that answered, marked within."""
         try:
             chunk = index.chunk(_checked_id(chunk_id, "chunk"))
         except (KeyError, ValueError):
             return _page(pages.gone_page(chunk_id, _former_document(index, chunk_id, doc)), 404)
         document = index.document(chunk.document_id)
-        return _page(views.viewer_page(index, document, chunk))
+        return _page(views.viewer_page(index, document, chunk, _line(line)))
+
+    def _line(value: str) -> tuple[int, int] | None:
+        start, _, end = value.partition(",")
+        return (int(start), int(end)) if start.isdigit() and end.isdigit() else None
 
     @app.get("/favicon.ico", include_in_schema=False)
     def favicon() -> Response:

@@ -182,14 +182,15 @@ def source_href(doc: DocumentInfo) -> str:
     return f"/sources/{doc.document_id}/{quote(PurePosixPath(doc.path).name or 'source')}"
 
 
-def viewer_page(index: Index, doc: DocumentInfo, chunk: ChunkInfo) -> str:
+def viewer_page(index: Index, doc: DocumentInfo, chunk: ChunkInfo, line: tuple[int, int] | None = None) -> str:
     """The source opened at the chunk: PDF page beside its quote, media span, one table of the
     sheet's header and cited rows, the slide laid out as a slide, or highlighted text.
 
     Nothing of the source is parsed here (a replaced workbook of millions of shared strings
     pinned the service): text, sheet ranges, slides and rows come from what the index stored;
     PDFs and media are the browser's to render. The page says when the source changed since it
-    was indexed, or is gone.
+    was indexed, or is gone. ``line``: the canonical range of the sentence that answered (the
+    citation's ``highlight``), marked inside the chunk in a text document's view (``#line``).
     """
     stored = _stored(index, doc.document_id)
     first = locator_from_dict(chunk.locators[0]) if chunk.locators else None
@@ -215,7 +216,7 @@ def viewer_page(index: Index, doc: DocumentInfo, chunk: ChunkInfo) -> str:
     elif isinstance(first, Slide):
         body = slide_view(stored, chunk)
     else:
-        body = highlighted(stored["canonical"] or "", chunk.start, chunk.end)
+        body = highlighted(stored["canonical"] or "", chunk.start, chunk.end, line)
     heading = (f"<div class=\"viewer-head\"><p><a href=\"/documents/{esc(doc.document_id)}\">{esc(doc.path)}</a></p>"
                f"<h1>{esc(name)}</h1><p class=\"where\" id=\"where\" data-fragment=\"{esc(chunk.fragment)}\">{esc(where)}</p></div>")
     notice = source_notice(doc, stored)
@@ -294,10 +295,20 @@ def _quote(chunk: ChunkInfo) -> str:
     return "<blockquote id=\"quote\">" + "".join(f"<p>{esc(p)}</p>" for p in paragraphs) + "</blockquote>"
 
 
-def highlighted(canonical: str, start: int, end: int) -> str:
-    """The canonical text with ``[start:end]`` marked; the link's ``#cited`` scrolls to it."""
-    return (f"<pre id=\"text\" tabindex=\"0\">{esc(canonical[:start])}<mark id=\"cited\">{esc(canonical[start:end])}</mark>"
-            f"{esc(canonical[end:])}</pre>")
+def highlighted(canonical: str, start: int, end: int, line: tuple[int, int] | None = None) -> str:
+    """The canonical text with ``[start:end]`` marked; the link's ``#cited`` scrolls to it. A
+    ``line`` inside that range is marked again within it (``#line`` scrolls there); one outside
+    it (a link made for another version of the chunk) is ignored.
+
+    >>> highlighted("ab. cd. ef", 0, 7, (4, 7))
+    '<pre id="text" tabindex="0"><mark id="cited">ab. <mark id="line" class="line">cd.</mark></mark> ef</pre>'
+    """
+    if line is not None and start <= line[0] < line[1] <= end:
+        cited = (f"{esc(canonical[start:line[0]])}<mark id=\"line\" class=\"line\">{esc(canonical[line[0]:line[1]])}</mark>"
+                 f"{esc(canonical[line[1]:end])}")
+    else:
+        cited = esc(canonical[start:end])
+    return f"<pre id=\"text\" tabindex=\"0\">{esc(canonical[:start])}<mark id=\"cited\">{cited}</mark>{esc(canonical[end:])}</pre>"
 
 
 def sheet_table(stored: dict, sheet: str, chunk: ChunkInfo) -> str:

@@ -18,6 +18,7 @@ from citeline.schemas.locator import (
 )
 from citeline.schemas.paths import is_remote
 from citeline.schemas.retrieval import ChunkRow, Citation, Hit
+from citeline.query.highlight import best_line
 from citeline.query.table_cell import SEPARATOR, answer_cell
 
 FRAGMENT_SAFE = "!:,'=."  # what a fragment keeps unencoded: page=3, t=1.5,2, 'Sheet'!A1:D9
@@ -50,6 +51,7 @@ def citation_from_hit(index: int, hit: Hit, query: str = "") -> Citation:
         raise ValueError(f"hit {hit.chunk_id!r} carries no chunk to cite")
     locators = parse_locators(chunk.locators)
     title = chunk.title or document_name(chunk)
+    line = best_line(query, chunk.content) if query and chunk.content and chunk.start is not None else None
     return Citation(
         index=index,
         document_id=chunk.doc_id,
@@ -63,6 +65,8 @@ def citation_from_hit(index: int, hit: Hit, query: str = "") -> Citation:
         start=chunk.start,
         end=chunk.end,
         path=chunk.path,
+        highlight_start=None if line is None else chunk.start + line[0],
+        highlight_end=None if line is None else chunk.start + line[1],
     )
 
 

@@ -193,6 +193,38 @@ class Citation:
     end: int | None = None
     path: str = ""
     uri: str = ""
+    # The sentence or table row of the quote that best matches the question (query/highlight.py),
+    # as canonical offsets inside [start, end); None without a question or a quote.
+    highlight_start: int | None = None
+    highlight_end: int | None = None
+
+    @property
+    def highlight(self) -> str:
+        """The highlighted line's text ("" when there is none)."""
+        if self.highlight_start is None or self.start is None:
+            return ""
+        return self.quote[self.highlight_start - self.start:self.highlight_end - self.start]
+
+    def highlight_dict(self) -> dict | None:
+        """``{start, end, fragment, text}`` of the highlighted line: ``#char=`` of its canonical range."""
+        if self.highlight_start is None:
+            return None
+        return {"start": self.highlight_start, "end": self.highlight_end,
+                "fragment": f"#char={self.highlight_start},{self.highlight_end}", "text": self.highlight}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Citation":
+        """The citation :meth:`to_dict` gave (a service's answer).
+
+        >>> c = Citation(1, "d", "a.md", "A", "#char=0,11", "Hello world", start=0, end=11,
+        ...              highlight_start=6, highlight_end=11)
+        >>> Citation.from_dict(c.to_dict()) == c, c.to_dict()["highlight"]["text"]
+        (True, 'world')
+        """
+        fields = {k: v for k, v in data.items() if k != "highlight"}
+        if (line := data.get("highlight")) is not None:
+            fields.update(highlight_start=line["start"], highlight_end=line["end"])
+        return cls(**fields)
 
     def to_dict(self) -> dict:
         """The JSON form of ``citeline ask --json`` (SPEC §5), plus what a client links with."""
@@ -210,6 +242,7 @@ class Citation:
             "start": self.start,
             "end": self.end,
             "uri": self.uri,
+            "highlight": self.highlight_dict(),
         }
 
 
@@ -396,10 +429,10 @@ class Answer:
         refusal = data.get("refusal")
         return cls(
             query=data["query"], threshold=data["threshold"], gate=data.get("gate", COSINE),
-            citations=tuple(Citation(**c) for c in data.get("citations", ())), prompt=data.get("prompt"),
+            citations=tuple(Citation.from_dict(c) for c in data.get("citations", ())), prompt=data.get("prompt"),
             refusal=None if refusal is None else Refusal(refusal["query"], refusal["threshold"], refusal["kind"],
                                                          refusal.get("best"), tuple(refusal.get("terms", ()))),
-            closest=tuple(Citation(**c) for c in data.get("closest", ())),
+            closest=tuple(Citation.from_dict(c) for c in data.get("closest", ())),
         )
 
     def to_dict(self) -> dict:

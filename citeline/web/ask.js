@@ -72,8 +72,8 @@ function questionWords(question) {
 }
 
 // The quote as text nodes, the question's words (and their plural or -ed forms) in <mark>.
-function emphasised(quote, words) {
-  const box = element("blockquote", null, {class: "quote"});
+function emphasised(quote, words, tag = "blockquote", cls = "quote") {
+  const box = element(tag, null, {class: cls});
   if (!words.length) { box.textContent = quote; return box; }
   const escaped = words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
   const pattern = new RegExp("(?<![\\p{L}\\p{N}])(" + escaped.join("|") + ")(?:s|es|ed|d|ing)?(?![\\p{L}\\p{N}])", "giu");
@@ -97,8 +97,15 @@ function sourceCard(c, idPrefix, words) {
   const where = element("p", whereOf(c), {class: "where"});
   // A PDF's line breaks are where its column ended: shown as spaces (the quote itself is unchanged).
   const quote = emphasised(kind === "page" ? c.quote.replace(/([^\n])\n(?!\n)/g, "$1 ") : c.quote, words);
+  // The sentence or table row that best matches the question, whole, above the (clamped) quote.
+  const line = c.highlight && c.highlight.text.trim()
+    ? emphasised(c.highlight.text.replace(/\s+/g, " ").trim(), words, "p", "answers") : null;
+  if (line) line.title = "The line of this passage closest to your question (" + c.highlight.fragment + ")";
   const foot = element("p", null, {class: "card-foot"});
-  const href = "/view/" + encodeURIComponent(c.chunk_id) + "?doc=" + encodeURIComponent(c.document_id) + "#cited";
+  // A text source opens with the answering sentence marked and scrolled to.
+  const marked = kind === "char" && c.highlight;
+  const href = "/view/" + encodeURIComponent(c.chunk_id) + "?doc=" + encodeURIComponent(c.document_id) +
+    (marked ? "&line=" + c.highlight.start + "," + c.highlight.end + "#line" : "#cited");
   const open = element("a", "Open at this place", {class: "open citation", href: href, target: "_blank", rel: "noopener"});
   open.append(element("span", " (" + (c.path || c.document) + ", " + whereOf(c) + "; opens in a new tab)", {class: "visually-hidden"}));
   foot.append(open, element("code", c.fragment, {class: "fragment visually-hidden"}));
@@ -115,7 +122,7 @@ function sourceCard(c, idPrefix, words) {
   const score = "distance " + number(c.distance) +
     (c.rerank_score !== null && c.rerank_score !== undefined ? " · rerank " + number(c.rerank_score) : "");
   foot.append(element("span", score, {class: "score distance"}));
-  item.append(head, where, quote, foot);
+  item.append(head, where, ...(line ? [line] : []), quote, foot);
   return item;
 }
 

@@ -278,6 +278,16 @@ def test_the_ask_page_answers_with_source_cards_and_keeps_recent_questions_in_th
     marked = [m.text.lower() for m in card.find_elements(By.CSS_SELECTOR, ".quote mark")]
     assert {"harbour", "committee"} <= set(marked), marked  # the question's words, emphasised
     assert "<script>" in text_of(browser, card.find_element(By.CSS_SELECTOR, ".quote"))  # shown as text
+    # the line that answers, whole, above the quote: the API's highlight for this source, visible
+    request = urllib.request.Request(service.base + "/ask", data=json.dumps(
+        {"question": QUESTIONS["char"], "cut": OPEN_CUT}).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        served = json.load(response)
+    line = card.find_element(By.CSS_SELECTOR, ".answers")
+    expected = " ".join(served["citations"][0]["highlight"]["text"].split())
+    assert line.is_displayed() and line.text == expected and line.location["y"] < card.find_element(
+        By.CSS_SELECTOR, ".quote").location["y"], (line.text, expected)
+    assert line.size["width"] <= card.size["width"]  # no sideways scrolling at 400 px either
     assert browser.title != "pwned"
     link = card.find_element(By.CSS_SELECTOR, "a.open")
     assert link.text.startswith("Open at this place") and "/view/" in link.get_attribute("href")
@@ -336,7 +346,7 @@ def test_a_refusal_is_one_sentence_and_the_closest_passages_are_marked_not_an_an
     items = browser.find_elements(By.CSS_SELECTOR, "#closest-list li.card")
     assert 1 <= len(items) <= ASK_K
     for item in items:  # each opens at its place and shows its quote, as a source does
-        assert "#cited" in item.find_element(By.CSS_SELECTOR, "a.open").get_attribute("href")
+        assert item.find_element(By.CSS_SELECTOR, "a.open").get_attribute("href").endswith(("#cited", "#line"))
         assert item.find_element(By.CSS_SELECTOR, "blockquote.quote").text
     checked(browser, f"refusal ({width})")
     shot(browser, tmp_path, "refusal" if width == "desktop" else "phone-refusal")
@@ -384,7 +394,10 @@ def test_each_kind_of_citation_opens_the_source_at_the_cited_place(service, brow
     assert fragment.startswith("#char=")
     mark = browser.find_element(By.ID, "cited")
     assert text_of(browser, mark) == quote and "harbour committee" in quote and browser.title != "pwned"
-    assert browser.execute_script("const r = arguments[0].getBoundingClientRect(); return r.top >= 0 && r.top < innerHeight", mark)
+    # the sentence that answered, marked inside the chunk and scrolled into sight (#line)
+    line = browser.find_element(By.ID, "line")
+    assert text_of(browser, line) in quote and "meet" in text_of(browser, line).lower() and line.text
+    assert browser.execute_script("const r = arguments[0].getBoundingClientRect(); return r.top >= 0 && r.top < innerHeight", line)
     checked(browser, f"text view ({width})")
     close_viewer(browser)
 

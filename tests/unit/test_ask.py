@@ -16,7 +16,7 @@ from citeline.schemas.stamp import IndexStamp
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 JSON_KEYS = ["query", "refused", "threshold", "gate", "citations", "prompt", "closest"]
 CITATION_KEYS = ["index", "document_id", "document", "label", "fragment", "quote", "distance", "rerank_score",
-                 "chunk_id", "path", "start", "end", "uri"]
+                 "chunk_id", "path", "start", "end", "uri", "highlight"]
 
 
 def hit(i, distance, rerank_score=None):
@@ -193,6 +193,11 @@ def test_a_refusal_shows_the_closest_passages_marked_as_not_an_answer():
     assert [c.distance for c in answer.closest] == [0.9, 0.8] and answer.closest[0].fragment.startswith("#char=")
     data = answer.to_dict()
     assert [list(c) for c in data["closest"]] == [CITATION_KEYS] * 2
+    for c in data["closest"]:  # the line that answers: a canonical range inside the quote's, its own #char=
+        line = c["highlight"]
+        assert c["start"] <= line["start"] < line["end"] <= c["end"], (c, line)
+        assert line["text"] == c["quote"][line["start"] - c["start"]:line["end"] - c["start"]] != ""
+        assert line["fragment"] == f"#char={line['start']},{line['end']}"
     assert data["closest_note"] == "closest passages, below the confidence cut — check them yourself"
     answered = ask(FakeSearcher([hit(1, 0.2)]), "q?", AskOptions(retriever="dense", cut=0.5))
     assert answered.closest == () and answered.to_dict()["closest"] == [] and "closest_note" not in answered.to_dict()

@@ -207,7 +207,16 @@ def test_to_dict_has_exactly_the_json_fields():
         "start": c.start,
         "end": c.end,
         "uri": "",
+        "highlight": None,  # no question, no line that answers it
     }
+
+
+def test_a_citation_for_a_question_carries_the_line_that_answers_it_with_its_own_locator():
+    c = citation_from_hit(1, _hit(_row("Run the installer   twice.\nThen reboot.")), "When do I reboot?")
+    at = CANONICAL.index("Then reboot.")
+    assert c.to_dict()["highlight"] == {"start": at, "end": at + 12, "fragment": f"#char={at},{at + 12}",
+                                        "text": "Then reboot."}
+    assert CANONICAL[at:at + 12] == c.highlight
 
 
 def test_with_sources_gives_each_citation_a_uri_at_its_place():
