@@ -8,6 +8,7 @@ defaults; where a source quotes the needle, the line query/highlight.py picks is
 (hit: they overlap), and so is what `ask` showed before, the quote's first 100 characters. Printed
 per phrasing: sources holding the needle, hits of the highlight, hits of the first 100 characters.
 ``--index`` indexes CORPUS/docs into DB first (the real model).
+``--smoke`` (tests/flows/test_bench_smoke.py): bench/smokekit.py's tiny corpus and index on the fake embedder.
 """
 from __future__ import annotations
 
@@ -48,17 +49,31 @@ def needle_span(quote: str, needle: str) -> tuple[int, int] | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("corpus", type=Path)
-    parser.add_argument("--db", required=True)
+    parser.add_argument("corpus", type=Path, nargs="?")
+    parser.add_argument("--db")
     parser.add_argument("--index", action="store_true")
+    parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
+    if args.smoke:
+        import smokekit
+
+        with smokekit.fake_models():
+            args.db, args.corpus = smokekit.tiny_index(), smokekit.tiny_corpus()
+            measure(args.corpus, args.db)
+        return
+    if args.corpus is None or args.db is None:
+        parser.error("CORPUS and --db are required (or --smoke)")
     if args.index:
         subprocess.run([sys.executable, "-m", "citeline", "index", str(args.corpus / "docs"), "--db", args.db,
                         "--no-progress"], check=False)
+    measure(args.corpus, args.db)
+
+
+def measure(corpus: Path, db: str) -> None:
     from citeline.api import Index
 
-    index = Index.open(args.db)
-    truth = [json.loads(line) for line in (args.corpus / "ground_truth.jsonl").read_text().splitlines() if line.strip()]
+    index = Index.open(db)
+    truth = [json.loads(line) for line in (corpus / "ground_truth.jsonl").read_text().splitlines() if line.strip()]
     for phrasing in ("course", "ticket"):
         sourced = highlighted = first = 0
         for q in truth:

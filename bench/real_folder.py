@@ -12,6 +12,9 @@
   search hit (default retriever, top 10) from one of ``files`` whose quote holds ``needle``
   (whitespace-insensitive), its locator, and whether ``ask`` passes that chunk as a source.
 
+``--smoke`` (tests/flows/test_bench_smoke.py): bench/smokekit.py's tiny corpus and index on the fake
+embedder, one question.
+
 The questions were written from the files' text, one per file or format, before any was asked; they
 are a measurement, not a target.
 """
@@ -63,12 +66,27 @@ def asked(index, question: dict) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("folder", type=Path)
-    parser.add_argument("--db", required=True)
+    parser.add_argument("folder", type=Path, nargs="?")
+    parser.add_argument("--db")
     parser.add_argument("--questions", type=Path, default=QUESTIONS)
     parser.add_argument("--index", action="store_true", help="index the folder first (a fresh process, timed)")
     parser.add_argument("--model", default=None)
+    parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
+    if args.smoke:
+        import tempfile
+
+        import smokekit
+
+        with smokekit.fake_models(), tempfile.TemporaryDirectory() as tmp:
+            args.folder, args.db = smokekit.tiny_corpus() / "docs", smokekit.tiny_index()
+            args.questions = Path(tmp) / "questions.jsonl"
+            args.questions.write_text(json.dumps({"q": "Why does dropout only apply during training?",
+                                                  "files": ["04-dropout.md"], "needle": "dropout", "format": "md"}))
+            report(args)
+        return
+    if args.folder is None or args.db is None:
+        parser.error("FOLDER and --db are required (or --smoke)")
     if args.index:
         started = time.perf_counter()
         run = subprocess.run([sys.executable, "-m", "citeline", "index", str(args.folder), "--db", args.db,
@@ -76,6 +94,10 @@ def main() -> None:
                              capture_output=True, text=True)
         print(f"# citeline index: exit {run.returncode} in {time.perf_counter() - started:.0f} s; "
               f"load {os.getloadavg()[0]:.1f}\n\n{run.stdout.strip()}\n")
+    report(args)
+
+
+def report(args) -> None:
     from citeline.api import Index
 
     index = Index.open(args.db, args.model)

@@ -47,6 +47,7 @@ if "--child" not in sys.argv:  # a child runs in the environment its parent made
 from citeline.evaluation.match import speech_contains, words  # noqa: E402
 from citeline.evaluation.render import render_speech  # noqa: E402
 from citeline.extractors import media  # noqa: E402
+from citeline.schemas.options import ExtractOptions  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV = ROOT.parent / "shared" / "corpora" / "dev"
@@ -145,7 +146,7 @@ def transcribe(variant: Variant, wav: Path, model_dir: str) -> dict:
     fallbacks = Fallbacks()
     logging.getLogger("faster_whisper").addHandler(fallbacks)
     logging.getLogger("faster_whisper").setLevel(logging.DEBUG)
-    audio = media._decode(wav.read_bytes())
+    audio = media._decode(wav.read_bytes(), ExtractOptions().max_media_seconds, None)
     whisper = WhisperModel(model_dir, device="cpu", compute_type=variant.compute_type, cpu_threads=variant.threads)
     options = {**CITELINE, **variant.options}
     if variant.batch:

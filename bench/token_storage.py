@@ -18,6 +18,7 @@ Three measurements, each alternating its two sides in one run so their ratio hol
     .venv/bin/python bench/token_storage.py service --db /tmp/ts/with --db /tmp/ts/without --rounds 2
     .venv/bin/python bench/token_storage.py second-pass --db /tmp/ts/without
     .venv/bin/python bench/token_storage.py codec
+    .venv/bin/python bench/token_storage.py index --smoke   # tests/flows/test_bench_smoke.py
 
 ``service``: ``citeline api`` started fresh on each index, the course questions POSTed to ``/ask``
 from the first request after it is ready. ``second-pass``: what storing token vectors cost before
@@ -55,12 +56,13 @@ def machine() -> str:
     return f"{model}, {os.cpu_count()} CPUs, load {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
 
 
-def index_once(docs: Path, db: Path, flag: str) -> dict:
+def index_once(docs: Path, db: Path, flag: str, cli: tuple[str, ...] = (sys.executable, "-m", "citeline"),
+               extra: tuple[str, ...] = ()) -> dict:
     if db.exists():
         shutil.rmtree(db)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "citeline", "index", str(docs), "--db", str(db), "--no-progress", flag],
+    subprocess.run([*cli, "index", str(docs), "--db", str(db), "--no-progress", flag, *extra],
                    check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -76,6 +78,13 @@ def index_once(docs: Path, db: Path, flag: str) -> dict:
 
 
 def cmd_index(args) -> None:
+    cli: tuple[str, ...] = (sys.executable, "-m", "citeline")
+    extra: tuple[str, ...] = ()
+    if args.smoke:  # the tiny corpus through the fake embedder's CLI, one round
+        import smokekit
+
+        args.corpus, args.rounds = smokekit.tiny_corpus(), 1
+        cli, extra = (sys.executable, str(smokekit.FAKE_CLI)), ("--model", smokekit.FAKE)
     docs = Path(args.corpus) / "docs"
     keep = Path(args.keep) if args.keep else Path(tempfile.mkdtemp())
     keep.mkdir(parents=True, exist_ok=True)
@@ -84,7 +93,7 @@ def cmd_index(args) -> None:
     for r in range(args.rounds):
         order = [("--no-token-vectors", "without"), ("--token-vectors", "with")]
         for flag, name in (order if r % 2 == 0 else order[::-1]):
-            row = index_once(docs, keep / name, flag)
+            row = index_once(docs, keep / name, flag, cli, extra)
             rows.append(row)
             print(json.dumps(row), flush=True)
     for flag in ("--no-token-vectors", "--token-vectors"):
@@ -268,6 +277,7 @@ def main() -> None:
     p.add_argument("--corpus", default=str(DEFAULT_CORPUS))
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--keep", help="leave the two indexes here (<KEEP>/with, <KEEP>/without)")
+    p.add_argument("--smoke", action="store_true", help="bench/smokekit.py's tiny corpus on the fake embedder")
     p = sub.add_parser("first")
     p.add_argument("--db", action="append", required=True)
     p.add_argument("--corpus", default=str(DEFAULT_CORPUS))

@@ -131,12 +131,15 @@ class CheckReport:
 @dataclass(frozen=True)
 class Snapshot:
     """What queries read: one version of the active table, and the versions it was opened at
-    (the meta table's too: ``citeline calibrate`` commits a new gate there)."""
+    (the meta table's too: ``citeline calibrate`` commits a new gate there; and the documents
+    table's: which rows a record owns is decided there, and a sync that forgets a document keeps
+    its rows in the chunks table for the grace period, hidden by the reader's filter)."""
 
     searcher: Searcher
     table: str
     version: int
     meta_version: int = 0
+    documents_version: int = 0
     sources: dict[str, str] = field(default_factory=dict, compare=False)  # doc_id -> source, filled lazily
 
 
@@ -219,6 +222,8 @@ class Index:
 
     def _open_snapshot(self) -> Snapshot:
         store = Store.existing(self.uri)
+        # read before the reader's owned-rows filter is: a commit in between costs one more re-open, never a stale filter
+        versions = store.meta_version(), store.documents_version()
         stamp = store.require_stamp()
         if self._follows and stamp.embed_model != self.model:
             # `citeline reindex` switched models: the old one would only raise a mismatch,
@@ -235,7 +240,7 @@ class Index:
         searcher.default_reranker()
         table = store.active_table()
         self._follows = True
-        return Snapshot(searcher, table, searcher.reader.table.version, store.meta_version())
+        return Snapshot(searcher, table, searcher.reader.table.version, *versions)
 
     def refresh(self) -> bool:
         """Re-open the index when a writer committed since the snapshot was taken.
@@ -253,7 +258,8 @@ class Index:
         table = store.active_table()
         current = self._snapshot
         if (current is not None and current.table == table and store.db.open_table(table).version == current.version
-                and store.meta_version() == current.meta_version):
+                and store.meta_version() == current.meta_version
+                and store.documents_version() == current.documents_version):
             return False
         if current is not None and current.table != table:
             self._snapshot = None  # the retired table is not read while its successor opens

@@ -132,6 +132,11 @@ class Store:
         """The meta table's version (0 before it exists): it moves with every switch and calibration."""
         return self.db.open_table(META).version if self.has_table(META) else 0
 
+    def documents_version(self) -> int:
+        """The documents table's version (0 before it exists): it moves with every record written
+        or forgotten, also when the chunks stay (a forgotten document's rows are kept, unowned)."""
+        return self.db.open_table(DOCUMENTS).version if self.has_table(DOCUMENTS) else 0
+
     def activate(self, stamp: IndexStamp) -> None:
         """Point queries at the table of ``stamp`` (one commit: the switch is atomic).
 

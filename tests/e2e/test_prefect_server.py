@@ -106,8 +106,8 @@ def screenshot_health_and_automations(url: str, db: str, folder: Path) -> list[s
     from citeline.tasks.report import artifact_keys
 
     with temporary_settings({PREFECT_API_URL: url}), get_client(sync_client=True) as client:
-        latest = [client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))[-1]
-                  for key in artifact_keys(db)]
+        latest = [max(client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key]))),
+                      key=lambda found: found.created) for key in artifact_keys(db)]
     ui = url.removesuffix("/api")
     pages = {"prefect-failing-documents.png": (f"{ui}/artifacts/artifact/{latest[0].id}", ("broken.md", "undecodable")),
              "prefect-index-health.png": (f"{ui}/artifacts/artifact/{latest[1].id}", ("indexed", "failed")),
@@ -204,8 +204,9 @@ def test_a_hostile_failed_documents_table_fetches_nothing_in_the_ui(server, beac
     with temporary_settings({PREFECT_API_URL: url}):
         publish_report.fn(RunSummary(failed=1, failures=(failure,)), str(tmp_path / "docs"), str(tmp_path / "db"))
         with get_client(sync_client=True) as client:
-            artifact = client.read_artifacts(artifact_filter=ArtifactFilter(
-                key=ArtifactFilterKey(any_=["failed-documents"])))[-1]
+            # the newest: the module's server holds other tests' failed-documents tables too
+            artifact = max(client.read_artifacts(artifact_filter=ArtifactFilter(
+                key=ArtifactFilterKey(any_=["failed-documents"]))), key=lambda found: found.created)
     driver = headless_chromium()
     try:
         driver.get(f"{url.removesuffix('/api')}/artifacts/artifact/{artifact.id}")

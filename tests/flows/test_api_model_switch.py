@@ -58,14 +58,17 @@ def wait_for(predicate, seconds: float = 30.0):
 def test_the_service_follows_a_reindex_serves_no_removed_text_and_survives_gc(folder, tmp_path, other_model):
     db = str(tmp_path / "db")
     assert Index.create(db, model=FAKE).sync(str(folder)).indexed == 2
-    with TestClient(create_app(Index.create(db), poll_s=0.1), base_url="http://127.0.0.1") as client:
+    service = Index.create(db)
+    with TestClient(create_app(service, poll_s=0.1), base_url="http://127.0.0.1") as client:
         assert any("Zurich" in q for q in quotes(client, "Zurich office board"))
         retired = Store(db).active_table()
         assert Index(db).reindex(other_model).switched
         (folder / "secret.md").unlink()
-        Index(db).sync(str(folder))
+        Index(db).sync(str(folder))  # forgets secret.md: its rows stay in the table for the grace period, unowned
         health = wait_for(lambda: (h := client.get("/health").json())["model"] == OTHER and h)
         assert health["ready"] is True and health["dim"] == 32
+        # the service follows within a poll: once its snapshot is of the records as they are now
+        wait_for(lambda: (s := service.served()) is not None and s.documents_version == Store(db).documents_version())
         assert not any("Zurich" in q for q in quotes(client, "Zurich office board"))
         ask = client.post("/ask", json={"query": "Zurich office board", "cut": 2.0, "retriever": "dense"})
         assert ask.status_code == 200 and "Confidential" not in ask.text

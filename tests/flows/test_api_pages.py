@@ -199,15 +199,18 @@ def test_the_ask_page_offers_to_write_an_answer_only_with_an_endpoint(client, mo
     assert 'id="generate" type="checkbox" checked' in client.get("/").text
 
 
-def test_the_service_warms_the_reranker_of_an_index_that_stores_no_word_piece_vectors(index, client):
-    """Issue 29, item 6: without ``--token-vectors`` every ask encoded its candidates; the service
-    encodes them once (before the fix the warm-up found no token table and encoded nothing)."""
+def test_the_service_warms_the_reranker_of_an_index_that_stores_no_word_piece_vectors(folder, tmp_path):
+    """Issue 29, item 6: without stored token vectors (``--no-token-vectors``) every ask encoded its
+    candidates; the service encodes them once (before the fix the warm-up found no token table
+    and encoded nothing)."""
     import threading
 
     from citeline.service import warm_reranker
 
+    index = Index.create(str(tmp_path / "db"), model=FAKE)
+    assert index.sync(str(folder), token_vectors=False).indexed == 5
     reranker = index.snapshot().searcher.default_reranker()
-    chunks = sum(d["chunk_count"] for d in client.get("/documents").json()["documents"])
+    chunks = index.snapshot().searcher.store.count_chunks(owned=True)
     warm_reranker(index, threading.Event())
     assert reranker._encoded is not None and len(reranker._encoded._items) == chunks
     assert warm_reranker(index, threading.Event()) == 0  # each chunk once

@@ -76,6 +76,9 @@ SMOKES = {
     "s3_sync": Smoke(("--smoke",), ("s3 prefix -> s3 index: first sync", "S3 / local: first sync"), True),
     # each index or transcription in a child process, as the bench measures it
     "rss_scaling": Smoke(("--smoke",), ("2x     8 docs", "peak RSS by phase")),
+    "highlight_lines": Smoke(("--smoke",), ("course: ", "ticket: ", "the highlighted line holds it in")),
+    "token_storage": Smoke(("index", "--smoke"), ("--no-token-vectors", "--token-vectors", "KiB/chunk")),
+    "real_folder": Smoke(("--smoke",), ("| file | outcome | detail |", "04-dropout.md", "search rank (top 10)")),
     "speech_speed": Smoke(("--smoke",), ("round 1 done", "| citeline |")),
     # tens of seconds or a browser: `make test` only
     "dask_throughput": Smoke(("--smoke",), ("in-process (2 threads)", "LocalCluster, 1 worker(s), grouping on",
@@ -92,7 +95,8 @@ SMOKES = {
 # skipped where it is not checked out, as tests/unit/test_chunk.py's dev-corpus test is.
 DEV = ROOT.parent / "shared" / "corpora" / "dev"
 READS_DEV = {"answerability_frontier", "api_rss", "encoder_backends", "gate_calibration", "gate_transfer", "http_latency",
-             "model_compare", "page_latency", "phrase_probes", "query_latency", "speech_speed"}
+             "model_compare", "page_latency", "phrase_probes", "query_latency", "speech_speed", "highlight_lines",
+             "real_folder", "token_storage"}
 
 
 def run_here(bench: str, args: tuple[str, ...], monkeypatch, capfd) -> str:

@@ -28,7 +28,7 @@ WRITES = {
     "record-upsert": (Store, "upsert_documents"),
     "fts-build": (LanceTable, "create_index"),
     "optimize": (LanceTable, "optimize"),
-    "token-vectors": (TokenVectors, "write"),
+    "token-vectors": (TokenVectors, "write_rows"),
     "delete": (Store, "delete_document"),
     "token-prune": (TokenVectors, "prune"),
 }

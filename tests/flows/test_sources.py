@@ -33,7 +33,8 @@ def by_path(s: IndexSettings) -> dict[str, dict]:
 
 
 def served(s: IndexSettings) -> str:
-    return " ".join(r["content"] for r in Store(s.db).chunk_rows(["content"]))
+    # what readers see: a forgotten document's rows are kept, unowned, for the grace period
+    return " ".join(r["content"] for r in Store(s.db).chunk_rows(["content"], owned=True))
 
 
 @pytest.fixture
