@@ -10,7 +10,7 @@ Listings are never cached: a sync must see the bucket as it is now, and a proces
 """
 from __future__ import annotations
 
-import errno
+import errno  # noqa: F401 - is_transient_store_error's doctest uses it
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import BinaryIO

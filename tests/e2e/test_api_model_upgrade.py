@@ -58,8 +58,8 @@ def test_a_live_service_follows_a_model_upgrade_and_survives_gc(tmp_path, cli_en
         # the service re-opens within a poll (1 s) of the sync's commit; a forgotten document's rows
         # stay in the table for the grace period, and a snapshot taken before the sync still owned them
         deadline = time.monotonic() + 10
-        while any("Zurich" in hit["quote"] for hit in (found := get(url + search)[1])["results"]):
-            assert time.monotonic() < deadline, found
+        while any("Zurich" in hit["quote"] for hit in get(url + search)[1]["results"]):
+            assert time.monotonic() < deadline, "the service still serves the forgotten secret.md"
             time.sleep(0.2)
         status, found = get(url + search)
         assert status == 200 and not any("Zurich" in hit["quote"] for hit in found["results"]), found
