@@ -61,9 +61,8 @@ class cli_errors:
     """citeline's own errors become clean CLI failures (exit 1) with their help notes; with ``db``,
     so does the storage under that index refusing a write (a full disk, a lost permission)."""
 
-    def __init__(self, db: str | None = None, kept: str = ""):
+    def __init__(self, db: str | None = None):
         self.db = db
-        self.kept = kept
 
     def __enter__(self):
         return self
@@ -75,7 +74,7 @@ class cli_errors:
             from citeline.index.faults import is_storage_error, refused
 
             if is_storage_error(exc):
-                raise as_cli_error(refused(self.db, exc, self.kept)) from None
+                raise as_cli_error(refused(self.db, exc)) from None
         return False
 
 

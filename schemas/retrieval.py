@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
 
+from citeline.schemas.locator import CharRange
+
 # Retriever names, so that the gate can tell a cosine distance from any other score.
 DENSE = "dense"
 BM25 = "bm25"
@@ -210,7 +212,7 @@ class Citation:
         if self.highlight_start is None:
             return None
         return {"start": self.highlight_start, "end": self.highlight_end,
-                "fragment": f"#char={self.highlight_start},{self.highlight_end}", "text": self.highlight}
+                "fragment": CharRange(self.highlight_start, self.highlight_end).fragment(), "text": self.highlight}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Citation":
