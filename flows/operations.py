@@ -31,7 +31,7 @@ from citeline.flows.retry import retry_failed
 from citeline.pipeline.walk import Selection, check_patterns
 from citeline.schemas.paths import absolute, escape
 from citeline.schemas.settings import DEFAULT_GRACE_DAYS, DEFAULT_MODEL, DEFAULT_STRATEGY, DOCUMENT_WORKERS, IndexSettings
-from citeline.tasks.log import get_logger, quiet_expected_failures
+from citeline.tasks.log import configure_unless_set, get_logger, quiet_expected_failures
 
 Strategy = Literal["A", "B", "C", "D", "E", "F"]  # schemas/settings.py STRATEGIES; pipeline/chunk.py says what each is
 WAIT_S = 6 * 3600.0  # a queued run waits this long for the index's other run (a first sync of a big folder)
@@ -39,6 +39,12 @@ SAY_EVERY_S = 60.0  # a waiting run logs that it waits this often
 # The index's slot is a lease the run renews; a killed run's lapses after this long, so the next
 # run waits minutes at most (Prefect's default lease is 300 s).
 LEASE_S = 120.0
+
+# A worker's flow-run process runs none of citeline's entry points: Prefect imports this module
+# and calls the flow. Without a level of its own the "citeline" logger inherits the root's
+# WARNING, and the run's log in the UI missed every INFO line ("run.queued", "run.waiting", the
+# summary) while the tests, run from an entry point, saw them.
+configure_unless_set()
 
 
 def limit_name(db: str) -> str:

@@ -155,6 +155,12 @@ def configure(level: int = logging.INFO) -> None:
     logging.getLogger(LOGGER).setLevel(level)
 
 
+def configure_unless_set(level: int = logging.INFO) -> None:
+    """``configure``, unless the host application gave the citeline logger a level already."""
+    if logging.getLogger(LOGGER).level == logging.NOTSET:
+        configure(level)
+
+
 def get_logger(**context):
     """A structlog logger bound to ``context`` that logs into the "citeline" logger.
 

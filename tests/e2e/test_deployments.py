@@ -5,8 +5,8 @@ The test starts its own PostgreSQL cluster (initdb and pg_ctl of Debian's postgr
 in a temporary folder, on a free port), a `prefect server start` backed by it, and
 `prefect worker start --pool citeline`; it deploys the repository's prefect.yaml with
 `prefect deploy --all`, exactly as docs/operations.md tells an operator to. Flow runs are
-processes the worker starts; they embed with the fake embedder, registered in each of them
-by a sitecustomize on the worker's PYTHONPATH (the real model would add minutes, not coverage).
+processes the worker starts; most embed with the fake embedder, registered in each of them
+by a sitecustomize on the worker's PYTHONPATH, and one with the real model.
 """
 import html
 import json
@@ -24,6 +24,7 @@ from testkit import free_port
 
 from fakes import FAKE
 from pgcluster import has_postgres, postgres_cluster
+from prefect_process import webhook
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -32,12 +33,26 @@ FIXTURES = ROOT / "tests" / "fixtures"
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not has_postgres(), reason="PostgreSQL's initdb is not installed "
                                                                           "(make setup installs postgresql)")]
 
+SLOW = "fake/slow-to-load"
+SLOW_LOAD_S = 20
 SITECUSTOMIZE = f"""
 import sys
 sys.path.insert(0, {str(FIXTURES)!r})
 from citeline.pipeline import embed
 from fakes import FAKE, HashEmbedder
 embed.register(FAKE, lambda precision, batch_size: HashEmbedder())
+
+
+class SlowToLoad(HashEmbedder):
+    # takes {SLOW_LOAD_S} s to load (once per run's process), so a run holds its slot a while
+
+    def __init__(self):
+        import time
+        time.sleep({SLOW_LOAD_S})
+        super().__init__(name={SLOW!r})
+
+
+embed.register({SLOW!r}, lambda precision, batch_size: SlowToLoad())
 """
 
 
@@ -80,7 +95,7 @@ def production(tmp_path_factory):
         server_log = home / "server.log"
         server = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
                                    "--port", str(port)], env=env, stdout=open(server_log, "w"), stderr=subprocess.STDOUT)
-        worker = None
+        workers = []
         try:
             wait_for(url, server, server_log)
             prefect = [sys.executable, "-m", "prefect", "--no-prompt"]
@@ -89,14 +104,22 @@ def production(tmp_path_factory):
                 assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
             pause_schedules(url)  # each run here is started through the API, none by the clock
             worker_log = home / "worker.log"
-            worker = subprocess.Popen([*prefect, "worker", "start", "--pool", "citeline"], cwd=home, stdout=open(worker_log, "w"),
-                                      stderr=subprocess.STDOUT,
-                                      env={**env, "PYTHONPATH": os.pathsep.join([str(home / "site"),
-                                                                                  env.get("PYTHONPATH", "")])})
-            yield {"url": url, "env": env, "folder": folder, "db": db, "logs": (server_log, worker_log)}
+
+            def start_worker() -> subprocess.Popen:
+                workers.append(subprocess.Popen(
+                    [*prefect, "worker", "start", "--pool", "citeline"], cwd=home, stdout=open(worker_log, "a"),
+                    stderr=subprocess.STDOUT,
+                    env={**{k: v for k, v in env.items() if k != "PREFECT_LOGGING_EXTRA_LOGGERS"},  # as `prefect
+                         # worker start` has it: the runs' log lines reach the UI through prefect.yaml's job variables
+                         "PYTHONPATH": os.pathsep.join([str(home / "site"), env.get("PYTHONPATH", "")])}))
+                return workers[-1]
+
+            start_worker()
+            yield {"url": url, "env": env, "folder": folder, "db": db, "home": home, "logs": (server_log, worker_log),
+                   "workers": workers, "start_worker": start_worker}
         finally:
-            for proc in (worker, server):
-                if proc is not None:
+            for proc in (*workers, server):
+                if proc is not None and proc.poll() is None:
                     proc.terminate()
                     try:
                         proc.wait(timeout=30)
@@ -232,6 +255,94 @@ def test_prefect_yaml_runs_on_postgres_through_a_worker(production, client):
     while client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=gone)), limit=1):
         assert time.monotonic() < deadline, "the orphan vacuum left the deleted runs' logs"
         time.sleep(2)
+
+
+def test_a_run_queued_behind_a_reindex_a_killed_run_and_the_real_model(production, client):
+    """What an operator meets on the production shape: a sync due while a reindex to another
+    model runs waits for it and then runs on the model it left; a run whose worker and process
+    are killed is marked Crashed by the shipped automation and the next sync finishes its work;
+    a sync with the real model, in a worker's flow-run process."""
+    import psutil
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+    from prefect.deployments import run_deployment
+
+    from citeline.flows.operations import limit_name
+    from citeline.index.check import check_index
+    from citeline.index.store import Store, index_exists
+    from citeline.pipeline.embed import resolve_model
+    from citeline.schemas.settings import DEFAULT_MODEL
+
+    folder, db, home = production["folder"], production["db"], production["home"]
+    limit = limit_name(str(db))
+    if not index_exists(str(db)):  # run alone, without the test above
+        run(production, "index-folder/index-folder", model=FAKE)
+
+    def holds_the_slot() -> bool:
+        return client.read_global_concurrency_limit_by_name(limit).active_slots == 1
+
+    def final(flow_run_id, seconds: float = 400):
+        deadline = time.monotonic() + seconds
+        while not (state := client.read_flow_run(flow_run_id).state).is_final():
+            assert time.monotonic() < deadline, f"still {state.name}: " + production["logs"][1].read_text()[-3000:]
+            time.sleep(1)
+        return client.read_flow_run(flow_run_id)
+
+    def logs(flow_run_id):
+        return client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])))
+
+    with webhook() as (hook, _):
+        made = subprocess.run([sys.executable, str(ROOT / "deploy" / "automation.py"), "--webhook", hook],
+                              env=production["env"], capture_output=True, text=True, timeout=300)
+        assert made.returncode == 0 and "citeline-zombie-runs" in made.stdout, made.stderr[-2000:]
+
+    # 1. a reindex to another model holds the index; the sync due meanwhile waits, then runs on it
+    rebuild = run_deployment("reindex/reindex", parameters={"model": SLOW}, timeout=0)
+    deadline = time.monotonic() + 240
+    while not holds_the_slot():
+        assert time.monotonic() < deadline and not client.read_flow_run(rebuild.id).state.is_final()
+        time.sleep(0.5)
+    sync = run_deployment("index-folder/index-folder", timeout=0)
+    rebuilt, synced = final(rebuild.id), final(sync.id)
+    assert rebuilt.state.is_completed() and "switched to" in rebuilt.state.message, rebuilt.state.message
+    assert synced.state.is_completed(), synced.state.message  # was Failed IndexMismatch
+    queued = [log for log in logs(sync.id) if "run.queued" in log.message]
+    assert queued and queued[0].timestamp < rebuilt.end_time  # it was in line while the reindex ran
+    assert Store(str(db)).require_stamp().embed_model == SLOW
+
+    # 2. one run with the real model, in a flow-run process the worker starts
+    real_folder, real_db = home / "real-docs", home / "real-index"
+    real_folder.mkdir()
+    for name in sorted(os.listdir(folder))[:2]:
+        shutil.copy(folder / name, real_folder / name)
+    real = run(production, "index-folder/index-folder", folder=str(real_folder), db=str(real_db))
+    assert real.state.is_completed(), real.state.message
+    store = Store(str(real_db))
+    assert store.require_stamp().embed_model == resolve_model(DEFAULT_MODEL).name and check_index(store) == []
+    assert store.count_chunks() == sum(r["chunk_count"] for r in store.document_rows(["chunk_count"])) > 0
+
+    # 3. the worker and the run's process killed mid-sync: Crashed for its silence, slots freed
+    (folder / "late-addition.md").write_text("# Added late\n\nA note written while the worker ran.\n")
+    doomed = run_deployment("index-folder/index-folder", timeout=0)
+    deadline = time.monotonic() + 240
+    while not (client.read_flow_run(doomed.id).state.is_running() and holds_the_slot()):
+        assert time.monotonic() < deadline, client.read_flow_run(doomed.id).state
+        time.sleep(0.5)
+    time.sleep(5)  # loading the slow model; its first heartbeat is out
+    worker = production["workers"][-1]
+    for process in [*psutil.Process(worker.pid).children(recursive=True), psutil.Process(worker.pid)]:
+        process.kill()
+    worker.wait(timeout=30)
+    production["start_worker"]()
+    deadline = time.monotonic() + 420  # 120 s without a heartbeat (zombie-runs.yaml), then the trigger's next look
+    while not (state := client.read_flow_run(doomed.id).state).is_crashed():
+        assert time.monotonic() < deadline and not state.is_final(), state
+        time.sleep(5)
+    assert "No heartbeat for 120 s" in state.message
+    recovered = run(production, "index-folder/index-folder")  # waits out the index's lease if it must
+    assert recovered.state.is_completed(), recovered.state.message
+    store = Store(str(db))
+    status = {r["path"]: r["status"] for r in store.document_rows(["path", "status"])}
+    assert status["late-addition.md"] == "indexed" and check_index(store) == []
 
 
 def latest(client, key: str):
