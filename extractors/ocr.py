@@ -43,7 +43,9 @@ NAME = "image-ocr"
 #    in its row (reading_order, shared with the PDF extractor; issue 31 item 6).
 # 6: the OCR language detected per page by default (--ocr-lang auto, extractors/langs.py: OSD's
 #    script, a Latin page's words) and noted, as a given one is (issue 31 item 3).
-VERSION = "6"
+# 7: printed fills made white behind their print (a table's shaded header row: light print on a
+#    dark fill inverted, a tint flattened) and a region inside another read once, with it (issue 41 item 8).
+VERSION = "7"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".heic", ".heif")
@@ -283,7 +285,7 @@ def ocr_image(
     Raises:
         Timeout: Tesseract ran past the deadline.
     """
-    gray = deskew(image.convert("L"))
+    gray = plain_fills(deskew(image.convert("L")))
     regions = _regions(np.asarray(gray))
     if len(regions) > 1:
         stacked, offsets = _stack(gray, regions)
@@ -385,6 +387,58 @@ def deskew(gray: Image.Image) -> Image.Image:
     return gray.rotate(angle, resample=Image.BICUBIC, expand=False, fillcolor=255)
 
 
+_FLAT_FILL_SPREAD = 20.0  # grey levels between a fill's quartiles: printed (scanned, JPEG) is flatter
+_TINT = 110  # a flat fill this light or lighter (0-255) is a tint behind dark print
+_TINT_NOISE = 35  # a tint's own pixels lie within this of its median
+
+
+def plain_fills(gray: Image.Image) -> Image.Image:
+    """The page with its printed fills made white behind their print, as Tesseract reads best.
+
+    Tesseract binarises the page as a whole: a light-blue table header row (grey 173 on a page
+    whose threshold fell at 201) turned black and its dark print with it, and white print on a
+    navy row found no line at all ("Units sold" and half of "Revenue (EUR)" dropped): both
+    tables lost their header row (issue 41). A fill is what stays dark after an opening wider
+    than a text stroke or a ruled line, mostly dark over its box and of one flat tone (printed,
+    not a photograph's shade). Light print on it (three or more light shapes enclosed: letters)
+    is inverted, the fill's edge kept as a rule; a tint behind dark print is made white. A thick
+    black letter or a scanner's black margin holds no light letters and is no tint: left alone.
+    """
+    from scipy import ndimage
+
+    pixels = np.asarray(gray)
+    h, w = pixels.shape
+    size = max(5, round(min(h, w) / 150))
+    if h < 4 * size or w < 4 * size:
+        return gray
+    dark = pixels < _threshold(pixels)
+    opened = ndimage.maximum_filter(ndimage.minimum_filter(dark.view(np.uint8), size=size), size=size)
+    fills, count = ndimage.label(opened)
+    out = None
+    for box in ndimage.find_objects(fills) if count else ():
+        inside = dark[box]
+        rows, cols = inside.shape
+        if rows < 2 * size or cols < 4 * size or inside.mean() < 0.5:
+            continue
+        low, level, high = np.percentile(pixels[box][opened[box].astype(bool)], [25, 50, 75])
+        if high - low > _FLAT_FILL_SPREAD:
+            continue
+        shapes, _ = ndimage.label(~inside)
+        letters = [s for s in ndimage.find_objects(shapes) if s is not None and s[0].start > 0 and s[1].start > 0
+                   and s[0].stop < rows and s[1].stop < cols and s[0].stop - s[0].start >= 4]
+        if len(letters) >= 3:
+            out = pixels.copy() if out is None else out
+            out[box] = 255 - out[box]
+            # the fill's edge stays a rule: a header row keeps its frame and is read as one line
+            y, x = box
+            out[y.start, x] = out[y.stop - 1, x] = out[y, x.start] = out[y, x.stop - 1] = 0
+        elif level >= _TINT:
+            out = pixels.copy() if out is None else out
+            area = out[box]
+            area[area >= level - _TINT_NOISE] = 255
+    return gray if out is None else Image.fromarray(out)
+
+
 def _regions(pixels: np.ndarray) -> list[Box]:
     """Reading-order regions of a page image, in pixels (one per column per band).
 
@@ -434,7 +488,15 @@ def _regions(pixels: np.ndarray) -> list[Box]:
     for group in groups:
         x0, y0, x1, y1 = union([boxes[i] for i in group])
         regions.append((max(0, x0 - pad), max(0, y0 - pad), min(w, x1 + pad), min(h, y1 + pad)))
-    return regions
+    # A region inside another (the words of a ruled table's cells, clear of its rules) is read
+    # with it: cut out again, its words were read twice, out of their rows.
+    outer = [r for k, r in enumerate(regions) if not any(j != k and _within(r, o) for j, o in enumerate(regions))]
+    return outer if len(outer) > 1 else whole
+
+
+def _within(inner: Box, outer: Box) -> bool:
+    return inner != outer and outer[0] <= inner[0] and outer[1] <= inner[1] and inner[2] <= outer[2] \
+        and inner[3] <= outer[3]
 
 
 def _merge_stacked(groups: list[list[int]], boxes: list[Box]) -> list[list[int]]:

@@ -27,7 +27,8 @@ from citeline.extractors.tables import grid, table_blocks
 NAME = "odt"
 # 2: a label alone over a header row of its own starts a new table
 #    (extractors.tables.split_tables, issue 41 item 8).
-VERSION = "2"
+# 3: page headers and footers (styles.xml's master pages), each distinct one once, after the body.
+VERSION = "3"
 # Parses untrusted zip and XML input: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".odt", ".ott")
@@ -39,6 +40,10 @@ _TABLE = "{urn:oasis:names:tc:opendocument:xmlns:table:1.0}"
 _DRAW = "{urn:oasis:names:tc:opendocument:xmlns:drawing:1.0}"
 _OFFICE = "{urn:oasis:names:tc:opendocument:xmlns:office:1.0}"
 _DC = "{http://purl.org/dc/elements/1.1/}"
+_STYLE = "{urn:oasis:names:tc:opendocument:xmlns:style:1.0}"
+# A master page's margins (ODF 1.2 part 1, §16.10): the default, left-page and first-page variants.
+_MARGINS = (("Page header", ("header-first", "header", "header-left")),
+            ("Page footer", ("footer-first", "footer", "footer-left")))
 # Inline elements whose text is not shown in the running text: footnote marks and bodies (read
 # after their paragraph), comments, change-tracking records, frames (their boxes follow).
 _SILENT = {f"{_TEXT}note-citation", f"{_TEXT}note-body", f"{_OFFICE}annotation", f"{_OFFICE}annotation-end",
@@ -63,8 +68,11 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     options = options or ExtractOptions()
     archive = open_package(data, name, options, "content.xml")
     try:
-        root = etree.fromstring(archive.read("content.xml"), etree.XMLParser(resolve_entities=False, huge_tree=False))
-        meta = etree.fromstring(archive.read("meta.xml")) if "meta.xml" in archive.namelist() else None
+        parser = etree.XMLParser(resolve_entities=False, huge_tree=False)
+        root = etree.fromstring(archive.read("content.xml"), parser)
+        names = set(archive.namelist())
+        meta = etree.fromstring(archive.read("meta.xml"), parser) if "meta.xml" in names else None
+        styles = etree.fromstring(archive.read("styles.xml"), parser) if "styles.xml" in names else None
     except (etree.XMLSyntaxError, KeyError, OSError, ValueError) as exc:
         raise Corrupt(f"the OpenDocument's XML cannot be read: {type(exc).__name__}: {exc}") from None
     body = root.find(f"{_OFFICE}body/{_OFFICE}text")
@@ -72,6 +80,8 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
         raise Corrupt("content.xml has no office:text body: not an OpenDocument text")
     reader = _Reader(options, Deadline(options.time_limit_s), text_limit(options, len(data)))
     reader.blocks(body, 0)
+    for name, margin in _margins(styles):
+        reader.margin(name, margin)
     if not reader.writer.segments:
         raise NoText("the document holds no text")
     title = meta.findtext(f".//{_DC}title") if meta is not None else None
@@ -111,6 +121,13 @@ class _Reader:
                 inner = element.find(f"{_TEXT}index-body")
                 self.blocks(inner if inner is not None else element, depth, bullet)
 
+    def margin(self, name: str, element) -> None:
+        """A page header or footer's blocks as a section of their own, after the body."""
+        self.path = [(1, name)]
+        self.writer.add(f"## {name}", self.locator())
+        self._last_item = False
+        self.blocks(element, 0)
+
     def heading(self, element) -> None:
         text = one_line(inline(element))
         if not text:
@@ -147,6 +164,25 @@ class _Reader:
         for block in table_blocks(rows, lambda *_: locator, self.options.sheet_block_chars,
                                   self.options.sheet_block_rows, merges):
             self.writer.add_block(block)
+
+
+def _margins(styles) -> list[tuple[str, object]]:
+    """Each distinct page header and footer the master pages define: their text is the document's
+    too (a letterhead's address, a footer's notice), which Word files keep as well (docx.py). A
+    margin switched off (``style:display="false"``) or repeating one already kept is left out."""
+    if styles is None:
+        return []
+    found: list[tuple[str, object]] = []
+    seen: set[str] = set()
+    for page in styles.iter(f"{_STYLE}master-page"):
+        for name, kinds in _MARGINS:
+            for kind in kinds:
+                for element in page.iterchildren(f"{_STYLE}{kind}"):
+                    text = " ".join(one_line(inline(p)) for p in element.iter(f"{_TEXT}p", f"{_TEXT}h")).strip()
+                    if text and text not in seen and element.get(f"{_STYLE}display") != "false":
+                        seen.add(text)
+                        found.append((name, element))
+    return found
 
 
 def _matrix(table) -> list[list[tuple[object, str]]]:

@@ -54,7 +54,8 @@ NAME = "pdf"
 #     after the glyph it belongs to (MuPDF gave "األ" for "الأ").
 # 14: a label alone over a header row of its own starts a new table
 #    (extractors.tables.split_tables, issue 41 item 8).
-VERSION = "14"
+# 15: OCR reads light text on a dark fill, a table image's header row (ocr 7).
+VERSION = "15"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".pdf",)

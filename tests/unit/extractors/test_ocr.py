@@ -168,3 +168,80 @@ def test_only_line_sized_ink_is_read_again(runs, expected):
     for run in runs:
         rows += [True] * run + [False] * 5
     assert ocr._one_text_line_of_ink(np.array([False] * 5 + rows, dtype=bool), height=10.0) is expected
+
+
+def table_image(header_fill: str | None, kind: str = "PNG") -> bytes:
+    """A ruled table, its header row in bold: on white, or white on ``header_fill``."""
+    from PIL import ImageDraw, ImageFont
+
+    fonts = "/usr/share/fonts/truetype/dejavu/DejaVuSans"
+    bold, regular = ImageFont.truetype(f"{fonts}-Bold.ttf", 22), ImageFont.truetype(f"{fonts}.ttf", 22)
+    rows = [["Region", "Units sold", "Revenue (EUR)", "Returns"], ["North", "1,204", "88,410", "31"],
+            ["South", "987", "70,115", "12"], ["East", "1,530", "112,300", "45"]]
+    edges = [30, 230, 430, 680, 870]
+    image = Image.new("RGB", (900, 60 + 50 * len(rows)), "white")
+    draw = ImageDraw.Draw(image)
+    for r, row in enumerate(rows):
+        top = 30 + 50 * r
+        if r == 0 and header_fill:
+            draw.rectangle([edges[0], top, edges[-1], top + 50], fill=header_fill)
+        for c, cell in enumerate(row):
+            draw.text((edges[c] + 10, top + 12), cell, font=bold if r == 0 else regular,
+                      fill="white" if r == 0 and header_fill else "black")
+        draw.line([edges[0], top, edges[-1], top], fill="black", width=2)
+    bottom = 30 + 50 * len(rows)
+    draw.line([edges[0], bottom, edges[-1], bottom], fill="black", width=2)
+    for x in edges:
+        draw.line([x, 30, x, bottom], fill="black", width=2)
+    buffer = io.BytesIO()
+    image.save(buffer, kind, quality=70)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(("fill", "kind"), [(None, "PNG"), ("#283c6e", "PNG"), ("#111111", "PNG"), ("#283c6e", "JPEG")])
+def test_a_table_images_header_row_is_read_on_white_and_on_a_dark_fill(fill, kind, h):
+    """White bold print on a navy or black header row: Tesseract found no line there and dropped
+    "Units sold" and half of "Revenue (EUR)"; inverted, the row is read first, as one line."""
+    doc = ocr.extract(table_image(fill, kind), "sales.img")
+    h.check_segments(doc)
+    lines = [line for line in doc.text.splitlines() if line.strip()]
+    assert lines[:4] == ["Region Units sold Revenue (EUR) Returns", "North 1,204 88,410 31", "South 987 70,115 12",
+                         "East 1,530 112,300 45"]
+
+
+def test_only_a_dark_fill_holding_light_letters_is_inverted():
+    from PIL import ImageDraw, ImageFont
+
+    page = Image.new("L", (600, 300), 255)
+    draw = ImageDraw.Draw(page)
+    draw.rectangle([20, 20, 580, 90], fill=0)  # a black bar: no letters in it
+    draw.text((30, 120), "IIII", font=ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf", 140),
+              fill=0)  # thick black strokes, wider than the opening
+    assert ocr.plain_fills(page) is page
+    photo = np.asarray(page).copy()
+    photo[20:91, 20:581] = np.random.default_rng(0).integers(0, 110, (71, 561))  # a shade, not a fill
+    photo[40:60, 40:50] = photo[40:60, 60:70] = photo[40:60, 80:90] = 255
+    assert ocr.plain_fills(Image.fromarray(photo)).tobytes() == photo.tobytes()
+    draw.text((40, 35), "Quarterly totals", font=ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 30),
+              fill=255)
+    turned = np.asarray(ocr.plain_fills(page))
+    assert turned[50:60, 25].mean() == 255 and (turned[25:85, 40:560] < 128).any()  # the bar light, its letters dark
+    assert (turned[150:250] == np.asarray(page)[150:250]).all()  # the big letters untouched
+
+
+def test_a_scanned_table_with_a_tinted_header_row_keeps_the_header_and_every_cell(h):
+    """A real table image (unstructured's test suite): its header row sits on a light-blue fill,
+    which Tesseract's binarisation turned black, and its one-digit cells were read only from cut-out
+    regions, after the table, out of their rows. Before: no header word, rows without their counts."""
+    data = (Path(__file__).parents[2] / "fixtures" / "realfiles" / "table-multi-row-column-cells.png").read_bytes()
+    doc = ocr.extract(data, "table-multi-row-column-cells.png")
+    h.check_segments(doc)
+    lines = [line for line in doc.text.splitlines() if line.strip()]
+    header = " ".join(lines[:lines.index("Blind 5 1 4 34.5%, n=1 1199 sec, n=1")])
+    for word in ("Disability", "Category", "Participants", "Completed", "Incomplete/", "Terminated", "Results",
+                 "Accuracy", "complete"):
+        assert word in header.split(), (word, header)
+    for row in ("Low Vision 5 2 3 98.3% n=2 1716 sec, n=3", "Dexterity 5 4 1 98.3%, n=4 1672.1 sec, n=4",
+                "Mobility 3 3 0 95.4%, n=3 1416 sec, n=3"):
+        assert row in lines
+    assert doc.text.count("1416 sec, n=3") == 1  # each cell read once

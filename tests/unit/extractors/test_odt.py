@@ -2,6 +2,8 @@
 themselves (issue 31, item 7): all failed before as "a zip archive". The files are written here as LibreOffice lays them out:
 a stored ``mimetype`` entry first, then ``content.xml``."""
 import io
+import shutil
+import subprocess
 import zipfile
 
 import pytest
@@ -15,6 +17,7 @@ _NS = ('xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
        'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
        'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
        'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0"')
+_STYLE_NS = 'xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0"'
 BODY = """
 <text:h text:outline-level="1">Harbour report</text:h>
 <text:p>The harbour<text:s/>opened in <text:span>1887</text:span>.<text:note><text:note-citation>1</text:note-citation>
@@ -34,13 +37,17 @@ BODY = """
 """
 
 
-def package(body: str, mimetype: str = "application/vnd.oasis.opendocument.text", content: str | None = None) -> bytes:
+def package(body: str, mimetype: str = "application/vnd.oasis.opendocument.text", content: str | None = None,
+            master_pages: str = "") -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
         z.writestr(zipfile.ZipInfo("mimetype"), mimetype)  # stored, first, as ODF requires
         z.writestr("content.xml", content if content is not None else
                    f'<?xml version="1.0"?><office:document-content {_NS}><office:body><office:text>{body}'
                    f"</office:text></office:body></office:document-content>", compress_type=zipfile.ZIP_DEFLATED)
+        if master_pages:
+            z.writestr("styles.xml", f'<?xml version="1.0"?><office:document-styles {_NS} {_STYLE_NS}>'
+                                     f"<office:master-styles>{master_pages}</office:master-styles></office:document-styles>")
     return buf.getvalue()
 
 
@@ -59,6 +66,50 @@ def test_an_odt_is_read_in_document_order_with_its_sections(h):
     assert h.locators_of(doc, "4200") == [Passage("Harbour report > Tonnage")]
     assert "reviewer comment" not in doc.text and "1887.1" not in doc.text  # no comment, no footnote mark
     assert doc.title == "report"
+
+
+def test_page_headers_and_footers_are_read_once_each_after_the_body(h):
+    """styles.xml's master pages: a header on the first page and the others, the same footer on
+    two page styles, and a header switched off. LibreOffice writes them so (checked below)."""
+    pages = """
+    <style:master-page style:name="Standard">
+      <style:header><text:p>Harbour Authority, 12 Quay Street</text:p></style:header>
+      <style:header-first><text:p>Annual report <text:span>1900</text:span></text:p></style:header-first>
+      <style:footer><text:p>Confidential: port ledger extract</text:p></style:footer>
+    </style:master-page>
+    <style:master-page style:name="Landscape">
+      <style:header style:display="false"><text:p>switched-off header</text:p></style:header>
+      <style:footer><text:p>Confidential: port ledger extract</text:p></style:footer>
+    </style:master-page>"""
+    doc = odt.extract(package("<text:h>Report</text:h><text:p>The harbour opened in 1887.</text:p>",
+                              master_pages=pages), "letter.odt")
+    h.check_segments(doc)
+    assert h.locators_of(doc, "12 Quay Street") == [Passage("Page header")]
+    assert h.locators_of(doc, "Annual report 1900") == [Passage("Page header")]
+    assert h.locators_of(doc, "port ledger extract") == [Passage("Page footer")]
+    assert doc.text.count("port ledger extract") == 1 and "switched-off" not in doc.text
+    assert h.find(doc, "opened in 1887")[0] < h.find(doc, "12 Quay Street")[0]  # the body first
+    assert odt.extract(package("<text:p>No styles part.</text:p>"), "plain.odt").text == "No styles part."
+
+
+@pytest.mark.skipif(not shutil.which("soffice"), reason="LibreOffice is not installed (make setup installs it)")
+def test_a_libreoffice_odt_keeps_its_letterhead_and_footer(tmp_path, h):
+    """A Word file with a page header and footer, saved as .odt by LibreOffice itself."""
+    import docx
+
+    word = docx.Document()
+    word.sections[0].header.paragraphs[0].text = "Harbour Authority, 12 Quay Street"
+    word.sections[0].footer.paragraphs[0].text = "Confidential: port ledger extract"
+    word.add_heading("Report", 1)
+    word.add_paragraph("The harbour opened in 1887.")
+    word.save(tmp_path / "letter.docx")
+    subprocess.run(["soffice", "--headless", f"-env:UserInstallation=file://{tmp_path}/profile", "--convert-to", "odt",
+                    "--outdir", str(tmp_path), str(tmp_path / "letter.docx")], check=True, capture_output=True, timeout=120)
+    doc = odt.extract((tmp_path / "letter.odt").read_bytes(), "letter.odt")
+    h.check_segments(doc)
+    assert h.locators_of(doc, "The harbour opened in 1887.") == [Passage("Report")]
+    assert h.locators_of(doc, "Harbour Authority, 12 Quay Street") == [Passage("Page header")]
+    assert h.locators_of(doc, "Confidential: port ledger extract") == [Passage("Page footer")]
 
 
 def test_broken_or_empty_odt_fail_with_their_reason():
