@@ -28,6 +28,7 @@ from citeline.pipeline.embed import Embedder, get_embedder
 from citeline.query.ask import Answer, AskOptions
 from citeline.query.ask import ask as run_ask
 from citeline.query.ask import generate as run_generate
+from citeline.query.llm import chat_client
 from citeline.query.cite import (
     build_citations, locator_fragment, locator_label, parse_locators, with_sources,
 )
@@ -498,17 +499,6 @@ def apart(store: Store, citations: Sequence[Citation]) -> list[Citation]:
     names = {doc_id: name for docs in groups.values() if len(docs) > 1 for doc_id, name in shown_names(docs).items()}
     return [replace(c, document=names[c.document_id]) if c.document_id in names and c.document == c.path else c
             for c in citations]
-
-
-def chat_client():
-    """The chat endpoint from CITELINE_LLM_* or, failing those, the standard OPENAI_* variables."""
-    from citeline.query.llm import ENV_API_KEY, ENV_MODEL, ENV_URL, ChatClient
-
-    env = dict(os.environ)
-    env.setdefault(ENV_URL, os.environ.get("OPENAI_BASE_URL", ""))
-    env.setdefault(ENV_MODEL, os.environ.get("OPENAI_MODEL", ""))
-    env.setdefault(ENV_API_KEY, os.environ.get("OPENAI_API_KEY", ""))
-    return ChatClient.from_env({k: v for k, v in env.items() if v})
 
 
 def _result(state):

@@ -6,7 +6,6 @@ Register it with ``cli.add_command(ask)``.
 from __future__ import annotations
 
 import json
-import os
 
 import click
 
@@ -93,11 +92,12 @@ def ask(query, db, model, as_json, k, retriever, rerank_flag, reranker, cosine_w
     from citeline.query.ask import AskOptions
     from citeline.query.ask import ask as run_ask
     from citeline.query.ask import generate as run_generate
+    from citeline.query.llm import chat_client
 
     options = AskOptions(k=k, retriever=retriever, rerank=rerank_flag, cut=cut, min_rerank_score=min_rerank_score,
                          check_names=check_names)
     with cli_errors():
-        client = _chat_client() if generate else None  # an endpoint not configured fails before retrieval
+        client = chat_client() if generate else None  # an endpoint not configured fails before retrieval
         searcher = _searcher(db, model, reranker if reranking else None, cosine_weight)
         answer = run_ask(searcher, query, options, filters)
         answer = _located(searcher, answer)
@@ -107,12 +107,6 @@ def ask(query, db, model, as_json, k, retriever, rerank_flag, reranker, cosine_w
         click.echo(json.dumps(answer.to_dict(), indent=2))  # \uXXXX: no raw U+202E or C1 reaches a terminal
     else:
         _print(answer, generate, show_prompt)
-
-
-def _chat_client():
-    from citeline.query.llm import ChatClient
-
-    return ChatClient.from_env(os.environ)
 
 
 def _searcher(db: str, model: str | None, reranker: str | None, cosine_weight: float | None):

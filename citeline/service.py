@@ -33,8 +33,9 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
-from citeline.api import Index, chat_client
+from citeline.api import Index
 from citeline.query.answer_check import check_answer
+from citeline.query.llm import chat_client
 from citeline.query.thresholds import Uncalibrated
 from citeline.schemas.errors import CitelineError, IndexMismatch, IndexUnavailable, LLMError, NoIndex
 from citeline.schemas.retrieval import ASK_K, DEFAULT_RETRIEVER, RETRIEVERS, Filters

@@ -7,6 +7,7 @@ the same prompt gives the same answer where the server allows it. Every failure
 from __future__ import annotations
 
 import json
+import os
 import socket
 import urllib.error
 import urllib.request
@@ -18,6 +19,7 @@ from citeline.schemas.errors import LLMError
 ENV_URL = "CITELINE_LLM_URL"
 ENV_MODEL = "CITELINE_LLM_MODEL"
 ENV_API_KEY = "CITELINE_LLM_API_KEY"
+_FALLBACKS = {ENV_URL: "OPENAI_BASE_URL", ENV_MODEL: "OPENAI_MODEL", ENV_API_KEY: "OPENAI_API_KEY"}
 DEFAULT_TIMEOUT = 120.0
 _SNIPPET = 300  # characters of an error body worth showing
 
@@ -40,6 +42,16 @@ def chat_url(base_url: str) -> str:
     return f"{url}/v1/chat/completions"
 
 
+def chat_client(timeout: float = DEFAULT_TIMEOUT) -> "ChatClient":
+    """The chat endpoint this process's environment names: the one client ``citeline ask
+    --generate``, ``Index.ask`` and the HTTP app all build (``ChatClient.from_env``).
+
+    Raises:
+        LLMError: no endpoint configured.
+    """
+    return ChatClient.from_env(os.environ, timeout)
+
+
 @dataclass(frozen=True)
 class ChatClient:
     """One chat model behind an OpenAI-compatible endpoint."""
@@ -51,17 +63,24 @@ class ChatClient:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], timeout: float = DEFAULT_TIMEOUT) -> "ChatClient":
-        """Read ``CITELINE_LLM_URL``, ``CITELINE_LLM_MODEL`` and optional ``CITELINE_LLM_API_KEY``.
+        """Read ``CITELINE_LLM_URL``, ``CITELINE_LLM_MODEL`` and optional ``CITELINE_LLM_API_KEY``,
+        each falling back to the standard ``OPENAI_BASE_URL``, ``OPENAI_MODEL``, ``OPENAI_API_KEY``.
+        Every caller (``citeline ask --generate``, ``Index.ask``, the HTTP app) reads them here.
+
+        >>> ChatClient.from_env({"OPENAI_BASE_URL": "http://h:1/v1", "OPENAI_MODEL": "m",
+        ...                      "CITELINE_LLM_MODEL": "mine"})
+        ChatClient(url='http://h:1/v1', model='mine', timeout=120.0)
 
         Raises:
             LLMError: if the URL or the model is not set.
         """
+        env = {name: env.get(name) or env.get(fallback, "") for name, fallback in _FALLBACKS.items()}
         missing = [name for name in (ENV_URL, ENV_MODEL) if not env.get(name)]
         if missing:
             err = LLMError(f"no chat endpoint configured: {', '.join(missing)} not set")
             err.add_note(
                 f"Help: set {ENV_URL}=http://127.0.0.1:8080 and {ENV_MODEL}=<model name> "
-                "(any OpenAI-compatible server: llama.cpp, vLLM, Ollama)."
+                "(or OPENAI_BASE_URL and OPENAI_MODEL; any OpenAI-compatible server: llama.cpp, vLLM, Ollama)."
             )
             raise err
         return cls(env[ENV_URL], env[ENV_MODEL], env.get(ENV_API_KEY) or None, timeout)

@@ -156,6 +156,23 @@ def test_generate_reports_unknown_citations_and_uncited_sentences(db, chat_serve
     assert "UNCITED: Bread is tasty." in text.output
 
 
+def test_generate_reads_the_standard_openai_variables_as_the_library_does(db, chat_server):
+    """With only OPENAI_BASE_URL / OPENAI_MODEL set, `Index.ask` and the HTTP app built a client
+    while `citeline ask --generate` said "no chat endpoint configured": one client now."""
+    from citeline import Index
+
+    openai = {"CITELINE_LLM_URL": "", "CITELINE_LLM_MODEL": "", "OPENAI_BASE_URL": chat_server["CITELINE_LLM_URL"] + "/v1",
+              "OPENAI_MODEL": "canned"}
+    result = run(db, IN_DOMAIN, "--retriever", "hybrid", "--generate", "--json", env=openai)
+    assert result.exit_code == 0, result.output
+    assert _Chat.prompts == [json.loads(result.output)["prompt"]]
+    with pytest.MonkeyPatch.context() as env:
+        for name, value in openai.items():
+            env.setenv(name, value)
+        answer = Index(db).ask(IN_DOMAIN, generate=True, retriever="hybrid")
+    assert answer.answer == json.loads(result.output)["answer"] and len(_Chat.prompts) == 2
+
+
 def test_a_refused_question_never_reaches_the_endpoint(db, chat_server):
     result = run(db, ABSURD, "--retriever", "dense", "--generate", "--json", env=chat_server)
     assert result.exit_code == 0 and json.loads(result.output)["refused"] is True
