@@ -393,7 +393,8 @@ class Index:
     # ---- writing ---------------------------------------------------------------------
 
     def sync(self, path: str, max_failed: int | None = None, wait_s: float = 0.0, verify: bool = False,
-             allow_mass_delete: bool = False, **options) -> RunSummary:
+             allow_mass_delete: bool = False, include: Sequence[str] = (), exclude: Sequence[str] = (),
+             **options) -> RunSummary:
         """Index (or re-sync) ``path`` (the ``citeline index`` flow), then re-open for queries.
 
         Args:
@@ -403,6 +404,11 @@ class Index:
             verify: hash every file, even those whose size and modification time are unchanged.
             allow_mass_delete: forget vanished files' documents even when ``path`` came up empty
                 or more than half of its documents would go.
+            include: index only the files matching one of these gitignore-style patterns
+                (relative to ``path``, as ``citeline index --include``).
+            exclude: skip the files and folders matching these patterns (after the defaults
+                and the folder's .citelineignore, as ``--exclude``); indexed files now
+                excluded are forgotten.
             **options: ``IndexSettings`` fields (strategy, budget, overlap, max_bytes, timeout_s, …).
 
         Returns:
@@ -411,17 +417,23 @@ class Index:
             deletion not allowed) in ``held``, one line each.
 
         Raises:
+            ValueError: a pattern is not a gitignore-style pattern (before anything is read).
             CitelineError: the run could not finish (another model's index, a busy writer,
                 more than ``max_failed`` failures); a bug's exception as it was raised.
         """
         from citeline.flows.ingest import index_folder
         from citeline.flows.runners import command_run
+        from citeline.pipeline.walk import Selection, check_patterns
         from citeline.schemas.settings import IndexSettings
 
+        if isinstance(include, str) or isinstance(exclude, str):
+            raise TypeError("include and exclude take a list of patterns, not one string")
+        selection = Selection(tuple(include), tuple(exclude))
+        check_patterns(selection)
         settings = IndexSettings(db=self.uri, model=self.model, **options)
         with command_run():
             state = index_folder(str(path), settings, max_failed=max_failed, wait_s=wait_s, verify=verify,
-                                 allow_mass_delete=allow_mass_delete, return_state=True)
+                                 allow_mass_delete=allow_mass_delete, selection=selection, return_state=True)
         summary = _result(state)
         self.refresh()
         return summary

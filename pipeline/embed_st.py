@@ -1,6 +1,7 @@
 """sentence-transformers models loaded from a local folder: the packaged MiniLM and MPNet, or any folder."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import threading
@@ -21,6 +22,7 @@ MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 MPNET_NAME = "sentence-transformers/all-mpnet-base-v2"  # 768-d; the optional extra citeline[mpnet]
 TOKEN_BATCH = 8  # texts per forward pass for token vectors: (batch, 384, 768) floats stay small
 QUERY_TOKENS_KEPT = 16  # recent queries whose word-piece vectors came with their sentence vector
+FEW_TEXTS = 64  # passages a process encodes with the ONNX export before it loads torch
 
 
 def register_embedding_models(register: Callable[..., None]) -> None:
@@ -118,6 +120,7 @@ class SentenceTransformerEmbedder:
         self._lock = threading.Lock()
         self._query_tokens: OrderedDict[str, np.ndarray] = OrderedDict()
         self._query_side = query_side
+        self._few_texts = 0  # passages the query side encoded (``_side_for_few``)
 
     @cached_property
     def query_side(self):
@@ -199,6 +202,8 @@ class SentenceTransformerEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32), [], []
         texts = list(texts)
+        if (side := self._side_for_few(len(texts))) is not None:
+            return self._embedded_by(side, texts, with_word_pieces)
         pieces: list = [None] * len(texts) if with_word_pieces else []
         with self._lock:
             tokens = self._count(texts)
@@ -216,6 +221,33 @@ class SentenceTransformerEmbedder:
                 self.stats.tokens += sum(min(tokens[i], self.max_tokens) for i in batch)
                 self.stats.padded += longest * len(batch)
             self.stats.texts += len(texts)
+        return vectors, tokens, pieces
+
+    def _side_for_few(self, count: int):
+        """The query side, for the first ``FEW_TEXTS`` passages of a process that has not loaded
+        torch: an edited file's few chunks were encoded in 0.1 s after 4 s of loading torch
+        (a one-file sync of 14 s). Past them torch loads, as a first index needs it (bf16 where
+        the CPU has it, ~3x faster in bulk than the export). Its vectors are torch's to float
+        rounding (cosine >= 0.99999), so an index may hold both."""
+        if self._torch_loaded() or self.query_side is None:
+            return None
+        with self._lock:
+            if self._few_texts + count > FEW_TEXTS:
+                return None
+            self._few_texts += count
+        return self.query_side
+
+    def _embedded_by(self, side, texts: list[str], with_word_pieces: bool) -> tuple[np.ndarray, list[int], list]:
+        """``_embed``'s result from ``side``, its encoding counted in this embedder's stats too."""
+        before = dataclasses.replace(side.stats)
+        if with_word_pieces:
+            vectors, tokens, pieces = side.embed_with_token_vectors(texts)
+        else:
+            (vectors, tokens), pieces = side.embed_counted(texts), []
+        with self._lock:
+            for field in dataclasses.fields(EncodeStats):
+                added = getattr(side.stats, field.name) - getattr(before, field.name)
+                setattr(self.stats, field.name, getattr(self.stats, field.name) + added)
         return vectors, tokens, pieces
 
     def embed_query(self, text: str) -> np.ndarray:

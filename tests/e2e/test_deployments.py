@@ -79,6 +79,9 @@ def production(tmp_path_factory):
     folder, db = home / "docs", home / "index"
     shutil.copytree(EXAMPLES, folder)
     (folder / "broken.md").write_bytes(b"caf\xe9 latin-1 bytes\x00\x01")  # not UTF-8: fails at extract
+    (folder / "only-heading.html").write_text("<h3>Quarterly figures</h3>")  # check-repair was red on it weekly
+    (folder / "drafts").mkdir()
+    (folder / "drafts" / "plan.md").write_text("# Plan\n\nNot for the index yet.\n")  # excluded by the runs
     (home / "site").mkdir()
     (home / "site" / "sitecustomize.py").write_text(SITECUSTOMIZE)
     with postgres_cluster() as (database, _):
@@ -176,7 +179,7 @@ def test_prefect_yaml_runs_on_postgres_through_a_worker(production, client):
     assert form["path"]["type"] == "string" and "Empty: every failed document" in form["path"]["description"]
 
     # 1. the scheduled sync, run now: a new index on the fake model; broken.md fails
-    first = run(production, "index-folder/index-folder", model=FAKE)
+    first = run(production, "index-folder/index-folder", model=FAKE, exclude=["drafts/"])
     assert first.state.is_failed() and first.state.name == "DocumentsFailed", first.state.message
     this_run = FlowRunFilter(id=FlowRunFilterId(any_=[first.id]))
     tasks = {t.name: t for t in client.read_task_runs(flow_run_filter=this_run)}
@@ -210,7 +213,9 @@ def test_prefect_yaml_runs_on_postgres_through_a_worker(production, client):
     assert client.read_global_concurrency_limit_by_name(limit_name(str(db))).limit == 1
 
     # 2. the next sync: broken.md is unchanged, so it is not read again and the run is Completed
-    second = run(production, "index-folder/index-folder")
+    indexed = {r["path"]: r["chunk_count"] for r in Store(str(db)).document_rows(["path", "chunk_count"])}
+    assert "drafts/plan.md" not in indexed and indexed["only-heading.html"] > 0  # excluded; a heading is text
+    second = run(production, "index-folder/index-folder", exclude=["drafts/"])
     assert second.state.is_completed() and "1 still failing" in second.state.message, second.state.message
     names = {t.name for t in client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[second.id])))}
     assert "broken.md" not in names and not [n for n in names if n.endswith(".md")]  # no task run per unchanged file
@@ -257,7 +262,14 @@ def test_prefect_yaml_runs_on_postgres_through_a_worker(production, client):
         time.sleep(2)
 
 
-def test_a_run_queued_behind_a_reindex_a_killed_run_and_the_real_model(production, client):
+@pytest.fixture
+def notifications():
+    """A local webhook endpoint, and the notifications it received."""
+    with webhook() as found:
+        yield found
+
+
+def test_a_run_queued_behind_a_reindex_a_killed_run_and_the_real_model(production, client, notifications):
     """What an operator meets on the production shape: a sync due while a reindex to another
     model runs waits for it and then runs on the model it left; a run whose worker and process
     are killed is marked Crashed by the shipped automation and the next sync finishes its work;
@@ -290,10 +302,10 @@ def test_a_run_queued_behind_a_reindex_a_killed_run_and_the_real_model(productio
     def logs(flow_run_id):
         return client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])))
 
-    with webhook() as (hook, _):
-        made = subprocess.run([sys.executable, str(ROOT / "deploy" / "automation.py"), "--webhook", hook],
-                              env=production["env"], capture_output=True, text=True, timeout=300)
-        assert made.returncode == 0 and "citeline-zombie-runs" in made.stdout, made.stderr[-2000:]
+    hook, received = notifications
+    made = subprocess.run([sys.executable, str(ROOT / "deploy" / "automation.py"), "--webhook", hook],
+                          env=production["env"], capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0 and "citeline-zombie-runs" in made.stdout, made.stderr[-2000:]
 
     # 1. a reindex to another model holds the index; the sync due meanwhile waits, then runs on it
     rebuild = run_deployment("reindex/reindex", parameters={"model": SLOW}, timeout=0)
@@ -338,6 +350,11 @@ def test_a_run_queued_behind_a_reindex_a_killed_run_and_the_real_model(productio
         assert time.monotonic() < deadline and not state.is_final(), state
         time.sleep(5)
     assert "No heartbeat for 120 s" in state.message
+    crashed = f"citeline: run {client.read_flow_run(doomed.id).name} ended Crashed"  # failed-runs.yaml
+    deadline = time.monotonic() + 120
+    while crashed not in {r["subject"] for r in received}:
+        assert time.monotonic() < deadline, sorted({r["subject"] for r in received})
+        time.sleep(2)
     recovered = run(production, "index-folder/index-folder")  # waits out the index's lease if it must
     assert recovered.state.is_completed(), recovered.state.message
     store = Store(str(db))

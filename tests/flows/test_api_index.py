@@ -118,6 +118,28 @@ def test_sync_and_delete_reopen_the_snapshot(index, folder):
     (folder / "late.md").unlink()
 
 
+def test_sync_takes_the_commands_include_and_exclude(index, folder):
+    """`Index.sync` could not pass `citeline index`'s --include / --exclude (issue 47)."""
+    (folder / "drafts").mkdir()
+    (folder / "drafts" / "plan.md").write_text("# Plan\n\nThe zeppelin hangar stays a draft.\n")
+    (folder / "memo.txt").write_text("A memo about the zeppelin hangar.\n")
+    try:
+        with pytest.raises(ValueError, match="'!' is not a gitignore-style pattern"):
+            index.sync(str(folder), include=["!"])
+        with pytest.raises(TypeError, match="a list of patterns"):
+            index.sync(str(folder), exclude="drafts/")
+        summary = index.sync(str(folder), exclude=["drafts/"])
+        paths = {d.path for d in index.documents()}
+        assert summary.indexed == 1 and "memo.txt" in paths and "drafts/plan.md" not in paths
+        assert index.sync(str(folder), exclude=["memo.txt"]).deleted == 1  # excluded now: forgotten
+        assert "memo.txt" not in {d.path for d in index.documents()}
+    finally:
+        (folder / "drafts" / "plan.md").unlink()
+        (folder / "drafts").rmdir()
+        (folder / "memo.txt").unlink()
+        index.sync(str(folder))
+
+
 def test_open_refuses_a_missing_index_and_another_model(index, tmp_path):
     from citeline import Index
 
