@@ -308,10 +308,6 @@ class Store:
         (self.documents().merge_insert("doc_id")
          .when_matched_update_all().when_not_matched_insert_all().execute(table))
 
-    def delete_document(self, doc_id: str, stamp: IndexStamp | None) -> None:
-        """Remove a document's chunks, then its record."""
-        self.delete_documents([doc_id], stamp)
-
     def delete_documents(self, doc_ids: Sequence[str], stamp: IndexStamp | None, batch: int = 5000) -> None:
         """Remove documents' records, then their chunks (when a chunks table is live), two
         commits per ``batch`` ids: one per document made thousands of deletes slow, and a

@@ -86,7 +86,7 @@ def test_writes_touch_only_the_document_named(hostile, doc_id):
     hostile.upsert_document({"doc_id": doc_id, "status": "failed"})
     assert [r["doc_id"] for r in hostile.document_rows(["doc_id"], "status = 'failed'")] == [doc_id]
 
-    hostile.delete_document(doc_id, STAMP)
+    hostile.delete_documents([doc_id], STAMP)
     assert chunk_counts(hostile) == {d: n for d, n in before.items() if d != doc_id}
     assert sorted(r["doc_id"] for r in hostile.document_rows(["doc_id"])) == sorted(d for d in HOSTILE if d != doc_id)
 
