@@ -22,7 +22,7 @@ from citeline.server_cmd import server
 from citeline.schemas.errors import CitelineError
 from citeline.schemas.paths import absolute, escape, is_remote, os_path
 from citeline.schemas.retrieval import BM25, DEFAULT_RERANK, DEFAULT_RETRIEVER, RETRIEVERS
-from citeline.schemas.settings import DEFAULT_GRACE_DAYS, DEFAULT_STRATEGY, MAX_MEMORY_BYTES, STRATEGIES
+from citeline.schemas.settings import STRATEGIES, IndexSettings
 from citeline.schemas.stamp import STAMP_COLUMNS, Stamp, is_current
 from citeline.schemas.status import NOT_A_DOCUMENT, DocStatus
 from citeline.schemas.text import visible, visible_lines
@@ -50,6 +50,9 @@ def _writable_db(ctx, param, value: str) -> str:
 writer_db_option = click.option("--db", envvar=ENV_DB, default=DEFAULTS["db"], show_default=True,
                                 callback=_writable_db,
                                 help="Index location: a local folder or s3://bucket/prefix.")
+wait_option = click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
+                           help="Seconds to wait for another writer of the same index.")
+SETTINGS = IndexSettings()  # every indexing option's default, written once (schemas/settings.py)
 model_option = click.option("--model", envvar=ENV_MODEL, default=None, callback=known_model,
                             help="Embedding model: a packaged alias or a local sentence-transformers folder "
                                  f"(default: the index's own model, else {DEFAULTS['model']}).")
@@ -85,29 +88,28 @@ class SourcePath(click.Path):
 @click.argument("path", type=SourcePath(exists=True, file_okay=True, dir_okay=True))
 @writer_db_option
 @model_option
-@click.option("--strategy", default=DEFAULT_STRATEGY, show_default=True,
+@click.option("--strategy", default=SETTINGS.strategy, show_default=True,
               type=click.Choice(STRATEGIES, case_sensitive=False),
               help="Chunking: A blind, B blind+overlap, C boundaries, D +overlap, E +header, F +header+overlap.")
-@click.option("--budget", default=512, show_default=True, type=click.IntRange(min=32), help="Characters per chunk.")
-@click.option("--overlap", default=64, show_default=True, type=click.IntRange(min=0),
+@click.option("--budget", default=SETTINGS.budget, show_default=True, type=click.IntRange(min=32), help="Characters per chunk.")
+@click.option("--overlap", default=SETTINGS.overlap, show_default=True, type=click.IntRange(min=0),
               help="Characters repeated from the previous chunk (B, D, F).")
-@click.option("--precision", default="auto", show_default=True, type=click.Choice(["auto", "fp32", "bf16"]),
+@click.option("--precision", default=SETTINGS.precision, show_default=True, type=click.Choice(["auto", "fp32", "bf16"]),
               help="Encoder precision; auto uses bf16 where the CPU has native support.")
 @click.option("--max-failed", type=click.IntRange(min=0), default=None,
               help="Fail the run when more documents than this fail (default: never).")
-@click.option("--max-bytes", type=click.IntRange(min=1), default=100 * 1024 * 1024, show_default=True,
+@click.option("--max-bytes", type=click.IntRange(min=1), default=SETTINGS.max_bytes, show_default=True,
               help="Larger files fail as too-large instead of being read.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=300.0, show_default=True,
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=SETTINGS.timeout_s, show_default=True,
               help="Seconds one document may take to be read, extracted and chunked (an isolated "
                    "extractor is killed past it); embedding runs while it progresses, each group of "
                    "64 chunks within this limit.")
-@click.option("--max-memory", "max_memory_bytes", type=click.IntRange(min=0), default=MAX_MEMORY_BYTES,
+@click.option("--max-memory", "max_memory_bytes", type=click.IntRange(min=0), default=SETTINGS.max_memory_bytes,
               show_default=True,
               help="Bytes of memory one extraction worker may allocate (its writable memory, RLIMIT_DATA); a "
                    "document that needs more fails too-large and the worker is replaced. 0: no ceiling.")
-@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
-              help="Seconds to wait for another writer of the same index.")
-@click.option("--ocr-lang", default="auto", show_default=True,
+@wait_option
+@click.option("--ocr-lang", default=SETTINGS.ocr_lang, show_default=True,
               help="Tesseract language(s) for scans, e.g. eng or deu+eng (the traineddata must be installed), "
                    "or auto: each page's script by Tesseract's OSD, a Latin page's language by its words "
                    "(the notes say what was used).")
@@ -134,7 +136,7 @@ class SourcePath(click.Path):
 @click.option("--allow-mass-delete", is_flag=True,
               help="Forget the documents of vanished files even when PATH came up empty or more than half of "
                    "its documents would go (by default such a sync forgets nothing and exits 4).")
-@click.option("--grace-days", type=click.FloatRange(min=0), default=DEFAULT_GRACE_DAYS, show_default=True,
+@click.option("--grace-days", type=click.FloatRange(min=0), default=SETTINGS.grace_days, show_default=True,
               help="A document whose file is gone is forgotten (never served) but its chunks are kept this "
                    "many days, so a file that comes back keeps their vectors (no re-embedding); the first "
                    "sync after that deletes them. 0 deletes them at once.")
@@ -155,7 +157,6 @@ def index(path, db, model, strategy, budget, overlap, precision, max_failed, max
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     _check_ocr_lang(ocr_lang)
-    from citeline.schemas.settings import IndexSettings
 
     settings = IndexSettings(db=db, model=model_for(db, model), strategy=strategy.upper(), budget=budget, overlap=overlap,
                              precision=precision, max_bytes=max_bytes, timeout_s=timeout_s,
@@ -218,7 +219,6 @@ def _existing_settings(db: str):
         NoIndex: nothing is indexed at ``db``.
     """
     from citeline.index.store import Store
-    from citeline.schemas.settings import IndexSettings
 
     stamp = Store.existing(db).require_stamp()
     return IndexSettings(db=db, model=model_for(db, None), strategy=stamp.strategy)
@@ -298,7 +298,7 @@ def _print_run(state, as_json: bool = False) -> None:
 @writer_db_option
 @model_option
 @click.option("--cron", default="*/15 * * * *", show_default=True, help="When to re-sync (cron syntax).")
-@click.option("--strategy", type=click.Choice(STRATEGIES, case_sensitive=False), default=DEFAULT_STRATEGY,
+@click.option("--strategy", type=click.Choice(STRATEGIES, case_sensitive=False), default=SETTINGS.strategy,
               show_default=True)
 @click.option("--name", default=None, help="Deployment name (default: sync-<folder name>).")
 @click.option("--verify-cron", default="30 3 * * 0", show_default=True,
@@ -312,7 +312,7 @@ def _print_run(state, as_json: bool = False) -> None:
 @click.option("--exclude", multiple=True, metavar="GLOB",
               help="Skip files and folders matching GLOB (gitignore syntax), after the defaults and "
                    "PATH/.citelineignore; repeatable. Indexed files now excluded are forgotten.")
-@click.option("--grace-days", type=click.FloatRange(min=0), default=DEFAULT_GRACE_DAYS, show_default=True,
+@click.option("--grace-days", type=click.FloatRange(min=0), default=SETTINGS.grace_days, show_default=True,
               help="Keep a forgotten document's chunks, unserved, this many days: a file or share that comes "
                    "back is not embedded again (0: delete them at once).")
 @output_options
@@ -324,7 +324,6 @@ def serve(path, db, model, cron, strategy, name, verify_cron, allow_mass_delete,
     from citeline.flows.serve import FolderSync
     from citeline.pipeline.walk import Selection, check_patterns
     from citeline.schemas.paths import absolute
-    from citeline.schemas.settings import IndexSettings
 
     if not os.environ.get("PREFECT_API_URL"):
         raise click.UsageError("set PREFECT_API_URL to a running server (`prefect server start`): "
@@ -364,14 +363,12 @@ def _check_server(api_url: str) -> None:
 @click.argument("path", required=False, type=click.Path())
 @writer_db_option
 @model_option
-@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
-              help="Seconds to wait for another writer of the same index.")
+@wait_option
 @output_options
 def retry(path, db, model, wait_s, as_json):
     """Index again only the documents that failed (under PATH if given)."""
     from citeline.flows.retry import retry_failed
     from citeline.flows.runners import command_run
-    from citeline.schemas.settings import IndexSettings
     from citeline.index.store import Store
 
     with _stops_on_signals(), cli_errors(db), command_run():
@@ -387,8 +384,7 @@ def retry(path, db, model, wait_s, as_json):
               help="The new embedding model: a packaged alias or a local sentence-transformers folder.")
 @click.option("--strategy", type=click.Choice(STRATEGIES, case_sensitive=False), default=None,
               help="A new chunk strategy (default: keep the index's).")
-@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
-              help="Seconds to wait for another writer of the same index.")
+@wait_option
 @output_options
 def reindex(db, model, strategy, wait_s, as_json):
     """Rebuild the index for another model or strategy beside the live one, then switch.
@@ -400,7 +396,6 @@ def reindex(db, model, strategy, wait_s, as_json):
     from citeline.flows.runners import command_run
     from citeline.index.store import Store
     from citeline.pipeline.embed import ModelNotFound, get_embedder
-    from citeline.schemas.settings import IndexSettings
 
     try:
         get_embedder(model)  # an unknown name or a missing extra: one clear line, not a failed flow
@@ -416,9 +411,8 @@ def reindex(db, model, strategy, wait_s, as_json):
 @cli.command()
 @writer_db_option
 @click.option("--yes", is_flag=True, help="Drop them; without it, only list what would go.")
-@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
-              help="Seconds to wait for another writer of the same index.")
-@click.option("--grace-days", type=click.FloatRange(min=0), default=DEFAULT_GRACE_DAYS, show_default=True,
+@wait_option
+@click.option("--grace-days", type=click.FloatRange(min=0), default=SETTINGS.grace_days, show_default=True,
               help="Also delete the kept chunks of documents a sync forgot at least this many days ago "
                    "(0: all of them).")
 @output_options
@@ -474,8 +468,7 @@ def gc(db, yes, wait_s, grace_days, as_json):
 @cli.command()
 @click.argument("path", type=click.Path())
 @writer_db_option
-@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
-              help="Seconds to wait for another writer of the same index.")
+@wait_option
 @output_options
 def rm(path, db, wait_s, as_json):
     """Forget the documents under PATH: a file or folder (or s3:// URL), typically one renamed or deleted.
@@ -556,8 +549,7 @@ def _still_exists(path: str) -> bool:
 
 @cli.command()
 @writer_db_option
-@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
-              help="Seconds to wait for another writer of the same index.")
+@wait_option
 @click.option("--answerability", is_flag=True,
               help="Also fit the experimental answerability score; reranked `ask` then gates with it "
                    "(slower: reranks 350 questions; docs/query.md, \"Answerability\").")

@@ -11,7 +11,9 @@ import click
 from citeline.common import known_model, output_options, verbosity
 from citeline.config import ENV_MODEL
 from citeline.schemas.retrieval import RETRIEVERS
-from citeline.schemas.settings import DEFAULT_MODEL, DEFAULT_STRATEGY, STRATEGIES
+from citeline.schemas.settings import DEFAULT_MODEL, DEFAULT_STRATEGY, STRATEGIES, IndexSettings
+
+_SETTINGS = IndexSettings()  # the indexing defaults, as `citeline index` reads them
 
 
 def _letters(ctx, param, value: str | None) -> tuple[str, ...] | None:
@@ -91,9 +93,11 @@ def _split(value: str, param) -> list[str]:
               help="Keep the per-strategy indexes here (<DIR>/<strategy>) instead of a temporary folder.")
 @click.option("--model", envvar=ENV_MODEL, default=DEFAULT_MODEL, show_default=True, callback=known_model,
               help="Embedding model: a packaged alias or a local sentence-transformers folder.")
-@click.option("--precision", default="auto", show_default=True, type=click.Choice(["auto", "fp32", "bf16"]),
+@click.option("--precision", default=_SETTINGS.precision, show_default=True,
+              type=click.Choice(["auto", "fp32", "bf16"]),
               help="Encoder precision; auto uses bf16 where the CPU has native support.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=300.0, show_default=True,
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=_SETTINGS.timeout_s,
+              show_default=True,
               help="Seconds one document may take to be read, chunked and embedded (as for index).")
 @click.option("--cut", type=click.FloatRange(0, 2), default=None,
               help="The cosine cut for 'answered honestly' (default: the one ask uses for the model).")
