@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.model, pytest.mark.usefixtures("prefect_harness")]
 class WriterBetweenReads(Store):
     """Another process commits right after the check has read the document records and before
     it reads the chunks: it deletes one document's chunks, the first of the two commits with
-    which a sync forgets a deleted document (``Store.delete_document``). The commit is a real
+    which a sync forgets a deleted document (``Store.delete_documents``). The commit is a real
     new LanceDB version of the chunks table."""
 
     def __init__(self, uri: str, victim: str):

@@ -29,7 +29,7 @@ WRITES = {
     "fts-build": (LanceTable, "create_index"),
     "optimize": (LanceTable, "optimize"),
     "token-vectors": (TokenVectors, "write_rows"),
-    "delete": (Store, "delete_document"),
+    "delete": (Store, "delete_documents"),
     "token-prune": (TokenVectors, "prune"),
 }
 
