@@ -43,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from citeline.tasks import env  # noqa: E402
+from citeline.runtime import env  # noqa: E402
 
 env.apply()
 

@@ -31,7 +31,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 sys.path.insert(0, str(BENCH))
 
-from citeline.tasks import env  # noqa: E402
+from citeline.runtime import env  # noqa: E402
 
 env.apply()
 

@@ -11,9 +11,9 @@ the variants of one command alternating so they see the same load:
 - ``status`` answered from the report kept beside an unchanged index (``kept``) and
   reading the tables as after a change (``tables``);
 - ``--help`` and a no-op ``index examples/docs``: as it runs (``quick``: a sync that would
-  write nothing is answered without Prefect, tasks/folder_plan.py), and with a flow run
+  write nothing is answered without Prefect, flows/sync_plan.py), and with a flow run
   (``--always-run``) on Prefect's temporary server and, with ``--server-home``, against the
-  citeline server running there (``CITELINE_HOME=DIR citeline server start``; citeline/prefect_server.py).
+  citeline server running there (``CITELINE_HOME=DIR citeline server start``; runtime/prefect_server.py).
 
 Printed per command and variant: best and median wall seconds, best CPU seconds (user + sys
 of the child, ``os.wait4``: the figure that moves least on a shared machine), and the

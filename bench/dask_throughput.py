@@ -40,12 +40,12 @@ DEFAULT_DOCS = ROOT.parent / "shared" / "corpora" / "dev" / "docs"
 
 RUN = """
 import json, logging, sys, time
-from citeline.tasks import env
+from citeline.runtime import env
 env.apply()
 from citeline.flows import ingest
 from citeline.flows.runners import task_runner_for
 from citeline.schemas.settings import IndexSettings
-from citeline.tasks.log import LOGGER, configure
+from citeline.runtime.log import LOGGER, configure
 docs, db, dask, workers, grouping = sys.argv[1], sys.argv[2], sys.argv[3] or None, int(sys.argv[4]), sys.argv[5]
 model = sys.argv[7]
 if model != IndexSettings.model:  # the smoke's fake, registered here as its workers register it

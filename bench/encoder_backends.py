@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from citeline.tasks import env
+from citeline.runtime import env
 
 env.apply()
 

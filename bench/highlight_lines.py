@@ -70,7 +70,7 @@ def main() -> None:
 
 
 def measure(corpus: Path, db: str) -> None:
-    from citeline.api import Index
+    from citeline.library import Index
 
     index = Index.open(db)
     truth = [json.loads(line) for line in (corpus / "ground_truth.jsonl").read_text().splitlines() if line.strip()]

@@ -28,7 +28,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from citeline.tasks import env, log
+from citeline.runtime import env, log
 
 env.apply()
 log.configure()  # as the entry points do: the citeline logger at INFO, or its events never reach a handler
@@ -43,7 +43,7 @@ from citeline.pipeline.prepare import doc_id_for, extract_bytes  # noqa: E402
 from citeline.pipeline.walk import list_files  # noqa: E402
 from citeline.schemas.options import ExtractOptions  # noqa: E402
 from citeline.schemas.settings import IndexSettings  # noqa: E402
-from citeline.tasks.log import LOGGER  # noqa: E402
+from citeline.runtime.log import LOGGER  # noqa: E402
 
 DEFAULT_DOCS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "dev" / "docs"
 SMOKE_DOCS = Path(__file__).resolve().parents[1] / "examples" / "docs"

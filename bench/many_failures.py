@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from citeline.tasks import env
+from citeline.runtime import env
 
 env.apply()
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")

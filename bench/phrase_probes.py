@@ -20,11 +20,11 @@ import random
 import subprocess
 from collections import Counter
 
-from citeline.tasks import env
+from citeline.runtime import env
 
 env.apply()
 
-from citeline.api import Index  # noqa: E402
+from citeline.library import Index  # noqa: E402
 from citeline.pipeline.sentences import sentence_spans  # noqa: E402
 from citeline.schemas.retrieval import RETRIEVERS  # noqa: E402
 

@@ -40,7 +40,7 @@ QUIET_S = [10.0]  # how long the counts must stay still before they are read (th
 def child(mode: str, folder: str, db: str) -> None:
     """In a fresh process: index ``folder`` into ``db`` (serverless for ``build``, else against
     PREFECT_API_URL), printing the summary line."""
-    from citeline.tasks import env
+    from citeline.runtime import env
 
     env.apply()
     from fakes import FAKE, HashEmbedder
@@ -48,7 +48,7 @@ def child(mode: str, folder: str, db: str) -> None:
     from citeline.flows.ingest import index_folder
     from citeline.pipeline import embed
     from citeline.schemas.settings import IndexSettings
-    from citeline.tasks.log import configure
+    from citeline.runtime.log import configure
 
     configure()
     if mode == "build":

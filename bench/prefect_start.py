@@ -13,7 +13,7 @@ client, the flow registered); the later ones, a warm process. The import of Pref
 reported apart (``-X importtime`` of ``import prefect`` in a fresh interpreter).
 
 The server is the one ``PREFECT_API_URL`` names, else the citeline server under ``CITELINE_HOME``
-(citeline/prefect_server.py); without either the bench stops (a temporary server is what
+(runtime/prefect_server.py); without either the bench stops (a temporary server is what
 bench/cold_commands.py measures). ``--smoke`` (tests/flows/test_bench_smoke.py): two calls on the
 tests' fake embedder against the tests' server, no figure asserted.
 """
@@ -53,8 +53,8 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
 
-    from citeline import prefect_server
-    from citeline.tasks import log
+    from citeline.runtime import prefect_server
+    from citeline.runtime import log
 
     log.configure()
     if not (os.environ.get("PREFECT_API_URL") or prefect_server.connect()):

@@ -35,13 +35,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from citeline.tasks import env  # noqa: E402
+from citeline.runtime import env  # noqa: E402
 
 env.apply()
 
 import numpy as np  # noqa: E402
 
-from citeline.config import DEFAULT_MODEL  # noqa: E402
+from citeline.schemas.settings import DEFAULT_MODEL  # noqa: E402
 from citeline.evaluation.metrics import contains_needle, first_relevant_rank, hits_at, mrr, recall_at  # noqa: E402
 from citeline.evaluation.stats import paired  # noqa: E402
 from citeline.index.store import Store  # noqa: E402

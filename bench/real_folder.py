@@ -98,7 +98,7 @@ def main() -> None:
 
 
 def report(args) -> None:
-    from citeline.api import Index
+    from citeline.library import Index
 
     index = Index.open(args.db, args.model)
     rows = outcomes(index, args.folder)

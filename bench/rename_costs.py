@@ -57,8 +57,8 @@ def step(mode: str, base: Path, files: int, real: bool = False, documents_s: flo
 
         assert check_index(Store(str(base / "index"))) == []
         return
-    from citeline import progress
-    from citeline.tasks import env, log
+    from citeline.cli.main import progress
+    from citeline.runtime import env, log
 
     env.apply()
     sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
@@ -66,7 +66,7 @@ def step(mode: str, base: Path, files: int, real: bool = False, documents_s: flo
 
     from citeline.pipeline import embed
     from citeline.schemas.settings import DEFAULT_MODEL, IndexSettings
-    from citeline.tasks.folder_plan import unchanged
+    from citeline.flows.sync_plan import unchanged
 
     log.configure()
     progress.configure_terminal(progress.DEFAULT)
@@ -87,7 +87,7 @@ def step(mode: str, base: Path, files: int, real: bool = False, documents_s: flo
             flow_s += seconds
     parts = ", ".join(f"{k} {v:.2f} s" for k, v in finished.items()) or "no flow run"
     print(f"RESULT {mode} {flow_s:.2f} {finished.get('documents', 0):.3f} {summary.line()} [{parts}]", flush=True)
-    gc.freeze()  # as citeline/cli.py's main() ends
+    gc.freeze()  # as citeline/cli/main.py's main() ends
 
 
 def run_flow(folder: Path, settings, finished: dict):
@@ -96,7 +96,7 @@ def run_flow(folder: Path, settings, finished: dict):
     breakdown (plan, documents, finish)."""
     from citeline.flows.ingest import index_folder
     from citeline.flows.runners import command_run
-    from citeline.tasks import log
+    from citeline.runtime import log
 
     class Finished(logging.Handler):
         def emit(self, record):

@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from citeline.tasks import env
+from citeline.runtime import env
 
 env.apply()
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
@@ -38,7 +38,7 @@ from citeline.flows.ingest import index_folder  # noqa: E402
 from citeline.index.check import check_index  # noqa: E402
 from citeline.index.store import Store  # noqa: E402
 from citeline.schemas.settings import IndexSettings  # noqa: E402
-from citeline.tasks.store import embedder_for  # noqa: E402
+from citeline.runtime.handles import embedder_for  # noqa: E402
 
 WORDS = ("the report board region revenue harbour column meeting budget contractor inspection interval "
          "warranty delivery committee project archive pump bridge tender audit ledger survey").split()

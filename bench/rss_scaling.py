@@ -101,7 +101,7 @@ class Sampler(threading.Thread):
 def child(folder: str, db: str, smoke: bool = False) -> None:
     """Index ``folder`` into a fresh ``db`` in this process and print one JSON line."""
     sys.path.insert(0, str(ROOT))
-    from citeline.tasks import env, log
+    from citeline.runtime import env, log
 
     env.apply()
     log.configure()  # as the entry points do, or the sampler's handler never sees the flow's events
@@ -110,7 +110,7 @@ def child(folder: str, db: str, smoke: bool = False) -> None:
     from citeline.flows.ingest import index_folder
     from citeline.pipeline.embed import get_embedder
     from citeline.schemas.settings import IndexSettings
-    from citeline.tasks.log import LOGGER
+    from citeline.runtime.log import LOGGER
 
     sampler = Sampler()
     logging.getLogger(LOGGER).addHandler(sampler.handler())

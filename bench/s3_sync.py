@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from citeline.tasks import env
+from citeline.runtime import env
 
 env.apply()
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fixtures
 
 from fakes import FAKE, HashEmbedder  # noqa: E402
 
-from citeline.config import DEFAULT_MODEL  # noqa: E402
+from citeline.schemas.settings import DEFAULT_MODEL  # noqa: E402
 from citeline.flows.ingest import index_folder  # noqa: E402
 from citeline.index.lease import s3_client  # noqa: E402
 from citeline.index.store import Store  # noqa: E402

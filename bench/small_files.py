@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from citeline.tasks import env
+from citeline.runtime import env
 
 env.apply()
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
@@ -41,7 +41,7 @@ from citeline.flows.ingest import index_folder  # noqa: E402
 from citeline.index.store import Store  # noqa: E402
 from citeline.pipeline import embed  # noqa: E402
 from citeline.schemas.settings import IndexSettings  # noqa: E402
-from citeline.tasks.log import LOGGER, Events, configure  # noqa: E402
+from citeline.runtime.log import LOGGER, Events, configure  # noqa: E402
 
 WORDS = ("dropout regularises networks by zeroing activations at random during training while the "
          "learning rate schedule warms up then decays and the optimiser keeps moments per weight").split()

@@ -39,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from citeline.tasks import env  # noqa: E402
+from citeline.runtime import env  # noqa: E402
 
 if "--child" not in sys.argv:  # a child runs in the environment its parent made for the variant
     env.apply()
@@ -59,7 +59,7 @@ class Variant:
     options: dict = field(default_factory=dict)  # transcribe() keyword arguments over citeline's
     threads: int = 2
     compute_type: str = "int8"
-    env: dict = field(default_factory=dict)  # over citeline's process defaults (tasks/env.py)
+    env: dict = field(default_factory=dict)  # over citeline's process defaults (runtime/env.py)
     batch: int = 0  # > 0: faster-whisper's BatchedInferencePipeline (VAD chunks decoded in batches)
 
 

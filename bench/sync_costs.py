@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from citeline.tasks import env
+from citeline.runtime import env
 
 env.apply()
 # Prefect waits 20 s for its temporary server; on this loaded machine that once ran out.

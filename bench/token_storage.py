@@ -112,7 +112,7 @@ def course_questions(corpus: Path) -> list[str]:
 
 def cmd_first_one(args) -> None:
     """In this fresh process: open the index, ask each question once, print the timings as JSON."""
-    from citeline.api import Index
+    from citeline.library import Index
 
     questions = course_questions(Path(args.corpus))
     started = time.perf_counter()

@@ -1,3 +1,3 @@
-from citeline.cli import main
+from citeline.cli.main import main
 
 main()

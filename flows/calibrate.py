@@ -6,7 +6,7 @@ from prefect.states import Completed, Failed
 from citeline.index.lock import writer_lock
 from citeline.schemas.settings import IndexSettings
 from citeline.tasks.calibrate import calibrate_gate
-from citeline.tasks.store import store_for
+from citeline.runtime.handles import store_for
 
 
 @flow(name="calibrate", flow_run_name="calibrate {settings.db}")

@@ -26,13 +26,13 @@ from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.status import DocError, DocStatus, NotDocument, Outcome, RunSummary
 from citeline.tasks.calibrate import calibrate_gate
 from citeline.tasks.document import Again, document_failed, prepare_document, prepare_documents, write_documents
-from citeline.tasks.folder_plan import plan_folder, synced_root
-from citeline.tasks.log import Events, get_logger
+from citeline.flows.sync_plan import plan_folder, synced_root
+from citeline.runtime.log import Events, get_logger
 from citeline.tasks.record import as_failures, forget_deleted, record_failures
 from citeline.tasks.rename import index_renamed
 from citeline.tasks.report import publish_report
-from citeline.tasks.signals import cooperative
-from citeline.tasks.store import stamp_for, store_for
+from citeline.runtime.signals import cooperative
+from citeline.runtime.handles import stamp_for, store_for
 from citeline.tasks.tokens import keeps_token_vectors, resolve_token_vectors, store_token_vectors
 
 # The final state's name when documents failed: a Failed-type state, drawn red in the runs list

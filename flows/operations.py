@@ -31,7 +31,7 @@ from citeline.flows.retry import retry_failed
 from citeline.pipeline.walk import Selection, check_patterns
 from citeline.schemas.paths import absolute, escape
 from citeline.schemas.settings import DEFAULT_GRACE_DAYS, DEFAULT_MODEL, DEFAULT_STRATEGY, DOCUMENT_WORKERS, IndexSettings
-from citeline.tasks.log import configure_unless_set, get_logger, quiet_expected_failures
+from citeline.runtime.log import configure_unless_set, get_logger, quiet_expected_failures
 
 Strategy = Literal["A", "B", "C", "D", "E", "F"]  # schemas/settings.py STRATEGIES; pipeline/chunk.py says what each is
 WAIT_S = 6 * 3600.0  # a queued run waits this long for the index's other run (a first sync of a big folder)

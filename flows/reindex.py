@@ -19,11 +19,11 @@ from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.status import Failure
 from citeline.schemas.tables import chunks_table_name
 from citeline.tasks.calibrate import calibrate_gate
-from citeline.tasks.log import get_logger
+from citeline.runtime.log import get_logger
 from citeline.tasks.reembed import reembed_document
 from citeline.tasks.report import publish_health
-from citeline.tasks.signals import cooperative
-from citeline.tasks.store import stamp_for, store_for
+from citeline.runtime.signals import cooperative
+from citeline.runtime.handles import stamp_for, store_for
 from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
 
 

@@ -16,11 +16,11 @@ from citeline.index.repair import (
 from citeline.pipeline.plan import Todo
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
-from citeline.tasks.folder_plan import RECORD_COLUMNS
-from citeline.tasks.log import get_logger
+from citeline.flows.sync_plan import RECORD_COLUMNS
+from citeline.runtime.log import get_logger
 from citeline.tasks.record import record_failures
 from citeline.tasks.report import publish_health
-from citeline.tasks.store import store_for
+from citeline.runtime.handles import store_for
 from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
 
 

@@ -12,8 +12,8 @@ from citeline.schemas.settings import IndexSettings
 from citeline.schemas.status import DocStatus, NotDocument, RunSummary
 from citeline.tasks.record import as_failures, record_failures
 from citeline.tasks.report import publish_report
-from citeline.tasks.signals import cooperative
-from citeline.tasks.store import stamp_for, store_for
+from citeline.runtime.signals import cooperative
+from citeline.runtime.handles import stamp_for, store_for
 from citeline.tasks.tokens import keeps_token_vectors, store_token_vectors
 
 

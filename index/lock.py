@@ -35,7 +35,7 @@ def check_writable(uri: str) -> None:
     Traceback (most recent call last):
     citeline.schemas.errors.UnsupportedStore: citeline writes an index only on a local folder or on s3://...
     """
-    # memory:// lives in one process, where the process's write lock (tasks/store.py) suffices.
+    # memory:// lives in one process, where the process's write lock (runtime/handles.py) suffices.
     if is_local(uri) or uri.startswith(("s3://", "memory://")):
         return
     scheme = uri.split("://", 1)[0]

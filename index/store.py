@@ -20,6 +20,7 @@ from citeline.index.tokens import READ_CACHE_BYTES, TokenVectors
 from citeline.schemas.errors import IndexMismatch, NoIndex
 from citeline.schemas.paths import is_remote
 from citeline.schemas.retrieval import Filters
+from citeline.schemas.settings import DEFAULT_MODEL
 from citeline.schemas.stamp import IndexStamp, stamp_differences
 from citeline.schemas.tables import (
     CALIBRATION_KEY, CHUNKS_PREFIX, DOCUMENTS, DOCUMENTS_SCHEMA, FORGOTTEN, FORGOTTEN_SCHEMA, GENERATION,
@@ -709,6 +710,14 @@ def index_exists(uri: str) -> bool:
         if not (Path(uri.removeprefix("file://")).expanduser() / f"{META}.lance").is_dir():
             return False
     return Store(uri).active_table() is not None
+
+
+def model_for(uri: str, model: str | None) -> str:
+    """The model asked for, else the one the index was built with, else the default."""
+    if model:
+        return model
+    stamp = Store(uri).stamp() if index_exists(uri) else None  # a new index: create nothing yet
+    return stamp.embed_model if stamp else DEFAULT_MODEL
 
 
 def check_stamp(found: IndexStamp, expected: IndexStamp, uri: str) -> None:

@@ -3,7 +3,7 @@ whatever runs long (the flow's document loop, the encoder between groups, the ex
 
 A flag rather than an exception raised wherever the main thread happens to be: a run stopped
 between its chunk commit and its record commit would leave a state `citeline check` rejects.
-The signal handlers that set it live in ``citeline.tasks.signals``.
+The signal handlers that set it live in ``citeline.runtime.signals``.
 """
 from __future__ import annotations
 

@@ -5,6 +5,11 @@ from dataclasses import dataclass
 
 DEFAULT_DB = ".citeline"
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+# Every command-line option also reads CITELINE_<COMMAND>_<OPTION>; --db and --model read these two.
+ENV_PREFIX = "CITELINE"
+ENV_DB = "CITELINE_DB"
+ENV_MODEL = "CITELINE_MODEL"
+DEFAULTS = {"db": DEFAULT_DB, "model": DEFAULT_MODEL}
 # Chunking strategies by letter; what each letter means is pipeline.chunk.STRATEGIES.
 STRATEGIES = ("A", "B", "C", "D", "E", "F")
 DEFAULT_STRATEGY = "E"

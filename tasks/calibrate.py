@@ -11,8 +11,8 @@ from citeline.query.thresholds import Uncalibrated
 from citeline.query.search import Searcher
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
-from citeline.tasks.log import get_logger
-from citeline.tasks.store import embedder_for, store_for
+from citeline.runtime.log import get_logger
+from citeline.runtime.handles import embedder_for, store_for
 
 
 @task(task_run_name="calibrate-gate", cache_policy=NO_CACHE)

@@ -28,10 +28,10 @@ from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.tables import new_generation
 from citeline.schemas.status import DocError, DocStatus, Outcome
-from citeline.tasks import env
-from citeline.tasks.log import DOCUMENT_FAILED_STATE, Events, get_logger, quiet_expected_failures
+from citeline.runtime import env
+from citeline.runtime.log import DOCUMENT_FAILED_STATE, Events, get_logger, quiet_expected_failures
 from citeline.tasks.report import retry_hint
-from citeline.tasks.store import embedder_for, store_for, write_lock
+from citeline.runtime.handles import embedder_for, store_for, write_lock
 
 # A transient failure (the object store unavailable or throttling, a reset connection, a file
 # caught mid-change) is tried again TRANSIENT_RETRIES times, after about RETRY_DELAY_S each (drawn

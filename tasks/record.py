@@ -10,8 +10,8 @@ from citeline.pipeline.record import failed_record
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.status import DocError, Failure
-from citeline.tasks.log import Events, each_or_summary, get_logger
-from citeline.tasks.store import store_for, write_lock
+from citeline.runtime.log import Events, each_or_summary, get_logger
+from citeline.runtime.handles import store_for, write_lock
 
 
 # Failure records committed at a time: one LanceDB commit costs O(table versions), so

@@ -13,8 +13,8 @@ from citeline.pipeline.prepare import chunk_id_for, rechunk
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.tables import GENERATION, chunks_table_name
-from citeline.tasks.log import Events, get_logger
-from citeline.tasks.store import embedder_for, store_for, write_lock
+from citeline.runtime.log import Events, get_logger
+from citeline.runtime.handles import embedder_for, store_for, write_lock
 
 
 @task(task_run_name="reindex {record[path]}", cache_policy=NO_CACHE, persist_result=False)

@@ -18,8 +18,8 @@ from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import STAMP_COLUMNS, IndexStamp
 from citeline.schemas.tables import new_generation
 from citeline.schemas.status import DocStatus, Outcome
-from citeline.tasks.log import Events, each_or_summary, get_logger
-from citeline.tasks.store import store_for, write_lock
+from citeline.runtime.log import Events, each_or_summary, get_logger
+from citeline.runtime.handles import store_for, write_lock
 
 # Rows written per commit: a rename of a folder of PDFs moves ~100k rows, which one
 # commit would hold in memory at once (~150 MB of vectors); 20k rows is ~30 MB.

@@ -13,8 +13,8 @@ from citeline.pipeline.embed import Embedder
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.tables import TOKENS_KEY
-from citeline.tasks.log import get_logger
-from citeline.tasks.store import embedder_for, store_for
+from citeline.runtime.log import get_logger
+from citeline.runtime.handles import embedder_for, store_for
 
 BATCH = 64  # chunks encoded, then committed, at a time: a kill loses at most one batch of work
 

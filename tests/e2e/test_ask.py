@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from citeline.cli import cli
+from citeline.cli.main import cli
 from citeline.schemas.retrieval import ASK_K, CLOSEST_NOTE
 from citeline.index.store import Store
 from citeline.pipeline.embed import get_embedder

@@ -1,4 +1,4 @@
-"""The local Prefect server citeline's commands share (issue 28, item 3; citeline/prefect_server.py):
+"""The local Prefect server citeline's commands share (issue 28, item 3; runtime/prefect_server.py):
 started once, found by the next command (no temporary server of its own), its runs kept in its
 history, left running by design after ``kill -9`` of a command, stopped when idle or told to."""
 from __future__ import annotations

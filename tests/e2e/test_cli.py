@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from citeline.cli import cli
+from citeline.cli.main import cli
 from citeline.index.store import Store
 from testkit import invoke
 

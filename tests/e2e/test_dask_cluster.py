@@ -22,7 +22,7 @@ import pytest
 
 from citeline.index.check import check_index
 from citeline.index.store import Store
-from citeline.tasks.env import DEFAULTS
+from citeline.runtime.env import DEFAULTS
 from testkit import free_port
 
 pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from citeline.api import Index
+from citeline.library import Index
 from citeline.flows.ingest import index_folder
 from citeline.index.check import check_index, source_warnings
 from citeline.index.lease import LockObject, lease_lock, s3_client
@@ -155,7 +155,7 @@ sys.path.insert(0, {str(FIXTURES)!r})
 from fakes import FAKE, HashEmbedder
 from citeline.pipeline import embed
 embed.register(FAKE, lambda precision, batch_size: HashEmbedder())
-from citeline.cli import main
+from citeline.cli.main import main
 import citeline.flows.ingest
 go = os.environ.get("GO")
 if go:
@@ -212,7 +212,7 @@ def test_a_second_sync_without_wait_leaves_while_the_lock_object_is_held(bucket,
 def test_the_service_serves_an_s3_source_and_its_ranges(bucket):
     from fastapi.testclient import TestClient
 
-    from citeline.service import create_app
+    from citeline.web.app import create_app
 
     root = upload_examples(bucket, ("04-dropout.md",))
     settings = IndexSettings(db=f"s3://{bucket}/index", model=FAKE)
@@ -234,7 +234,7 @@ def test_a_ranged_s3_source_fetches_only_its_range(bucket):
     from fastapi.testclient import TestClient
 
     from citeline.pipeline.objects import filesystem
-    from citeline.service import create_app
+    from citeline.web.app import create_app
 
     root = upload_examples(bucket, ("04-dropout.md",))
     settings = IndexSettings(db=f"s3://{bucket}/index", model=FAKE)

@@ -34,7 +34,7 @@ def index(folder, tmp_path_factory, prefect_harness):
 
 def test_import_is_lazy_and_the_class_is_the_api_one():
     import citeline
-    from citeline.api import Index
+    from citeline.library import Index
 
     assert citeline.Index is Index
     with pytest.raises(AttributeError):

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from citeline.api import Index
-from citeline.service import create_app
+from citeline.library import Index
+from citeline.web.app import create_app
 from fakes import FAKE
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")

@@ -12,13 +12,13 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from citeline.api import Index
-from citeline.cli import cli
+from citeline.library import Index
+from citeline.cli.main import cli
 from citeline.index.readers import ReaderLease
 from citeline.index.store import Store
 from citeline.pipeline import embed
 from citeline.schemas.errors import IndexUnavailable
-from citeline.service import create_app
+from citeline.web.app import create_app
 from fakes import FAKE, HashEmbedder
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")

@@ -12,9 +12,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 import make
-from citeline import pages
-from citeline.api import Index
-from citeline.service import create_app
+from citeline.web import pages
+from citeline.library import Index
+from citeline.web.app import create_app
 from fakes import FAKE
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -205,7 +205,7 @@ def test_the_service_warms_the_reranker_of_an_index_that_stores_no_word_piece_ve
     and encoded nothing)."""
     import threading
 
-    from citeline.service import warm_reranker
+    from citeline.web.app import warm_reranker
 
     index = Index.create(str(tmp_path / "db"), model=FAKE)
     assert index.sync(str(folder), token_vectors=False).indexed == 5

@@ -14,10 +14,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 import make
-from citeline.api import Index
+from citeline.library import Index
 from citeline.index.store import Store
 from citeline.pipeline import embed
-from citeline.service import MAX_BODY, create_app
+from citeline.web.app import MAX_BODY, create_app
 from fakes import FAKE, HashEmbedder
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")

@@ -86,7 +86,7 @@ def test_a_copy_of_a_document_is_not_taken_for_an_adjacent_question(docs, tmp_pa
     count, or it drags the cut below the index's own answers."""
     from citeline.query.calibrate import copies, measure
     from citeline.query.search import Searcher
-    from citeline.tasks.store import embedder_for
+    from citeline.runtime.handles import embedder_for
 
     (docs / "copy-of-dropout.md").write_bytes((docs / "04-dropout.md").read_bytes())
     s = IndexSettings(db=str(tmp_path / "index"), model=FAKE)
@@ -137,7 +137,7 @@ def test_an_adjacent_question_naming_what_no_other_document_mentions_never_passe
     from citeline.query.calibrate import NEVER_PASSES, _asked, measure
     from citeline.query.search import Searcher
     from citeline.query.unmentioned import named_terms
-    from citeline.tasks.store import embedder_for
+    from citeline.runtime.handles import embedder_for
 
     (docs / "zorblax.md").write_text(
         "# Zorblax\n\n" + "\n\n".join(

@@ -14,7 +14,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from citeline.cli import cli
+from citeline.cli.main import cli
 from citeline.schemas.settings import DEFAULT_STRATEGY
 from fakes import FAKE
 

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from citeline.cli import cli
+from citeline.cli.main import cli
 from citeline.flows.ingest import index_folder
 from citeline.index.check import check_index
 from citeline.index.store import Store, now
 from citeline.pipeline.embed import get_embedder
 from citeline.query.search import Searcher
 from citeline.schemas.settings import IndexSettings
-from citeline.tasks.folder_plan import unchanged
+from citeline.flows.sync_plan import unchanged
 from fakes import FAKE
 
 pytestmark = [pytest.mark.usefixtures("prefect_harness")]

@@ -16,7 +16,7 @@ from citeline.pipeline.plan import Todo
 from citeline.pipeline.walk import FileStat, SourceFile
 from citeline.schemas.errors import Vanished
 from citeline.schemas.settings import IndexSettings
-from citeline.tasks.store import embedder_for
+from citeline.runtime.handles import embedder_for
 from fakes import FAKE
 
 pytestmark = [pytest.mark.usefixtures("prefect_harness")]

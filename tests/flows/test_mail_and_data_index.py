@@ -50,7 +50,7 @@ def test_a_chunk_s_fragment_opens_its_place(index, path, phrase, fragment):
 
 
 def test_the_viewer_names_the_part_and_highlights_the_quote(index):
-    from citeline.views import viewer_page
+    from citeline.web.views import viewer_page
 
     chunk = next(c for c in index.chunks("fake-email-attachment.msg") if "fake attachment" in c.content)
     page = viewer_page(index, index.document("fake-email-attachment.msg"), chunk)

@@ -15,7 +15,7 @@ from citeline.flows.ingest import index_folder
 from citeline.index.check import check_index
 from citeline.index.store import Store
 from citeline.schemas.settings import IndexSettings
-from citeline.tasks.folder_plan import unchanged
+from citeline.flows.sync_plan import unchanged
 from fakes import FAKE
 from testkit import invoke
 
@@ -152,8 +152,8 @@ def test_a_text_file_renamed_twice_reuses_its_stored_work_both_times(docs, tmp_p
 def test_the_library_shows_them_skipped_with_what_they_are_never_failed(folder, tmp_path):
     from fastapi.testclient import TestClient
 
-    from citeline.api import Index
-    from citeline.service import create_app
+    from citeline.library import Index
+    from citeline.web.app import create_app
 
     index = Index.create(str(tmp_path / "db"), model=FAKE)
     assert index.sync(str(folder)).failed == 0

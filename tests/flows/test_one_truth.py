@@ -20,7 +20,7 @@ from citeline.index.store import Store
 from citeline.pipeline.embed import get_embedder
 from citeline.query.search import Searcher
 from citeline.schemas.settings import IndexSettings
-from citeline.tasks.folder_plan import unchanged
+from citeline.flows.sync_plan import unchanged
 from fakes import FAKE
 
 pytestmark = [pytest.mark.usefixtures("prefect_harness")]
@@ -96,7 +96,7 @@ def test_an_edit_undone_after_a_stopped_write_is_indexed_again(indexed, monkeypa
 
 
 def test_a_no_op_sync_does_not_skip_rows_no_record_owns(indexed, monkeypatch):
-    """The shortcut that answers a sync with nothing to do (tasks/folder_plan.py) runs the flow."""
+    """The shortcut that answers a sync with nothing to do (flows/sync_plan.py) runs the flow."""
     docs, settings = indexed
     victim = docs / "04-dropout.md"
     original, stat = victim.read_bytes(), victim.stat()
@@ -183,7 +183,7 @@ def test_an_index_from_before_generations_is_read_as_it_is_and_migrated_by_a_syn
 
 def test_the_views_of_a_document_show_only_the_rows_its_record_owns(indexed, monkeypatch):
     """``citeline chunks`` and the service's document view read what search reads."""
-    from citeline.api import Index
+    from citeline.library import Index
 
     docs, settings = indexed
     with (docs / "04-dropout.md").open("a") as f:

@@ -7,7 +7,7 @@ import pytest
 from citeline import Index
 from citeline.index.store import Store
 from citeline.schemas.settings import IndexSettings
-from citeline.tasks.folder_plan import unchanged
+from citeline.flows.sync_plan import unchanged
 from fakes import FAKE
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")

@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from citeline.schemas.retrieval import Filters
-from citeline.service import create_app
+from citeline.web.app import create_app
 from testkit import invoke, synced_index
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")

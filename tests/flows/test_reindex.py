@@ -13,7 +13,7 @@ from citeline.schemas.errors import IndexMismatch
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.tables import chunks_table_name
 from citeline.tasks.reembed import reembed_document
-from citeline.tasks.store import stamp_for
+from citeline.runtime.handles import stamp_for
 
 pytestmark = [
     pytest.mark.model,
@@ -68,7 +68,7 @@ def test_interrupted_reindex_leaves_live_index_and_resumes(indexed):
 def test_gc_lists_then_drops_only_retired_tables(indexed):
     from click.testing import CliRunner
 
-    from citeline.cli import cli
+    from citeline.cli.main import cli
 
     store = Store(indexed.db)
     old = chunks_table_name(store.stamp())

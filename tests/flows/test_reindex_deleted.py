@@ -13,7 +13,7 @@ from citeline.pipeline.prepare import doc_id_for
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.tables import chunks_table_name
 from citeline.tasks.reembed import reembed_document
-from citeline.tasks.store import stamp_for
+from citeline.runtime.handles import stamp_for
 
 pytestmark = [
     pytest.mark.model,

@@ -5,7 +5,7 @@ import pytest
 from testkit import INT8, needs_int8
 from click.testing import CliRunner
 
-from citeline.cli import cli
+from citeline.cli.main import cli
 from citeline.flows.ingest import index_folder
 from citeline.flows.reindex import reindex
 from citeline.index.check import check_index
@@ -13,7 +13,7 @@ from citeline.index.lock import writer_lock
 from citeline.index.store import Store
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.tables import chunks_table_name
-from citeline.tasks.store import stamp_for
+from citeline.runtime.handles import stamp_for
 
 pytestmark = [
     pytest.mark.model,

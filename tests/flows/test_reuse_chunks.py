@@ -17,7 +17,7 @@ from citeline.index.tokens import TokenVectors
 from citeline.schemas.tokens import as_stored
 from citeline.pipeline import embed
 from citeline.schemas.settings import IndexSettings
-from citeline.tasks.store import embedder_for
+from citeline.runtime.handles import embedder_for
 from fakes import FAKE, HashEmbedder
 
 pytestmark = [pytest.mark.usefixtures("prefect_harness")]

@@ -16,7 +16,7 @@ from citeline.index.check import check_index
 from citeline.index.store import Store
 from citeline.pipeline.walk import Selection
 from citeline.schemas.settings import IndexSettings
-from citeline.tasks.store import embedder_for
+from citeline.runtime.handles import embedder_for
 from fakes import FAKE
 
 pytestmark = [pytest.mark.usefixtures("prefect_harness")]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from citeline.cli import cli
+from citeline.cli.main import cli
 from citeline.flows.ingest import index_folder
 from citeline.flows.repair import repair_index
 from citeline.flows.retry import retry_failed

@@ -14,7 +14,7 @@ from citeline.flows.ingest import index_folder
 from citeline.index.check import check_index
 from citeline.index.store import Store
 from citeline.schemas.settings import IndexSettings
-from citeline.tasks.store import embedder_for
+from citeline.runtime.handles import embedder_for
 from fakes import FAKE
 
 pytestmark = [pytest.mark.usefixtures("prefect_harness")]

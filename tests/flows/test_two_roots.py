@@ -8,8 +8,8 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from citeline.api import Index
-from citeline.cli import cli
+from citeline.library import Index
+from citeline.cli.main import cli
 from citeline.index.lookup import Ambiguous
 from fakes import FAKE
 
@@ -88,7 +88,7 @@ def test_rm_takes_an_ending_and_removes_nothing_on_an_ambiguous_one(two_roots, m
 def test_the_http_api_takes_an_ending(two_roots):
     from fastapi.testclient import TestClient
 
-    from citeline.service import create_app
+    from citeline.web.app import create_app
 
     _, db = two_roots
     client = TestClient(create_app(Index(str(db), model=FAKE)), base_url="http://127.0.0.1")

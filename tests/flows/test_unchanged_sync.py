@@ -1,4 +1,4 @@
-"""A sync that would write nothing is answered before Prefect (tasks/folder_plan.py, issue 28):
+"""A sync that would write nothing is answered before Prefect (flows/sync_plan.py, issue 28):
 ``unchanged`` says so only when every step of the flow would write nothing, with the counts the
 flow itself reports; any work, or any doubt, runs the flow."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ from fakes import FAKE
 from citeline.index.store import Store
 from citeline.query.calibrate import stored_calibration
 from citeline.schemas.settings import IndexSettings
-from citeline.tasks.folder_plan import unchanged
+from citeline.flows.sync_plan import unchanged
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from citeline import extractors
-from citeline.cli import cli
+from citeline.cli.main import cli
 from citeline.pipeline import blame
 from citeline.pipeline.isolate import extract_isolated
 from citeline.schemas.errors import DocumentError, ParserFailed, Unexpected

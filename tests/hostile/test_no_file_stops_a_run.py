@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from citeline import extractors
-from citeline.common import EXIT_DOCUMENTS_FAILED
+from citeline.cli.common import EXIT_DOCUMENTS_FAILED
 from citeline.schemas.document import Canonical
 from fakes import FAKE
 from testkit import FIXTURES, invoke

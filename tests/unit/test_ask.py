@@ -6,7 +6,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from citeline.ask_cmd import ask as ask_command
+from citeline.cli.ask_command import ask as ask_command
 from citeline.query.ask import Answer, AskOptions, apply_gate, ask, generate
 from citeline.query.thresholds import COSINE_CUTS, GateQuery, Uncalibrated, cosine_cut, sweep
 from citeline.schemas.errors import CitelineError
@@ -217,7 +217,7 @@ def test_an_answer_shows_what_the_gate_cut_as_closest_passages_numbered_after_th
 
 
 def test_the_cli_prints_the_closest_passages_under_a_refusal():
-    from citeline.ask_cmd import _print
+    from citeline.cli.ask_command import _print
 
     answer = ask(FakeSearcher([hit(1, 0.9)]), "near miss?", AskOptions(retriever="dense", cut=0.45))
     result = CliRunner().invoke(click_command(lambda: _print(answer, False)))
@@ -229,7 +229,7 @@ def test_the_cli_prints_the_closest_passages_under_a_refusal():
 
 
 def test_the_cli_prints_the_cut_passages_after_the_sources_of_an_answer():
-    from citeline.ask_cmd import _print
+    from citeline.cli.ask_command import _print
 
     answer = ask(FakeSearcher([hit(1, 0.9), hit(2, 0.3)]), "q?", AskOptions(retriever="dense", cut=0.45))
     lines = CliRunner().invoke(click_command(lambda: _print(answer, False))).output.splitlines()
@@ -244,7 +244,7 @@ def test_the_cli_prints_the_cut_passages_after_the_sources_of_an_answer():
 def test_each_source_shows_its_line_that_answers_whole():
     """The figure asked for sat past the first 100 characters of a quote (issue 44 item 4): each
     source now shows, in full, the sentence or row that best matches the question."""
-    from citeline.ask_cmd import _print
+    from citeline.cli.ask_command import _print
 
     long = ("The delivery note lists every item that arrived at the warehouse on the Monday morning. "
             "Twenty thousand bottles of water and ten thousand blankets were unloaded at the north gate. "

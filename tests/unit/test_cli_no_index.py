@@ -2,7 +2,7 @@
 import pytest
 from click.testing import CliRunner
 
-from citeline.cli import cli
+from citeline.cli.main import cli
 
 
 @pytest.mark.parametrize("args", [

@@ -1,18 +1,18 @@
-"""docs/cli.md is the commands' own --help (citeline/cli_reference.py): it cannot go stale."""
+"""docs/cli.md is the commands' own --help (citeline/cli/reference.py): it cannot go stale."""
 from pathlib import Path
 
-from citeline.cli_reference import render
+from citeline.cli.reference import render
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 
 
 def test_the_cli_reference_is_what_the_commands_say():
     assert REFERENCE.read_text() == render(), (
-        "docs/cli.md is out of date: .venv/bin/python -m citeline.cli_reference > docs/cli.md")
+        "docs/cli.md is out of date: .venv/bin/python -m citeline.cli.reference > docs/cli.md")
 
 
 def test_the_reference_has_every_command_and_option():
-    from citeline.cli import cli
+    from citeline.cli.main import cli
 
     text = render()
     for name, command in cli.commands.items():

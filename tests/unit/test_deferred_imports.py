@@ -1,4 +1,4 @@
-"""LanceDB's namespace REST client is imported only when used (citeline/deferred_imports.py):
+"""LanceDB's namespace REST client is imported only when used (runtime/deferred_imports.py):
 each check runs in a fresh interpreter, since the deferral happens once, at ``import citeline``."""
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def test_a_local_index_works_without_importing_the_namespace_rest_client_which_l
 
 
 def test_nothing_is_deferred_when_the_package_is_already_imported_or_missing():
-    code = ("import lance_namespace_urllib3_client, sys; from citeline.deferred_imports import defer_init; "
+    code = ("import lance_namespace_urllib3_client, sys; from citeline.runtime.deferred_imports import defer_init; "
             "print(defer_init('lance_namespace_urllib3_client'), defer_init('citeline_no_such_package'))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.stdout.split() == ["False", "False"], done.stderr

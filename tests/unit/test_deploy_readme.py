@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from citeline.cli import cli
+from citeline.cli.main import cli
 
 README = Path(__file__).resolve().parents[2] / "deploy" / "README.md"
 

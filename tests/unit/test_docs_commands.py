@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 import pytest
 
-from citeline.cli import cli
+from citeline.cli.main import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 # The reference; the dated investigations (benchmarks, eval-*) keep the commands of their day.

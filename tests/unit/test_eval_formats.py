@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from fakes import HashEmbedder
 
-from citeline.eval_cmd import eval_command
+from citeline.cli.eval_command import eval_command
 from citeline.evaluation.dataset import load_corpus
 from citeline.evaluation.formats import parse_formats, render, run_formats
 from citeline.evaluation.harness import EvalConfig

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from fakes import HashEmbedder
 
-from citeline.eval_cmd import eval_command
+from citeline.cli.eval_command import eval_command
 from citeline.evaluation import harness as harness_module
 from citeline.evaluation.dataset import load_corpus
 from citeline.evaluation.harness import EvalConfig, EvalError, run_evaluation

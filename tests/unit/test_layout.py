@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-FOLDERS = ("schemas", "extractors", "pipeline", "index", "query", "evaluation", "tasks", "flows", "citeline")
-# What each layer may import from citeline: the layers below it and itself (STYLE.md section 1).
+FOLDERS = ("schemas", "extractors", "pipeline", "index", "query", "evaluation", "runtime", "tasks", "flows", "citeline")
+# What each layer may import from citeline: the layers below it and itself. runtime is the process's
+# plumbing (environment, logs, signals, the Prefect server, the handles on index and model) that
+# tasks, flows and the entry points stand on.
 LAYER = {"schemas": 0, "extractors": 1, "pipeline": 2, "index": 2, "query": 3, "evaluation": 4,
-         "tasks": 5, "flows": 6, "citeline": 7}
+         "runtime": 4.5, "tasks": 5, "flows": 6, "citeline": 7}
 # Same rank, still one way: pipeline and index never import each other.
 FORBIDDEN = {("pipeline", "index"), ("index", "pipeline")}
 
@@ -58,6 +60,28 @@ def test_imports_point_one_way():
                 wrong.append(f"{path.relative_to(ROOT)}:{line}: {folder} imports {name}")
     assert not wrong, "\n".join(wrong)
 
+# The wings of citeline/: the library (citeline/library.py) stands alone, the HTTP app (web) uses
+# the library, the command line (cli) uses both; the library never reaches into an entry point.
+WING = {"citeline.library": 0, "citeline.web": 1, "citeline.cli": 2}
+
+def _wing(module: str) -> int | None:
+    return next((rank for prefix, rank in WING.items() if module == prefix or module.startswith(prefix + ".")), None)
+
+def test_entry_points_stand_on_the_library():
+    wrong = []
+    for folder, path in _sources():
+        rank = _wing(_module_name(folder, path)) if folder == "citeline" else -1
+        for line, name in _imports(path):
+            target = _wing(name)
+            if target is not None and rank is not None and target > rank:
+                wrong.append(f"{path.relative_to(ROOT)}:{line}: imports {name}")
+    assert not wrong, "\n".join(wrong)
+
+def test_tasks_holds_only_prefect_tasks():
+    bare = [path.name for path in sorted((ROOT / "tasks").glob("*.py"))
+            if path.name != "__init__.py" and "@task" not in path.read_text()]
+    assert not bare, f"modules in tasks/ that define no Prefect task: {bare}"
+
 @pytest.mark.slow  # builds a wheel in an isolated environment: the whole suite runs it, `make check` not
 def test_wheel_installs_one_top_level_package(tmp_path):
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
@@ -87,7 +111,7 @@ before_structlog = structlog.get_config()
 import citeline
 for name in sys.argv[1:]:
     importlib.import_module(name)
-from citeline.tasks.log import get_logger
+from citeline.runtime.log import get_logger
 get_logger(probe=1).info("citeline.logs.without.configuring")
 changed = sorted(k for k in set(os.environ) | set(before_env) if os.environ.get(k) != before_env.get(k))
 assert not changed, changed

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 import citeline.schemas
-from citeline.cli import cli
+from citeline.cli.main import cli
 from citeline.evaluation import gate as gates
 from citeline.evaluation.dataset import load_corpus
 from citeline.evaluation.harness import EvalConfig, IndexCost, QueryResult, Run
@@ -19,7 +19,7 @@ from citeline.schemas.retrieval import RETRIEVERS
 from citeline.schemas.settings import STRATEGIES
 
 ROOT = Path(citeline.schemas.__file__).resolve().parents[1]  # the checkout the package is installed from
-PACKAGES = ("schemas", "extractors", "pipeline", "index", "query", "evaluation", "tasks", "flows", "citeline")
+PACKAGES = ("schemas", "extractors", "pipeline", "index", "query", "evaluation", "runtime", "tasks", "flows", "citeline")
 
 
 def assigned(name: str) -> list[str]:

@@ -11,52 +11,23 @@ from pathlib import Path
 
 import click
 
-from citeline.api_cmd import api
-from citeline.ask_cmd import ask
-from citeline.common import (CONTEXT_SETTINGS, EXIT_DELETIONS_HELD, EXIT_DOCUMENTS_FAILED, CitelineGroup, CliError,
-                             as_cli_error, error_text, cli_errors, filter_options, known_model, model_for, output_options, served_by,
-                             verbosity)
-from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
-from citeline.eval_cmd import eval_command
-from citeline.server_cmd import server
+from citeline.cli.api_command import api
+from citeline.cli.ask_command import ask
+from citeline.cli.common import (CONTEXT_SETTINGS, EXIT_DELETIONS_HELD, EXIT_DOCUMENTS_FAILED, CitelineGroup, CliError,
+                                 as_cli_error, cli_errors, db_option, error_text, filter_options, known_model,
+                                 model_option, output_options, served_by, verbosity, wait_option, writable_db,
+                                 writer_db_option)
+from citeline.cli.eval_command import eval_command
+from citeline.cli.server_command import server
 from citeline.schemas.errors import CitelineError
 from citeline.schemas.paths import absolute, escape, is_remote, os_path
 from citeline.schemas.retrieval import BM25, DEFAULT_RERANK, DEFAULT_RETRIEVER, RETRIEVERS
-from citeline.schemas.settings import STRATEGIES, IndexSettings
+from citeline.schemas.settings import ENV_MODEL, STRATEGIES, IndexSettings
 from citeline.schemas.stamp import STAMP_COLUMNS, Stamp, is_current
 from citeline.schemas.status import NOT_A_DOCUMENT, DocStatus
 from citeline.schemas.text import visible, visible_lines
 
-db_option = click.option("--db", envvar=ENV_DB, default=DEFAULTS["db"], show_default=True,
-                         help="Index location: a local folder or any LanceDB URI.")
-
-
-def _writable_db(ctx, param, value: str) -> str:
-    """--db of a writing command: refused at once on a store without a writer lock (index/lock.py)."""
-    from citeline.index.lock import check_local_writable, check_writable
-    from citeline.schemas.errors import IndexUnwritable, UnsupportedStore
-
-    try:
-        check_writable(value)
-    except UnsupportedStore as exc:
-        raise click.BadParameter(str(exc), ctx, param) from None
-    try:
-        check_local_writable(value)  # a read-only mount: one line, before any flow or server starts
-    except IndexUnwritable as exc:
-        raise as_cli_error(exc) from None
-    return value
-
-
-writer_db_option = click.option("--db", envvar=ENV_DB, default=DEFAULTS["db"], show_default=True,
-                                callback=_writable_db,
-                                help="Index location: a local folder or s3://bucket/prefix.")
-wait_option = click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
-                           help="Seconds to wait for another writer of the same index.")
 SETTINGS = IndexSettings()  # every indexing option's default, written once (schemas/settings.py)
-model_option = click.option("--model", envvar=ENV_MODEL, default=None, callback=known_model,
-                            help="Embedding model: a packaged alias or a local sentence-transformers folder "
-                                 f"(default: the index's own model, else {DEFAULTS['model']}).")
-
 
 @click.group(cls=CitelineGroup, context_settings=CONTEXT_SETTINGS)
 @click.version_option(package_name="citeline")
@@ -148,6 +119,7 @@ def index(path, db, model, strategy, budget, overlap, precision, max_failed, max
           wait_s, ocr_lang, whisper_model, dask, token_vectors, progress, include, exclude, verify, allow_mass_delete,
           grace_days, always_run, as_json):
     """Index (or re-sync) PATH: a folder or one file, local or on S3 (s3://bucket/prefix)."""
+    from citeline.index.store import model_for
     if overlap >= budget:
         raise click.UsageError(f"--overlap ({overlap}) must be smaller than --budget ({budget})")
     from citeline.pipeline.walk import Selection, check_patterns
@@ -164,7 +136,7 @@ def index(path, db, model, strategy, budget, overlap, precision, max_failed, max
                              whisper_model=whisper_model, token_vectors=token_vectors, grace_days=grace_days)
     if not (always_run or verify or dask) and _answered_unchanged(path, settings, selection, as_json):
         return
-    from citeline.progress import index_progress
+    from citeline.cli.progress import index_progress
     from citeline.flows.ingest import index_folder
     from citeline.flows.runners import command_run, task_runner_for
 
@@ -177,10 +149,10 @@ def index(path, db, model, strategy, budget, overlap, precision, max_failed, max
 
 def _answered_unchanged(path: str, settings, selection, as_json: bool) -> bool:
     """Print the summary of a sync that would write nothing, before Prefect is imported; False
-    when there is work, and the flow runs (tasks/folder_plan.py: ~1.4 s and a flow run's 94
+    when there is work, and the flow runs (flows/sync_plan.py: ~1.4 s and a flow run's 94
     rows of the Prefect database saved on every unchanged scheduled sync)."""
-    from citeline.tasks.folder_plan import unchanged
-    from citeline.tasks.log import Events, get_logger
+    from citeline.flows.sync_plan import unchanged
+    from citeline.runtime.log import Events, get_logger
 
     with cli_errors():
         summary = unchanged(path, settings, selection)
@@ -218,6 +190,7 @@ def _existing_settings(db: str):
     Raises:
         NoIndex: nothing is indexed at ``db``.
     """
+    from citeline.index.store import model_for
     from citeline.index.store import Store
 
     stamp = Store.existing(db).require_stamp()
@@ -226,11 +199,11 @@ def _existing_settings(db: str):
 
 @contextlib.contextmanager
 def _stops_on_signals():
-    """SIGTERM and SIGINT stop the run within seconds (citeline.tasks.signals); one that comes
+    """SIGTERM and SIGINT stop the run within seconds (citeline.runtime.signals); one that comes
     before the flow reached its documents (the temporary Prefect server still starting) ends
     the command at once, with one line and the same exit code."""
     from citeline.schemas.interrupt import Stopped
-    from citeline.tasks.signals import stop_on_signals
+    from citeline.runtime.signals import stop_on_signals
 
     try:
         with stop_on_signals():
@@ -319,6 +292,7 @@ def _print_run(state, as_json: bool = False) -> None:
 def serve(path, db, model, cron, strategy, name, verify_cron, allow_mass_delete, include, exclude, grace_days,
           as_json):
     """Keep PATH (a folder, or an s3:// prefix) indexed on a schedule; needs a Prefect server (PREFECT_API_URL)."""
+    from citeline.index.store import model_for
     import os
 
     from citeline.flows.serve import FolderSync
@@ -367,6 +341,7 @@ def _check_server(api_url: str) -> None:
 @output_options
 def retry(path, db, model, wait_s, as_json):
     """Index again only the documents that failed (under PATH if given)."""
+    from citeline.index.store import model_for
     from citeline.flows.retry import retry_failed
     from citeline.flows.runners import command_run
     from citeline.index.store import Store
@@ -524,7 +499,7 @@ def _publish_health(db: str, by: str) -> None:
 def _remove_by_ending(path: str, store, db: str, wait_s: float):
     """``rm`` of a relative PATH under which nothing is indexed here: the one stored file or
     folder that ends with it, removed; several are listed and nothing is removed."""
-    from citeline.api import by_ending
+    from citeline.library import by_ending
     from citeline.flows.remove import remove_path
     from citeline.index.lookup import Ambiguous, removal_target
 
@@ -717,7 +692,7 @@ def search(query, db, model, k, retriever, as_json, local, filters):
 
 def _served_search(db, query, k, retriever, filters):
     """The service's citations for the search, or None when no service answers for ``db``."""
-    from citeline.running_service import request_filters
+    from citeline.runtime.running_service import request_filters
     from citeline.schemas.retrieval import Citation
 
     service = served_by(db)
@@ -733,11 +708,12 @@ def _served_search(db, query, k, retriever, filters):
 
 
 def _search_here(db, model, query, k, retriever, filters):
+    from citeline.index.store import model_for
     from citeline.index.store import Store
     from citeline.pipeline.embed import get_embedder
     from citeline.query.cite import build_citations
     from citeline.query.search import Searcher
-    from citeline.api import located
+    from citeline.library import located
 
     with cli_errors():
         Store.existing(db)  # before the model is looked up: a mistyped --db fails first, creating nothing
@@ -758,7 +734,7 @@ def chunks(path, db, as_json):
     PATH is the document's id, its absolute source path, any ending of that path that names
     one document (`notes.md`, `proj1/notes.md`; several are listed), or a file here that was indexed.
     """
-    from citeline.api import Index
+    from citeline.library import Index
     from citeline.index.store import Store
 
     with cli_errors():
@@ -808,7 +784,7 @@ def check(db, as_json, repair, wait_s):
     from citeline.index.store import Store
 
     if repair:
-        _writable_db(click.get_current_context(), None, db)  # a repair writes
+        writable_db(click.get_current_context(), None, db)  # a repair writes
         _check_and_repair(db, as_json, wait_s)
         return
     with cli_errors():
@@ -891,13 +867,13 @@ cli.add_command(server)
 
 def main() -> None:
     """The console script: process settings first (they must precede Prefect's import), then the CLI."""
-    from citeline.tasks import env, log, watchdog
+    from citeline.runtime import env, log, watchdog
 
     env.apply()
     log.configure()
     watchdog.start()  # what this command starts (the temporary Prefect server) dies with it
     if sys.argv[1:2] != ["server"]:
-        from citeline import prefect_server
+        from citeline.runtime import prefect_server
 
         prefect_server.connect()  # a running citeline server, if any: no temporary one (issue 28, item 3)
     try:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from urllib.parse import quote, urlencode
 
-from citeline.api import ChunkInfo, DocumentInfo
+from citeline.library import ChunkInfo, DocumentInfo
 from citeline.schemas.status import NOT_A_DOCUMENT, DocStatus
 
 LIBRARY_PAGE = 50  # documents per library page

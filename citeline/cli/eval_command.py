@@ -8,8 +8,8 @@ from typing import Iterator
 
 import click
 
-from citeline.common import known_model, output_options, verbosity
-from citeline.config import ENV_MODEL
+from citeline.cli.common import known_model, output_options, verbosity
+from citeline.schemas.settings import ENV_MODEL
 from citeline.schemas.retrieval import RETRIEVERS
 from citeline.schemas.settings import DEFAULT_MODEL, DEFAULT_STRATEGY, STRATEGIES, IndexSettings
 

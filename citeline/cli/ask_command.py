@@ -9,8 +9,7 @@ import json
 
 import click
 
-from citeline.common import cli_errors, filter_options, known_model, model_for, output_options, served_by
-from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
+from citeline.cli.common import cli_errors, db_option, filter_options, model_option, output_options, served_by
 from citeline.schemas.retrieval import (
     ASK_K, CLOSEST_NOTE, DEFAULT_RERANK, DEFAULT_RETRIEVER, ENV_RERANKER, RERANK, RETRIEVERS,
 )
@@ -20,10 +19,8 @@ from citeline.schemas.text import visible, visible_lines
 
 @click.command("ask")
 @click.argument("query")
-@click.option("--db", envvar=ENV_DB, default=DEFAULTS["db"], show_default=True,
-              help="Index location: a local folder or any LanceDB URI.")
-@click.option("--model", envvar=ENV_MODEL, default=None, callback=known_model,
-              help="Embedding model (default: the one the index was built with).")
+@db_option
+@model_option
 @click.option("-k", default=ASK_K, show_default=True, type=click.IntRange(1, 20),
               help="At most this many sources pass the gate; the rest of the first k are shown as closest passages.")
 @click.option("--retriever", default=DEFAULT_RETRIEVER, show_default=True, type=click.Choice(RETRIEVERS),
@@ -73,7 +70,7 @@ def ask(query, db, model, as_json, k, retriever, rerank_flag, reranker, cosine_w
     service = served_by(db) if served else None
     data = None
     if service is not None:
-        from citeline.running_service import request_filters
+        from citeline.runtime.running_service import request_filters
 
         try:
             data = service.ask({"query": query, "k": k, "retriever": retriever, "rerank": rerank_flag, "cut": cut,
@@ -110,7 +107,7 @@ def ask(query, db, model, as_json, k, retriever, rerank_flag, reranker, cosine_w
 
 
 def _searcher(db: str, model: str | None, reranker: str | None, cosine_weight: float | None):
-    from citeline.index.store import Store
+    from citeline.index.store import Store, model_for
     from citeline.pipeline.embed import ModelNotFound, get_embedder
     from citeline.query.rerank import get_reranker
     from citeline.query.search import Searcher
@@ -132,7 +129,7 @@ def _located(searcher, answer):
     (``Index.ask`` does the same)."""
     from dataclasses import replace
 
-    from citeline.api import located
+    from citeline.library import located
 
     return replace(answer, citations=tuple(located(searcher.store, answer.citations)),
                    closest=tuple(located(searcher.store, answer.closest)))

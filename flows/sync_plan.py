@@ -32,7 +32,7 @@ from citeline.schemas.settings import IndexSettings
 from citeline.schemas.stamp import PIPELINE_VERSION, STAMP_COLUMNS, IndexStamp
 from citeline.schemas.status import RunSummary
 from citeline.schemas.tables import TOKENS_KEY
-from citeline.tasks.log import Events, get_logger
+from citeline.runtime.log import Events, get_logger
 
 RECORD_COLUMNS = ["doc_id", "root", "source", "path", "status", "stage", "reason", "sha256", "attempts", "created_at",
                   *STAT_COLUMNS, *STAMP_COLUMNS]

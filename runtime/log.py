@@ -33,7 +33,7 @@ class Events:
 
     RUN_STARTED = "run.started"
     RUN_PLANNED = "run.planned"
-    RUN_UNCHANGED = "run.unchanged"  # nothing to write: answered without a flow run (tasks/folder_plan.py)
+    RUN_UNCHANGED = "run.unchanged"  # nothing to write: answered without a flow run (flows/sync_plan.py)
     RUN_FINISHED = "run.finished"
     RUN_STOPPED = "run.stopped"
     RUN_CLEANED = "run.cleaned"

@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from citeline.config import DEFAULTS, ENV_PREFIX
+from citeline.schemas.settings import DEFAULTS, ENV_DB, ENV_MODEL, ENV_PREFIX
 from citeline.schemas.errors import CitelineError
 from citeline.schemas.retrieval import Filters
 
@@ -129,7 +129,7 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "auto_envvar_prefix":
 
 def _verbosity(ctx: click.Context, param, value) -> int:
     """-v/-q into the context; the terminal's log handler is set as soon as it is known."""
-    from citeline.progress import configure_terminal
+    from citeline.cli.progress import configure_terminal
 
     if param.name == "verbose":
         ctx.meta["citeline.verbose"] = value
@@ -191,16 +191,6 @@ def known_model(ctx: click.Context, param, value: str | None) -> str | None:
     return value
 
 
-def model_for(db: str, model: str | None) -> str:
-    """The model asked for, else the one the index was built with, else the default."""
-    if model:
-        return model
-    from citeline.index.store import Store, index_exists
-
-    stamp = Store(db).stamp() if index_exists(db) else None  # a new index: create nothing yet
-    return stamp.embed_model if stamp else DEFAULTS["model"]
-
-
 def filter_options(command):
     """--path, --type and --since (repeatable but --since), handed to the command as one
     ``filters`` (``Filters``, empty when none is given); a bad value is a usage error (exit 2)."""
@@ -224,11 +214,42 @@ def filter_options(command):
 
 
 def served_by(db: str):
-    """The `citeline api` serving ``db`` on this machine (citeline/running_service.py), said on
+    """The `citeline api` serving ``db`` on this machine (runtime/running_service.py), said on
     stderr with -v; None when none answers."""
-    from citeline import running_service
+    from citeline.runtime import running_service
 
     service = running_service.find(db)
     if service is not None and verbosity() > 0:
         click.echo(f"asking the citeline api at {service.url} (it serves {db}; --local answers here)", err=True)
     return service
+
+
+# The options every command that opens an index shares, declared once.
+db_option = click.option("--db", envvar=ENV_DB, default=DEFAULTS["db"], show_default=True,
+                         help="Index location: a local folder or any LanceDB URI.")
+
+
+def writable_db(ctx, param, value: str) -> str:
+    """--db of a writing command: refused at once on a store without a writer lock (index/lock.py)."""
+    from citeline.index.lock import check_local_writable, check_writable
+    from citeline.schemas.errors import IndexUnwritable, UnsupportedStore
+
+    try:
+        check_writable(value)
+    except UnsupportedStore as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+    try:
+        check_local_writable(value)  # a read-only mount: one line, before any flow or server starts
+    except IndexUnwritable as exc:
+        raise as_cli_error(exc) from None
+    return value
+
+
+writer_db_option = click.option("--db", envvar=ENV_DB, default=DEFAULTS["db"], show_default=True,
+                                callback=writable_db,
+                                help="Index location: a local folder or s3://bucket/prefix.")
+wait_option = click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0,
+                           help="Seconds to wait for another writer of the same index.")
+model_option = click.option("--model", envvar=ENV_MODEL, default=None, callback=known_model,
+                            help="Embedding model: a packaged alias or a local sentence-transformers folder "
+                                 f"(default: the index's own model, else {DEFAULTS['model']}).")

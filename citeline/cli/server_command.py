@@ -1,4 +1,4 @@
-"""``citeline server``: the local Prefect server citeline's commands share (citeline/prefect_server.py)."""
+"""``citeline server``: the local Prefect server citeline's commands share (runtime/prefect_server.py)."""
 from __future__ import annotations
 
 import json
@@ -6,7 +6,7 @@ import time
 
 import click
 
-from citeline.common import CliError, output_options
+from citeline.cli.common import CliError, output_options
 
 
 @click.command()
@@ -22,7 +22,7 @@ def server(action, idle_s, as_json):
     also when the command that started it was killed. CITELINE_PREFECT_SERVER=auto starts
     it on the first command that needs one; CITELINE_HOME moves its folder.
     """
-    from citeline import prefect_server
+    from citeline.runtime import prefect_server
 
     if action == "start":
         try:

@@ -1,6 +1,6 @@
 """docs/cli.md, the command-line reference, generated from the commands' own ``--help``.
 
-    .venv/bin/python -m citeline.cli_reference > docs/cli.md
+    .venv/bin/python -m citeline.cli.reference > docs/cli.md
 
 ``tests/unit/test_cli_reference.py`` fails when the file and the commands disagree, so the
 reference cannot go stale: change an option's help, regenerate, commit both.
@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import click
 
-from citeline.cli import cli
+from citeline.cli.main import cli
 
 WIDTH = 100  # help wrapped at a fixed width: the same file on every terminal
 
 PREAMBLE = """# Command-line reference
 
-Generated from each command's `--help` by `python -m citeline.cli_reference > docs/cli.md`
+Generated from each command's `--help` by `python -m citeline.cli.reference > docs/cli.md`
 (a test checks that it is current). The README has the tour; docs/operations.md the
 production set-up.
 """

@@ -19,11 +19,10 @@ import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 
-from citeline.common import model_for
 from citeline.index.check import Violation, check_index, source_warnings
 from citeline.index.filters import equals, one_of
 from citeline.index.lookup import ends_with, find, removal_target, shown_names
-from citeline.index.store import Store, index_exists, no_index_message
+from citeline.index.store import Store, index_exists, model_for, no_index_message
 from citeline.pipeline.embed import Embedder, get_embedder
 from citeline.query.ask import Answer, AskOptions
 from citeline.query.ask import ask as run_ask
@@ -155,7 +154,7 @@ class Index:
     """
 
     def __init__(self, uri: str, model: str | None = None):
-        from citeline.tasks import env
+        from citeline.runtime import env
 
         env.apply()  # Prefect and Hugging Face read these when a method first imports them
         self.uri = str(uri)

@@ -33,13 +33,13 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
-from citeline.api import Index
+from citeline.library import Index
 from citeline.query.answer_check import check_answer
 from citeline.query.llm import chat_client
 from citeline.query.thresholds import Uncalibrated
 from citeline.schemas.errors import CitelineError, IndexMismatch, IndexUnavailable, LLMError, NoIndex
 from citeline.schemas.retrieval import ASK_K, DEFAULT_RETRIEVER, RETRIEVERS, Filters
-from citeline import pages, views
+from citeline.web import pages, views
 
 MAX_BODY = 16 * 1024  # bytes of a request body: a question and a few options
 MAX_QUESTION = 2000  # characters
@@ -148,7 +148,7 @@ def warm_reranker(index: Index, stop: threading.Event) -> int:
     item 6). Returns how many chunks were encoded; a failure only leaves asks slower.
     """
     from citeline.query.rerank import MaxSimReranker
-    from citeline.tasks.log import get_logger
+    from citeline.runtime.log import get_logger
 
     try:
         snap = index.snapshot()
@@ -178,7 +178,7 @@ def _watch(index: Index, poll_s: float, stop: threading.Event, failure: dict[str
     """Re-open the index as writers commit, following a re-index's switch, and hold the reader
     lease that keeps ``gc`` from dropping the table served (index/readers.py)."""
     from citeline.index.readers import ReaderLease
-    from citeline.tasks.log import get_logger
+    from citeline.runtime.log import get_logger
 
     lease = ReaderLease(index.uri)
     try:
@@ -523,7 +523,7 @@ def _page_routes(app: FastAPI, index: Index) -> None:
     def static(name: str) -> Response:
         if name not in STATIC:
             raise KeyError(f"no static file {name!r}")
-        body = resources.files("citeline").joinpath("web", name).read_bytes()
+        body = resources.files("citeline.web").joinpath("static", name).read_bytes()
         return Response(body, media_type=STATIC[name], headers={"Cache-Control": "no-cache"})
 
 

@@ -1,5 +1,5 @@
 """What ``citeline api`` serves of a document: its source bytes and the views that open it at a
-citation (the other pages are citeline/pages.py).
+citation (the other pages are citeline/web/pages.py).
 
 Every string that came from a document (paths, titles, reasons, quotes, cell values)
 goes through :func:`esc` on its way into a page; the pages also forbid inline script
@@ -20,12 +20,12 @@ from urllib.parse import quote
 from fastapi.responses import Response, StreamingResponse
 from starlette.background import BackgroundTask
 
-from citeline.api import ChunkInfo, DocumentInfo, Index
+from citeline.library import ChunkInfo, DocumentInfo, Index
 from citeline.index.filters import equals
 from citeline.index.store import Store
 from citeline.pipeline.objects import open_object
 from citeline.pipeline.prepare import changed, open_source, read_source
-from citeline.pages import esc, layout
+from citeline.web.pages import esc, layout
 from citeline.schemas.document import CELL_SEPARATOR, Segment, segments_from_json
 from citeline.schemas.errors import DocumentError
 from citeline.schemas.locator import (

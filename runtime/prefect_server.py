@@ -10,10 +10,10 @@ and every later command finds it through ``server.json`` and runs against it
 ``CITELINE_PREFECT_SERVER=auto`` starts it on the first command that finds none.
 
 By design the server outlives the command that started it — also ``kill -9`` of that command
-(it runs in its own session, without the command's watchdog token, tasks/watchdog.py) — and
+(it runs in its own session, without the command's watchdog token, runtime/watchdog.py) — and
 stops by itself once no command has used it for ``--idle`` seconds (default 30 minutes; a
 running command marks it used every 30 s), or on ``citeline server stop``. What runs is a
-small supervisor (``python -m citeline.prefect_server``) and its ``prefect server start``;
+small supervisor (``python -m citeline.runtime.prefect_server``) and its ``prefect server start``;
 the supervisor stops the server and removes ``server.json`` when either ends.
 """
 from __future__ import annotations
@@ -122,7 +122,7 @@ def start(idle_s: int = IDLE_S, wait_s: float = 240) -> dict:
                    PREFECT_UI_API_URL=f"http://127.0.0.1:{port}/api")
         with (home / "server.log").open("ab") as log:
             logged_from = os.fstat(log.fileno()).st_size  # an earlier start's reason is not this one's
-            supervisor = subprocess.Popen([sys.executable, "-m", "citeline.prefect_server", str(port), str(idle_s)],
+            supervisor = subprocess.Popen([sys.executable, "-m", "citeline.runtime.prefect_server", str(port), str(idle_s)],
                                           env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                           start_new_session=True)
         deadline = time.monotonic() + wait_s

@@ -1,4 +1,4 @@
-"""``citeline api``: serve the index over HTTP with the ask page (citeline/service.py).
+"""``citeline api``: serve the index over HTTP with the ask page (citeline/web/app.py).
 
 Register it with ``cli.add_command(api)``.
 """
@@ -11,19 +11,16 @@ import socket
 
 import click
 
-from citeline.common import CliError, cli_errors, known_model, model_for, output_options, verbosity
-from citeline.config import DEFAULTS, ENV_DB, ENV_MODEL
+from citeline.cli.common import CliError, cli_errors, db_option, model_option, output_options, verbosity
 
-HEADER_TIMEOUT_S, MAX_CONNECTIONS = 10.0, 1000  # citeline/http_limits.py says why (imported with uvicorn)
+HEADER_TIMEOUT_S, MAX_CONNECTIONS = 10.0, 1000  # citeline/web/limits.py says why (imported with uvicorn)
 
 ENV_TOKEN = "CITELINE_API_TOKEN"
 
 
 @click.command("api")
-@click.option("--db", envvar=ENV_DB, default=DEFAULTS["db"], show_default=True,
-              help="Index location: a local folder or any LanceDB URI.")
-@click.option("--model", envvar=ENV_MODEL, default=None, callback=known_model,
-              help="Embedding model (default: the one the index was built with).")
+@db_option
+@model_option
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind; anything but loopback needs --token.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
@@ -49,18 +46,19 @@ def api(db, model, host, port, token, allowed_hosts, header_timeout_s, max_conne
         raise click.UsageError(f"--host {host} is reachable from other machines: set --token or {ENV_TOKEN}")
     import uvicorn
 
-    from citeline.api import Index
-    from citeline.http_limits import KEEP_ALIVE_S, bounded_protocol
-    from citeline.progress import CHATTY, configure_terminal
-    from citeline.service import create_app
+    from citeline.library import Index
+    from citeline.web.limits import KEEP_ALIVE_S, bounded_protocol
+    from citeline.cli.progress import CHATTY, configure_terminal
+    from citeline.web.app import create_app
 
     listening = _listen(host, port)  # before the index is opened: a busy port fails at once, as JSON too
     with cli_errors():
         app = create_app(Index.create(db, model), token=token, allowed_hosts=allowed_hosts)
     url = f"http://{host}:{listening.getsockname()[1]}/"
     # Announced before the URL is printed, for this machine's `citeline search` and `ask`, which
-    # then ask here (citeline/running_service.py); withdrawn when the server stops.
-    from citeline import running_service
+    # then ask here (runtime/running_service.py); withdrawn when the server stops.
+    from citeline.index.store import model_for
+    from citeline.runtime import running_service
 
     local = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
     announced = running_service.announce(
@@ -73,7 +71,7 @@ def api(db, model, host, port, token, allowed_hosts, header_timeout_s, max_conne
     # uvicorn's records go through citeline's terminal handler (JSON lines when piped, never
     # stdout); here they are this server's own, so its warnings show without -v.
     configure_terminal(verbosity(), chatty=tuple(c for c in CHATTY if c not in ("uvicorn", "fastapi")))
-    # A silent or trickling client is closed, and connections are capped (citeline/http_limits.py).
+    # A silent or trickling client is closed, and connections are capped (citeline/web/limits.py).
     config = uvicorn.Config(app, log_config=None, log_level=("error", "warning", "info", "debug")[verbosity() + 1],
                             http=bounded_protocol(header_timeout_s, max_connections), timeout_keep_alive=KEEP_ALIVE_S,
                             limit_concurrency=max_connections)

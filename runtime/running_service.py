@@ -17,7 +17,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from citeline.prefect_server import ENV_HOME, alive
+from citeline.runtime.prefect_server import ENV_HOME, alive
 
 ENV_TOKEN = "CITELINE_API_TOKEN"
 HEALTH_TIMEOUT_S = 0.5

@@ -14,7 +14,7 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 KEEP_ALIVE_S = 5  # idle time between requests (uvicorn's default, said here)
-# The defaults (citeline/api_cmd.py's --header-timeout and --max-connections): 10 s from connecting
+# The defaults (citeline/cli/api_command.py's --header-timeout and --max-connections): 10 s from connecting
 # (or the last response) to a request's complete head; 1000 connections, below the usual 1024 descriptors.
 
 

@@ -20,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from citeline.schemas.text import visible
-from citeline.tasks.log import LOGGER, Events, event_of, formatter
+from citeline.runtime.log import LOGGER, Events, event_of, formatter
 
 QUIET, DEFAULT, VERBOSE, DEBUG = -1, 0, 1, 2
 # Libraries whose INFO lines are chatter here ("Starting temporary server", "Finished in state
@@ -109,7 +109,7 @@ class _ProgressHandler(logging.Handler):
                                  description="loading model" if total else "nothing to index")
         elif name == Events.DOCUMENT_FINISHED:
             self.progress.update(self.task, advance=1, description=_shown(event.get("path", "indexing")))
-        elif name == Events.DOCUMENTS_RENAMED:  # many renamed files, one line (tasks/log.py each_or_summary)
+        elif name == Events.DOCUMENTS_RENAMED:  # many renamed files, one line (runtime/log.py each_or_summary)
             self.progress.update(self.task, advance=event.get("count", 0), description="renamed files")
         elif name == Events.RUN_FINISHED:
             self.progress.update(self.task, description="done")
