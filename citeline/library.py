@@ -14,28 +14,29 @@ warmed) under a lock before the first query.
 """
 from __future__ import annotations
 
-import os
+import copy
 import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
+from typing import Literal, overload
 
 from citeline.index.check import Violation, check_index, source_warnings
-from citeline.index.filters import equals, one_of
-from citeline.index.lookup import ends_with, find, removal_target, shown_names
+from citeline.index.filters import equals
+from citeline.index.lookup import by_ending, ends_with, find, removal_target, shown_names
 from citeline.index.store import Store, index_exists, model_for, no_index_message
 from citeline.pipeline.embed import Embedder, get_embedder
 from citeline.query.ask import Answer, AskOptions
 from citeline.query.ask import ask as run_ask
 from citeline.query.ask import generate as run_generate
 from citeline.query.llm import chat_client
-from citeline.query.cite import (
-    build_citations, locator_fragment, locator_label, parse_locators, with_sources,
-)
+from citeline.query.cite import build_citations, locator_fragment, locator_label, parse_locators
+from citeline.query.locate import located
 from citeline.query.search import Searcher
 from citeline.schemas.errors import IndexUnavailable, NoIndex
 from citeline.schemas.retrieval import BM25, DEFAULT_RETRIEVER, RETRIEVERS, Citation, Filters
-from citeline.schemas.stamp import STAMP_COLUMNS, IndexStamp
-from citeline.schemas.status import DocStatus, RunSummary
+from citeline.schemas.settings import DEFAULT_GRACE_DAYS
+from citeline.schemas.stamp import STAMP_COLUMNS, IndexStamp, Stamp, is_current
+from citeline.schemas.status import DocStatus, RunResult, RunSummary
 
 DOCUMENT_COLUMNS = ("doc_id", "path", "source", "root", "title", "status", "stage", "reason", "chunk_count",
                     "truncated", "attempts", "notes", *STAMP_COLUMNS)
@@ -151,14 +152,17 @@ class Index:
     Args:
         uri: any LanceDB URI (a local folder by default).
         model: the embedding model; None takes the model stamped on the index (else the default).
+        warm: load the model and the reranker when the index is opened, before the first query
+            (a service); False loads only what a query needs when it runs (a one-shot command).
     """
 
-    def __init__(self, uri: str, model: str | None = None):
+    def __init__(self, uri: str, model: str | None = None, warm: bool = True):
         from citeline.runtime import env
 
         env.apply()  # Prefect and Hugging Face read these when a method first imports them
         self.uri = str(uri)
-        self.model = model_for(self.uri, model)
+        self._model = model  # None: the index's own, read when first needed
+        self.warm = warm
         self._embedder: Embedder | None = None
         self._snapshot: Snapshot | None = None
         self._lock = threading.Lock()
@@ -192,6 +196,17 @@ class Index:
         if index_exists(index.uri):
             index.snapshot()
         return index
+
+    @property
+    def model(self) -> str:
+        """The embedding model: the one asked for, else the index's own, else the default."""
+        if self._model is None:
+            self._model = model_for(self.uri, None)
+        return self._model
+
+    @model.setter
+    def model(self, name: str) -> None:
+        self._model = name
 
     # ---- reading ---------------------------------------------------------------------
 
@@ -236,8 +251,9 @@ class Index:
                     f"load ({exc}); nothing is served until it is restarted with that model installed") from None
             self.model, self._embedder = stamp.embed_model, embedder
         searcher = Searcher(store, self.embedder, stamp)
-        searcher.query_vector("warm up")  # loads the weights once, before any thread queries
-        searcher.default_reranker()
+        if self.warm:
+            searcher.query_vector("warm up")  # loads the weights once, before any thread queries
+            searcher.default_reranker()
         table = store.active_table()
         self._follows = True
         return Snapshot(searcher, table, searcher.reader.table.version, *versions)
@@ -295,7 +311,7 @@ class Index:
         return tuple(self._located(snap, build_citations(hits, query)))
 
     def ask(self, query: str, generate: bool = False, client=None, filters: Filters | None = None,
-            **options) -> Answer:
+            reranker: str | None = None, cosine_weight: float | None = None, **options) -> Answer:
         """Sources and prompt for ``query``, or a refusal: the object ``citeline ask --json`` prints.
 
         Args:
@@ -303,27 +319,40 @@ class Index:
             generate: also send the prompt to the chat endpoint and check the answer's ``[n]``.
             client: the ``ChatClient`` to use (default: from the environment).
             filters: only chunks these keep are retrieved and judged (none kept: a refusal).
+            reranker: when reranking, ``maxsim`` (the default), ``cross-encoder`` or a CrossEncoder
+                folder (query/rerank.py).
+            cosine_weight: the weight of the z-scored cosine in the rerank order (default: the
+                model's configured one).
             **options: ``AskOptions`` fields: k, retriever, rerank, cut, min_rerank_score, depth, check_names.
 
         Raises:
             Uncalibrated: no cut given and none calibrated for the index's model.
-            LLMError: ``generate`` and the endpoint failed.
+            LLMError: ``generate`` and the endpoint failed (one not configured fails before retrieval).
+            ValueError: a reranker that is not configured (before any model is loaded).
         """
         if not query.strip():
             raise ValueError("the question is empty")
+        ask_options = AskOptions(**options)
+        client = (client or chat_client()) if generate else None
+        chosen = None
+        if ask_options.reranking and (reranker not in (None, "maxsim") or cosine_weight is not None):
+            from citeline.query.rerank import get_reranker
+
+            chosen = get_reranker(reranker or "maxsim", self.embedder, cosine_weight)
         snap = self.snapshot()
-        answer = run_ask(snap.searcher, query, AskOptions(**options), filters)
+        searcher = snap.searcher
+        if chosen is not None:  # this question's reranker; the snapshot's searcher serves others as it is
+            searcher = copy.copy(snap.searcher)
+            searcher.reranker = chosen
+        answer = run_ask(searcher, query, ask_options, filters)
         answer = replace(answer, citations=tuple(self._located(snap, answer.citations)),
                          closest=tuple(self._located(snap, answer.closest)))
-        if generate and not answer.refused:
-            answer = run_generate(answer, client or chat_client())
+        if client is not None and not answer.refused:
+            answer = run_generate(answer, client)
         return answer
 
     def _located(self, snap: Snapshot, citations: Sequence[Citation]) -> list[Citation]:
-        missing = {c.document_id for c in citations} - set(snap.sources)
-        if missing:
-            snap.sources.update(sources_of(snap.searcher.store, missing))
-        return apart(snap.searcher.store, with_sources(citations, snap.sources))
+        return located(snap.searcher.store, citations, snap.sources)
 
     def documents(self, ending: str | None = None) -> tuple[DocumentInfo, ...]:
         """Every document (with ``ending``, those whose source path ends with it: the candidates
@@ -379,22 +408,76 @@ class Index:
 
     def canonical(self, document_id: str) -> str:
         """The document's canonical text (what every ``start``/``end`` counts in)."""
-        rows = Store.existing(self.uri).document_rows(["canonical"], equals("doc_id", document_id))
+        return self.stored(document_id, ("canonical",))["canonical"] or ""
+
+    def stored(self, document_id: str, columns: Sequence[str]) -> dict:
+        """Columns of the document's record as the index holds it (canonical text, locator map,
+        hash and stat of the file it was read from).
+
+        Raises:
+            KeyError: no such document.
+        """
+        rows = Store.existing(self.uri).document_rows(list(columns), equals("doc_id", document_id))
         if not rows:
             raise KeyError(f"no document {document_id!r} in the index at {self.uri}")
-        return rows[0]["canonical"] or ""
+        return rows[0]
+
+    def document_of_retired_chunk(self, chunk_id: str, versions: int) -> str | None:
+        """The document a chunk id belonged to in one of the last ``versions`` versions of the
+        active chunks table (a link to a chunk a sync has since replaced); None when not found."""
+        store = Store.existing(self.uri)
+        table = store.db.open_table(store.active_table())  # its own handle: checkout moves it
+        for version in sorted((v["version"] for v in table.list_versions()), reverse=True)[1:versions + 1]:
+            table.checkout(version)
+            rows = table.search().where(f"chunk_id = '{chunk_id}'").select(["doc_id"]).limit(1).to_list()
+            if rows:
+                return rows[0]["doc_id"]
+        return None
 
     def check(self) -> CheckReport:
         """The index's fsck (``citeline check``), read-only."""
         store = Store.existing(self.uri)
         return CheckReport(tuple(check_index(store)), tuple(source_warnings(store)))
 
+    def status_report(self, extractor_versions: dict[str, str]) -> dict:
+        """What ``citeline status`` shows, read from the index: every document (with the name it
+        is shown by, and whether its rows are of today's extractor and the active stamp), the
+        row count, the rows kept for forgotten documents, the active stamp and the gate
+        (``gate_line``: the gate as the text output words it).
+
+        Raises:
+            NoIndex: nothing is indexed here.
+        """
+        store = Store.existing(self.uri)
+        columns = ["path", "status", "stage", "reason", "chunk_count", "truncated", "attempts", "notes",
+                   *STAMP_COLUMNS]
+        rows = store.document_rows(["doc_id", "source", *columns])
+        names = shown_names({r["doc_id"]: (r["source"], r["path"]) for r in rows})
+        docs = sorted(({**r, "name": names[r["doc_id"]]} for r in rows), key=lambda d: (d["name"], d["source"]))
+        active = store.stamp()
+        gate = _gate_status(store, active)
+        kept_documents, kept_rows = store.kept_rows()
+        return {"documents": [_status_doc(d, active, extractor_versions) for d in docs],
+                "rows": store.count_chunks(owned=True),
+                "forgotten": {"documents": kept_documents, "rows": kept_rows},
+                "active": asdict(active) if active else None, "gate": gate.to_dict() if gate else None,
+                "gate_line": gate.line() if gate else
+                "gate: not calibrated: run `citeline calibrate` (or pass ask --cut)"}
+
     # ---- writing ---------------------------------------------------------------------
+    # Each writing method returns what its run produced, or with ``return_result=True`` the
+    # ``RunResult`` (final state, message, value) a command reports and picks its exit code from,
+    # as a Prefect flow returns its state with ``return_state=True``.
+
+    @overload
+    def sync(self, path: str, *, return_result: Literal[True], **kwargs) -> RunResult: ...
+    @overload
+    def sync(self, path: str, *, return_result: Literal[False] = False, **kwargs) -> RunSummary: ...
 
     def sync(self, path: str, max_failed: int | None = None, wait_s: float = 0.0, verify: bool = False,
              allow_mass_delete: bool = False, include: Sequence[str] = (), exclude: Sequence[str] = (),
-             **options) -> RunSummary:
-        """Index (or re-sync) ``path`` (the ``citeline index`` flow), then re-open for queries.
+             dask: str | None = None, always_run: bool = False, return_result: bool = False, **options):
+        """Index (or re-sync) ``path`` (the ``citeline index`` flow); queries then see the result.
 
         Args:
             path: a folder or one file.
@@ -408,6 +491,9 @@ class Index:
             exclude: skip the files and folders matching these patterns (after the defaults
                 and the folder's .citelineignore, as ``--exclude``); indexed files now
                 excluded are forgotten.
+            dask: prepare documents on the Dask cluster at this address ("local": a LocalCluster).
+            always_run: start a flow run even when nothing changed (by default a sync that would
+                write nothing is answered from the folder and the index, without Prefect).
             **options: ``IndexSettings`` fields (strategy, budget, overlap, max_bytes, timeout_s, …).
 
         Returns:
@@ -420,8 +506,6 @@ class Index:
             CitelineError: the run could not finish (another model's index, a busy writer,
                 more than ``max_failed`` failures); a bug's exception as it was raised.
         """
-        from citeline.flows.ingest import index_folder
-        from citeline.flows.runners import command_run
         from citeline.pipeline.walk import Selection, check_patterns
         from citeline.schemas.settings import IndexSettings
 
@@ -430,12 +514,70 @@ class Index:
         selection = Selection(tuple(include), tuple(exclude))
         check_patterns(selection)
         settings = IndexSettings(db=self.uri, model=self.model, **options)
-        with command_run():
-            state = index_folder(str(path), settings, max_failed=max_failed, wait_s=wait_s, verify=verify,
-                                 allow_mass_delete=allow_mass_delete, selection=selection, return_state=True)
-        summary = _result(state)
-        self.refresh()
-        return summary
+        result = None if (always_run or verify or dask) else _unchanged(str(path), settings, selection)
+        if result is None:
+            from citeline.flows.ingest import index_folder
+            from citeline.flows.runners import command_run, task_runner_for
+
+            flow = index_folder.with_options(task_runner=task_runner_for(dask)) if dask else index_folder
+            with command_run():
+                result = RunResult.of(flow(str(path), settings, max_failed=max_failed, wait_s=wait_s, verify=verify,
+                                           allow_mass_delete=allow_mass_delete, selection=selection,
+                                           return_state=True))
+            self._follow()
+        return result if return_result else _value(result)
+
+    def retry(self, path: str | None = None, wait_s: float = 0.0, return_result: bool = False):
+        """Index again only the documents that failed (under ``path`` if given): ``citeline retry``."""
+        from citeline.flows.retry import retry_failed
+
+        settings = self._settings()
+        return self._run(lambda: retry_failed(settings, path, wait_s=wait_s, return_state=True), return_result)
+
+    def reindex(self, model: str, strategy: str | None = None, wait_s: float = 0.0, return_result: bool = False):
+        """Rebuild for another model (``citeline reindex``), then query with it.
+
+        Returns:
+            The ``ReindexSummary``; ``switched`` says whether queries moved to the new model.
+
+        Raises:
+            ModelNotFound: ``model`` names no known model (before anything runs).
+        """
+        from citeline.flows.reindex import reindex as reindex_flow
+        from citeline.schemas.settings import IndexSettings
+
+        get_embedder(model)  # an unknown name or a missing extra: said at once, not as a failed run
+        stamp = Store.existing(self.uri).require_stamp()
+        settings = IndexSettings(db=self.uri, model=model, strategy=(strategy or stamp.strategy).upper())
+        result = self._run(lambda: reindex_flow(settings, wait_s=wait_s, return_state=True), True)
+        summary = result.value
+        if getattr(summary, "switched", False):
+            with self._lock:
+                self.model, self._embedder, self._snapshot = model, None, None
+        return result if return_result else _value(result)
+
+    def repair(self, wait_s: float = 0.0, return_result: bool = False):
+        """``citeline check --repair``: fix what can be fixed safely, then check again.
+
+        Returns:
+            The ``RepairReport``: what was found, what was repaired, what remains.
+        """
+        from citeline.flows.repair import repair_index
+
+        settings = self._settings()
+        return self._run(lambda: repair_index(settings, wait_s=wait_s, return_state=True), return_result)
+
+    def calibrate(self, wait_s: float = 0.0, answerability: bool = False, return_result: bool = False):
+        """Measure the index's refusal cut from the index itself (``citeline calibrate``).
+
+        Returns:
+            The calibration (its ``cut``, and the figures it was drawn from).
+        """
+        from citeline.flows.calibrate import calibrate_index
+
+        settings = self._settings()
+        return self._run(lambda: calibrate_index(settings, wait_s=wait_s, answerability=answerability,
+                                                 return_state=True), return_result)
 
     def delete(self, path: str, wait_s: float = 0.0):
         """Forget the documents under ``path`` (``citeline rm``); returns the ``Removal``.
@@ -458,75 +600,116 @@ class Index:
                     raise
             else:
                 removal = remove_path(target, self.uri, wait_s)
-        self.refresh()
+        self._follow()
         return removal
 
-    def reindex(self, model: str, strategy: str | None = None, wait_s: float = 0.0):
-        """Rebuild for another model (``citeline reindex``), then query with it.
+    def collect_garbage(self, drop: bool = False, grace_days: float = DEFAULT_GRACE_DAYS, wait_s: float = 0.0):
+        """``citeline gc``: the chunks tables that are not the active one, and the kept chunks of
+        documents forgotten at least ``grace_days`` ago; with ``drop`` they are deleted.
+
+        The table a running or interrupted re-index builds is kept ("keep"), and so is one a
+        running reader still serves ("in-use", index/readers.py); under the writer lock.
 
         Returns:
-            The ``ReindexSummary``; ``switched`` says whether queries moved to the new model.
+            (tables, forgotten): a dict per table (name, model, dim, strategy, rows, action:
+            keep, in-use, drop or would-drop) and one per forgotten document (path, rows,
+            forgotten_at).
         """
-        from citeline.flows.reindex import reindex as reindex_flow
-        from citeline.flows.runners import command_run
+        from citeline.index.lock import writer_lock
+        from citeline.index.readers import read_tables
+
+        tables = []
+        store = Store.existing(self.uri)
+        with writer_lock(self.uri, wait_s):
+            building = store.staging_table()
+            read = read_tables(self.uri)  # a live service's table stays until it follows the switch
+            for name, stamp, active in store.chunk_tables():
+                if active:
+                    continue
+                action = ("keep" if name == building else "in-use" if name in read
+                          else "drop" if drop else "would-drop")
+                tables.append({"table": name, "model": stamp.embed_model, "dim": stamp.embed_dim,
+                               "strategy": stamp.strategy, "rows": store.count_chunks(table=name), "action": action})
+                if action == "drop":
+                    store.drop_table(name)
+            forgotten = store.purge_forgotten(grace_days, dry_run=not drop)
+        return tables, forgotten
+
+    def _settings(self):
+        """The settings of the index as built: its model and strategy.
+
+        Raises:
+            NoIndex: nothing is indexed here.
+        """
         from citeline.schemas.settings import IndexSettings
 
         stamp = Store.existing(self.uri).require_stamp()
-        settings = IndexSettings(db=self.uri, model=model, strategy=(strategy or stamp.strategy).upper())
+        return IndexSettings(db=self.uri, model=self.model, strategy=stamp.strategy)
+
+    def _run(self, flow_call, return_result: bool):
+        from citeline.flows.runners import command_run
+
         with command_run():
-            summary = _result(reindex_flow(settings, wait_s=wait_s, return_state=True))
-        if summary.switched:
-            with self._lock:
-                self.model, self._embedder, self._snapshot = model, None, None
-        return summary
+            result = RunResult.of(flow_call())
+        self._follow()
+        return result if return_result else _value(result)
+
+    def _follow(self) -> None:
+        """After a write, queries see it: an open snapshot is re-opened (none is opened for it)."""
+        if self._snapshot is not None:
+            self.refresh()
 
 
-def by_ending(path: str) -> bool:
-    """Whether ``path`` may be read as an ending of a stored path: relative, and no URL."""
-    return "://" not in path and not os.path.isabs(os.path.expanduser(path))
+def _gate_status(store: Store, active):
+    """The cut ``ask`` would use and how it was obtained; None when there is none yet."""
+    from citeline.query.calibrate import cut_in_use
+    from citeline.query.thresholds import Uncalibrated
+
+    if active is None:
+        return None
+    try:
+        return cut_in_use(store, active)
+    except Uncalibrated:
+        return None
 
 
-def sources_of(store: Store, doc_ids) -> dict[str, str]:
-    """The absolute source path of each given document, by id (what a citation's ``uri`` opens)."""
-    rows = store.document_rows(["doc_id", "source"], one_of("doc_id", sorted(doc_ids)))
-    return {r["doc_id"]: r["source"] for r in rows}
+def _status_doc(d: dict, active, versions: dict[str, str]) -> dict:
+    stamps = {k: d[k] for k in STAMP_COLUMNS}
+    keep = ("path", "name", "status", "stage", "reason", "chunk_count", "truncated", "attempts", "notes")
+    # Current: rows of today's version of the extractor that made them, and of the active stamp.
+    name = stamps["extractor"]
+    current = name in versions and is_current(stamps, Stamp(active, name, versions[name]))
+    return {**{k: d[k] for k in keep}, "stamps": stamps, "current": current}
 
 
-def located(store: Store, citations: Sequence[Citation]) -> list[Citation]:
-    """The citations, each given the ``uri`` of its source file (``search`` and ``ask --json``)."""
-    sources = sources_of(store, {c.document_id for c in citations}) if citations else {}
-    return apart(store, with_sources(citations, sources))
+def _unchanged(path: str, settings, selection) -> RunResult | None:
+    """A sync that would write nothing, answered from the folder and the index before Prefect is
+    imported (flows/sync_plan.py: ~1.4 s and a flow run's 94 rows of the Prefect database saved on
+    every unchanged scheduled sync); None when there is work."""
+    from citeline.flows.sync_plan import unchanged
+    from citeline.runtime.log import Events, get_logger
+
+    summary = unchanged(path, settings, selection)
+    if summary is None:
+        return None
+    get_logger().info(Events.RUN_UNCHANGED, root=path, skipped=summary.skipped, still_failing=summary.still_failing)
+    return RunResult("Completed", value=summary)
 
 
-def apart(store: Store, citations: Sequence[Citation]) -> list[Citation]:
-    """The citations, a document whose path another synced folder also holds named by the path that
-    tells them apart (``proj1/notes.md``, index/lookup.py) rather than by the path both share."""
-    paths = sorted({c.path for c in citations if c.path})
-    if not paths:
-        return list(citations)
-    groups: dict[str, dict[str, tuple[str, str]]] = {}
-    for row in store.document_rows(["doc_id", "source", "path"], one_of("path", paths)):
-        groups.setdefault(row["path"], {})[row["doc_id"]] = (row["source"], row["path"])
-    names = {doc_id: name for docs in groups.values() if len(docs) > 1 for doc_id, name in shown_names(docs).items()}
-    return [replace(c, document=names[c.document_id]) if c.document_id in names and c.document == c.path else c
-            for c in citations]
-
-
-def _result(state):
-    """A flow's return value; its exception, a citeline error or a bug, raised as it came.
+def _value(result: RunResult):
+    """A run's value; its exception, a citeline error or a bug, raised as it came.
 
     A run whose documents failed ends Failed "DocumentsFailed" (red in the Prefect UI) but
     finished: its summary lists the failures, as ``citeline index`` exits 3 for it; so does
     one that held deletions back ("DeletionsHeld", exit 4), its summary listing them.
     """
-    from citeline.flows.ingest import DELETIONS_HELD, DOCUMENTS_FAILED
-
-    result = state.result(raise_on_failure=False)
-    if isinstance(result, BaseException):
-        raise result
-    if state.is_failed() and hasattr(result, "line") and state.name not in (DOCUMENTS_FAILED, DELETIONS_HELD):
+    value = result.value
+    if isinstance(value, BaseException):
+        raise value
+    if result.failed:
+        from citeline.schemas.status import DELETIONS_HELD, DOCUMENTS_FAILED
         from citeline.schemas.errors import CitelineError
 
-        raise CitelineError(state.message or result.line())
-    return result
-
+        if result.state not in (DOCUMENTS_FAILED, DELETIONS_HELD):
+            raise CitelineError(result.message or (value.line() if hasattr(value, "line") else "the run failed"))
+    return value

@@ -23,7 +23,9 @@ from citeline.schemas.errors import DocumentError
 from citeline.schemas.paths import is_remote
 from citeline.schemas.settings import DOCUMENT_WORKERS, IndexSettings
 from citeline.schemas.stamp import IndexStamp
-from citeline.schemas.status import DocError, DocStatus, NotDocument, Outcome, RunSummary
+from citeline.schemas.status import (
+    DELETIONS_HELD, DOCUMENTS_FAILED, STOPPED, TOO_MANY_FAILED, DocError, DocStatus, NotDocument, Outcome, RunSummary,
+)
 from citeline.tasks.calibrate import calibrate_gate
 from citeline.tasks.document import Again, document_failed, prepare_document, prepare_documents, write_documents
 from citeline.flows.sync_plan import plan_folder, synced_root
@@ -35,14 +37,6 @@ from citeline.runtime.signals import cooperative
 from citeline.runtime.handles import stamp_for, store_for
 from citeline.tasks.tokens import keeps_token_vectors, resolve_token_vectors, store_token_vectors
 
-# The final state's name when documents failed: a Failed-type state, drawn red in the runs list
-# (a Completed "PartialSuccess" was drawn green, like a clean run). The CLI exits 3 on it.
-DOCUMENTS_FAILED = "DocumentsFailed"
-TOO_MANY_FAILED = "TooManyFailed"  # past --max-failed: the CLI exits 1
-STOPPED = "Stopped"  # told to stop (SIGTERM, SIGINT): the CLI exits 128 + the signal's number
-# Files not listed whose documents were kept (a folder that could not be listed, a root that came
-# up empty, a mass deletion not allowed; pipeline/plan.py ``hold_deletions``): the CLI exits 4.
-DELETIONS_HELD = "DeletionsHeld"
 
 
 @flow(name="index-folder", flow_run_name="index {root}",

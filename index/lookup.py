@@ -9,6 +9,7 @@ callers (``citeline chunks``/``rm``/``status``, ``Index.document``, the HTTP API
 """
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
@@ -127,6 +128,15 @@ def find(ref: str, docs: Mapping[str, tuple[str, str]]) -> str:
         names = shown_names(docs)
         raise Ambiguous(ref, [names[d] for d in matches])
     raise KeyError(f"no document {ref!r} in the index")
+
+
+def by_ending(path: str) -> bool:
+    """Whether ``path`` may be read as an ending of a stored path: relative, and no URL.
+
+    >>> by_ending("proj1/notes.md"), by_ending("/data/proj1/notes.md"), by_ending("s3://b/notes.md")
+    (True, False, False)
+    """
+    return "://" not in path and not os.path.isabs(os.path.expanduser(path))
 
 
 def removal_target(ref: str, sources: Iterable[str]) -> str:

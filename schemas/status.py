@@ -134,3 +134,32 @@ class RunSummary:
         if self.held:
             line += "; deletions held back, not forgotten (listed below)"
         return f"{line}. In words: {self.words()}"
+
+
+# The names of a run's final states that commands tell apart.
+# The final state's name when documents failed: a Failed-type state, drawn red in the runs list
+# (a Completed "PartialSuccess" was drawn green, like a clean run). The CLI exits 3 on it.
+DOCUMENTS_FAILED = "DocumentsFailed"
+TOO_MANY_FAILED = "TooManyFailed"  # past --max-failed: the CLI exits 1
+STOPPED = "Stopped"  # told to stop (SIGTERM, SIGINT): the CLI exits 128 + the signal's number
+# Files not listed whose documents were kept (a folder that could not be listed, a root that came
+# up empty, a mass deletion not allowed; citeline.pipeline.plan ``hold_deletions``): the CLI exits 4.
+DELETIONS_HELD = "DeletionsHeld"
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How a run ended, as a command reports it: its final state's name and message, whether
+    that state is a failed one, and what the flow returned (a summary, a report, or the exception
+    it ended with). Read from a Prefect state without importing Prefect, so a sync answered
+    without a flow run (nothing changed) is reported the same way."""
+
+    state: str
+    message: str = ""
+    value: object = None
+    failed: bool = False
+
+    @classmethod
+    def of(cls, state) -> "RunResult":
+        """The result of a Prefect ``State``."""
+        return cls(state.name, state.message or "", state.result(raise_on_failure=False), state.is_failed())

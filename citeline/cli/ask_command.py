@@ -86,53 +86,21 @@ def ask(query, db, model, as_json, k, retriever, rerank_flag, reranker, cosine_w
         else:
             _print(answer, False, show_prompt)
         return
-    from citeline.query.ask import AskOptions
-    from citeline.query.ask import ask as run_ask
-    from citeline.query.ask import generate as run_generate
-    from citeline.query.llm import chat_client
+    from citeline.library import Index
+    from citeline.pipeline.embed import ModelNotFound
 
-    options = AskOptions(k=k, retriever=retriever, rerank=rerank_flag, cut=cut, min_rerank_score=min_rerank_score,
-                         check_names=check_names)
     with cli_errors():
-        client = chat_client() if generate else None  # an endpoint not configured fails before retrieval
-        searcher = _searcher(db, model, reranker if reranking else None, cosine_weight)
-        answer = run_ask(searcher, query, options, filters)
-        answer = _located(searcher, answer)
-        if client is not None and not answer.refused:
-            answer = run_generate(answer, client)
+        try:
+            answer = Index(db, model, warm=False).ask(
+                query, generate=generate, filters=filters, reranker=reranker if reranking else None,
+                cosine_weight=cosine_weight, k=k, retriever=retriever, rerank=rerank_flag, cut=cut,
+                min_rerank_score=min_rerank_score, check_names=check_names)
+        except ModelNotFound as exc:
+            raise click.UsageError(str(exc)) from None
     if as_json:
         click.echo(json.dumps(answer.to_dict(), indent=2))  # \uXXXX: no raw U+202E or C1 reaches a terminal
     else:
         _print(answer, generate, show_prompt)
-
-
-def _searcher(db: str, model: str | None, reranker: str | None, cosine_weight: float | None):
-    from citeline.index.store import Store, model_for
-    from citeline.pipeline.embed import ModelNotFound, get_embedder
-    from citeline.query.rerank import get_reranker
-    from citeline.query.search import Searcher
-
-    try:
-        embedder = get_embedder(model_for(db, model))  # finds the folder, loads nothing yet
-    except ModelNotFound as exc:
-        raise click.UsageError(str(exc)) from None
-    # A reranker that is not configured fails here, before any model is loaded.
-    chosen = None if reranker is None else get_reranker(reranker, embedder, cosine_weight)
-    Store.existing(db)  # after the argument checks (exit 2); a mistyped --db fails here, creating nothing
-    searcher = Searcher.open(db, embedder)
-    searcher.reranker = chosen
-    return searcher
-
-
-def _located(searcher, answer):
-    """The answer, its citations (and closest passages) given the ``uri`` of their source files
-    (``Index.ask`` does the same)."""
-    from dataclasses import replace
-
-    from citeline.library import located
-
-    return replace(answer, citations=tuple(located(searcher.store, answer.citations)),
-                   closest=tuple(located(searcher.store, answer.closest)))
 
 
 def _print(answer, generated: bool, show_prompt: bool = False) -> None:

@@ -21,9 +21,8 @@ from citeline.cli.eval_command import eval_command
 from citeline.cli.server_command import server
 from citeline.schemas.errors import CitelineError
 from citeline.schemas.paths import absolute, escape, is_remote, os_path
-from citeline.schemas.retrieval import BM25, DEFAULT_RERANK, DEFAULT_RETRIEVER, RETRIEVERS
+from citeline.schemas.retrieval import DEFAULT_RERANK, DEFAULT_RETRIEVER, RETRIEVERS
 from citeline.schemas.settings import ENV_MODEL, STRATEGIES, IndexSettings
-from citeline.schemas.stamp import STAMP_COLUMNS, Stamp, is_current
 from citeline.schemas.status import NOT_A_DOCUMENT, DocStatus
 from citeline.schemas.text import visible, visible_lines
 
@@ -119,52 +118,26 @@ def index(path, db, model, strategy, budget, overlap, precision, max_failed, max
           wait_s, ocr_lang, whisper_model, dask, token_vectors, progress, include, exclude, verify, allow_mass_delete,
           grace_days, always_run, as_json):
     """Index (or re-sync) PATH: a folder or one file, local or on S3 (s3://bucket/prefix)."""
-    from citeline.index.store import model_for
     if overlap >= budget:
         raise click.UsageError(f"--overlap ({overlap}) must be smaller than --budget ({budget})")
     from citeline.pipeline.walk import Selection, check_patterns
-    selection = Selection(tuple(include), tuple(exclude))
+
     try:
-        check_patterns(selection)
+        check_patterns(Selection(tuple(include), tuple(exclude)))
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     _check_ocr_lang(ocr_lang)
-
-    settings = IndexSettings(db=db, model=model_for(db, model), strategy=strategy.upper(), budget=budget, overlap=overlap,
-                             precision=precision, max_bytes=max_bytes, timeout_s=timeout_s,
-                             max_memory_bytes=max_memory_bytes, ocr_lang=ocr_lang,
-                             whisper_model=whisper_model, token_vectors=token_vectors, grace_days=grace_days)
-    if not (always_run or verify or dask) and _answered_unchanged(path, settings, selection, as_json):
-        return
     from citeline.cli.progress import index_progress
-    from citeline.flows.ingest import index_folder
-    from citeline.flows.runners import command_run, task_runner_for
+    from citeline.library import Index
 
-    with _stops_on_signals(), index_progress(progress and verbosity() >= 0), cli_errors(db), command_run():
-        flow = index_folder.with_options(task_runner=task_runner_for(dask)) if dask else index_folder
-        state = flow(path, settings, max_failed=max_failed, wait_s=wait_s, selection=selection, verify=verify,
-                     allow_mass_delete=allow_mass_delete, return_state=True)
-    _print_run(state, as_json)
-
-
-def _answered_unchanged(path: str, settings, selection, as_json: bool) -> bool:
-    """Print the summary of a sync that would write nothing, before Prefect is imported; False
-    when there is work, and the flow runs (flows/sync_plan.py: ~1.4 s and a flow run's 94
-    rows of the Prefect database saved on every unchanged scheduled sync)."""
-    from citeline.flows.sync_plan import unchanged
-    from citeline.runtime.log import Events, get_logger
-
-    with cli_errors():
-        summary = unchanged(path, settings, selection)
-    if summary is None:
-        return False
-    get_logger().info(Events.RUN_UNCHANGED, root=path, skipped=summary.skipped, still_failing=summary.still_failing)
-    if as_json:
-        click.echo(json.dumps({**_run_report("Completed", summary), "flow_run": None}, indent=2))
-    else:
-        click.echo(summary.line())
-        _echo_not_documents(summary)
-    return True
+    with _stops_on_signals(), index_progress(progress and verbosity() >= 0), cli_errors(db):
+        result = Index(db, model, warm=False).sync(
+            path, max_failed=max_failed, wait_s=wait_s, verify=verify, allow_mass_delete=allow_mass_delete,
+            include=include, exclude=exclude, dask=dask, always_run=always_run, return_result=True,
+            strategy=strategy.upper(), budget=budget, overlap=overlap, precision=precision, max_bytes=max_bytes,
+            timeout_s=timeout_s, max_memory_bytes=max_memory_bytes, ocr_lang=ocr_lang, whisper_model=whisper_model,
+            token_vectors=token_vectors, grace_days=grace_days)
+    _print_run(result, as_json)
 
 
 def _run_report(state_name: str, summary) -> dict:
@@ -182,19 +155,6 @@ def _echo_not_documents(summary) -> None:
     """The run's files that are no documents, one line each, after its failures (not failures)."""
     for skipped in getattr(summary, "not_documents", ()):
         click.echo(f"  SKIPPED {visible(skipped.path)}: {NOT_A_DOCUMENT}{visible(skipped.what)}")
-
-
-def _existing_settings(db: str):
-    """The settings of the index at ``db`` as built (its model and strategy).
-
-    Raises:
-        NoIndex: nothing is indexed at ``db``.
-    """
-    from citeline.index.store import model_for
-    from citeline.index.store import Store
-
-    stamp = Store.existing(db).require_stamp()
-    return IndexSettings(db=db, model=model_for(db, None), strategy=stamp.strategy)
 
 
 @contextlib.contextmanager
@@ -222,15 +182,15 @@ def _exit_stopped(message: str | None) -> None:
     sys.exit(128 + (interrupt.requested() or 0))
 
 
-def _print_run(state, as_json: bool = False) -> None:
+def _print_run(result, as_json: bool = False) -> None:
     """Print a run's summary and failures, then exit as README's "Exit codes" says.
 
     A bug's exception is raised again, so its traceback is printed and the exit is 1.
     """
-    from citeline.flows.ingest import DELETIONS_HELD, DOCUMENTS_FAILED, STOPPED
+    from citeline.schemas.status import DELETIONS_HELD, DOCUMENTS_FAILED, STOPPED
     from citeline.schemas.interrupt import Stopped
 
-    summary = state.result(raise_on_failure=False)
+    summary = result.value
     if isinstance(summary, Stopped):  # raised before the flow's documents, inside Prefect's engine
         _exit_stopped(f"{summary} before any document was done; nothing was written")
     if isinstance(summary, CitelineError):
@@ -238,14 +198,14 @@ def _print_run(state, as_json: bool = False) -> None:
     if isinstance(summary, BaseException):
         raise summary
     if not hasattr(summary, "line"):
-        raise CliError(f"the run failed: {state.message}", kind="run-failed")
+        raise CliError(f"the run failed: {result.message}", kind="run-failed")
     # past --max-failed, or stopped (disk full); held deletions are reported below
-    error = state.is_failed() and state.name not in (DOCUMENTS_FAILED, DELETIONS_HELD)
+    error = result.failed and result.state not in (DOCUMENTS_FAILED, DELETIONS_HELD)
     if as_json:
-        report = _run_report(state.name, summary)
+        report = _run_report(result.state, summary)
         if error:
-            report["error"] = {"kind": "stopped" if state.name == STOPPED else "run-failed",
-                               "message": state.message, "help": ""}
+            report["error"] = {"kind": "stopped" if result.state == STOPPED else "run-failed",
+                               "message": result.message, "help": ""}
         click.echo(json.dumps(report, indent=2))
     else:
         click.echo(summary.line())
@@ -254,13 +214,13 @@ def _print_run(state, as_json: bool = False) -> None:
         for held in getattr(summary, "held", ()):  # a retry's summary holds none
             click.echo(f"citeline: {visible(held)}", err=True)
         _echo_not_documents(summary)
-    if state.name == STOPPED:
-        _exit_stopped(None if as_json else state.message)  # the JSON report holds the message
+    if result.state == STOPPED:
+        _exit_stopped(None if as_json else result.message)  # the JSON report holds the message
     if error:
         if as_json:
             sys.exit(1)
-        raise CliError(state.message, kind="run-failed")
-    if state.name == DELETIONS_HELD:
+        raise CliError(result.message, kind="run-failed")
+    if result.state == DELETIONS_HELD:
         sys.exit(EXIT_DELETIONS_HELD)
     if summary.failures:
         sys.exit(EXIT_DOCUMENTS_FAILED)
@@ -341,16 +301,11 @@ def _check_server(api_url: str) -> None:
 @output_options
 def retry(path, db, model, wait_s, as_json):
     """Index again only the documents that failed (under PATH if given)."""
-    from citeline.index.store import model_for
-    from citeline.flows.retry import retry_failed
-    from citeline.flows.runners import command_run
-    from citeline.index.store import Store
+    from citeline.library import Index
 
-    with _stops_on_signals(), cli_errors(db), command_run():
-        stamp = Store.existing(db).require_stamp()
-        settings = IndexSettings(db=db, model=model_for(db, model), strategy=stamp.strategy)
-        state = retry_failed(settings, path, wait_s=wait_s, return_state=True)
-    _print_run(state, as_json)
+    with _stops_on_signals(), cli_errors(db):
+        result = Index(db, model, warm=False).retry(path, wait_s=wait_s, return_result=True)
+    _print_run(result, as_json)
 
 
 @cli.command()
@@ -367,20 +322,15 @@ def reindex(db, model, strategy, wait_s, as_json):
     Uses the stored canonical text (no re-extraction); queries use the old index until
     every document is done; an interrupted run resumes where it stopped.
     """
-    from citeline.flows.reindex import reindex as reindex_flow
-    from citeline.flows.runners import command_run
-    from citeline.index.store import Store
-    from citeline.pipeline.embed import ModelNotFound, get_embedder
+    from citeline.library import Index
+    from citeline.pipeline.embed import ModelNotFound
 
     try:
-        get_embedder(model)  # an unknown name or a missing extra: one clear line, not a failed flow
-    except ModelNotFound as exc:
+        with _stops_on_signals(), cli_errors(db):
+            result = Index(db, warm=False).reindex(model, strategy, wait_s=wait_s, return_result=True)
+    except ModelNotFound as exc:  # an unknown name or a missing extra: one clear line, not a failed flow
         raise click.ClickException(error_text(exc)) from None
-    with _stops_on_signals(), cli_errors(db), command_run():
-        stamp = Store.existing(db).require_stamp()
-        settings = IndexSettings(db=db, model=model, strategy=(strategy or stamp.strategy).upper())
-        state = reindex_flow(settings, wait_s=wait_s, return_state=True)
-    _print_run(state, as_json)
+    _print_run(result, as_json)
 
 
 @cli.command()
@@ -399,25 +349,10 @@ def gc(db, yes, wait_s, grace_days, as_json):
     resumes it. gc takes the writer lock, so it never runs beside another writer, and keeps
     a table a running `citeline api` still serves (its reader lease, index/readers.py).
     """
-    from citeline.index.lock import writer_lock
-    from citeline.index.readers import read_tables
-    from citeline.index.store import Store
+    from citeline.library import Index
 
-    tables = []
     with cli_errors(db):
-        store = Store.existing(db)
-        with writer_lock(db, wait_s):
-            building = store.staging_table()
-            read = read_tables(db)  # a live service's table stays until it follows the switch
-            for name, stamp, active in store.chunk_tables():
-                if active:
-                    continue
-                action = "keep" if name == building else "in-use" if name in read else "drop" if yes else "would-drop"
-                tables.append({"table": name, "model": stamp.embed_model, "dim": stamp.embed_dim,
-                               "strategy": stamp.strategy, "rows": store.count_chunks(table=name), "action": action})
-                if action == "drop":
-                    store.drop_table(name)
-            purged = store.purge_forgotten(grace_days, dry_run=not yes)
+        tables, purged = Index(db, warm=False).collect_garbage(yes, grace_days, wait_s)
     forgotten = [{"path": p["path"], "rows": p["rows"], "forgotten_at": p["forgotten_at"].isoformat()} for p in purged]
     if as_json:
         click.echo(json.dumps({"tables": tables, "forgotten": forgotten}, indent=2))
@@ -454,14 +389,14 @@ def rm(path, db, wait_s, as_json):
     A sync forgets files gone from the folder it syncs; this removes what no sync reaches
     (the old name of a renamed folder), chunks and records, under the writer lock.
     """
-    from citeline.flows.remove import remove_path
-    from citeline.index.store import Store
+    from citeline.index.lookup import Ambiguous
+    from citeline.library import Index
 
     with cli_errors(db):
-        store = Store.existing(db)  # "no index at …", creating nothing
-        removal = remove_path(path, db, wait_s)
-        if not removal.paths:
-            removal = _remove_by_ending(path, store, db, wait_s) or removal
+        try:
+            removal = Index(db, warm=False).delete(path, wait_s)
+        except Ambiguous as exc:
+            raise CliError(visible(str(exc)), kind="ambiguous") from None
     if not removal.paths:
         roots = ", ".join(visible(r) for r in removal.known_roots) or "none"
         raise CliError(f"no document is indexed under {visible(removal.target)} (synced roots: {roots})",
@@ -496,24 +431,6 @@ def _publish_health(db: str, by: str) -> None:
                    "the next run that writes the index publishes them", err=True)
 
 
-def _remove_by_ending(path: str, store, db: str, wait_s: float):
-    """``rm`` of a relative PATH under which nothing is indexed here: the one stored file or
-    folder that ends with it, removed; several are listed and nothing is removed."""
-    from citeline.library import by_ending
-    from citeline.flows.remove import remove_path
-    from citeline.index.lookup import Ambiguous, removal_target
-
-    if not by_ending(path):
-        return None
-    try:
-        target = removal_target(path, [r["source"] for r in store.document_rows(["source"])])
-    except Ambiguous as exc:
-        raise CliError(visible(str(exc)), kind="ambiguous") from None
-    except KeyError:
-        return None
-    return remove_path(target, db, wait_s)
-
-
 def _still_exists(path: str) -> bool:
     if is_remote(path):
         from citeline.pipeline.objects import exists  # fsspec: only when a URL is given
@@ -536,17 +453,15 @@ def calibrate(db, wait_s, answerability, as_json):
     questions are searched; the cut lets at most 1% of the off-topic ones through
     (docs/query.md, "How the gate calibrates itself"). `ask --cut` still overrides it.
     """
-    from citeline.flows.calibrate import calibrate_index
-    from citeline.flows.runners import command_run
+    from citeline.library import Index
 
-    with cli_errors(db), command_run():
-        state = calibrate_index(_existing_settings(db), wait_s=wait_s, answerability=answerability,
-                                return_state=True)
-        found = state.result(raise_on_failure=False)
+    with cli_errors(db):
+        result = Index(db, warm=False).calibrate(wait_s=wait_s, answerability=answerability, return_result=True)
+        found = result.value
         if isinstance(found, BaseException):
             raise found  # a citeline error as JSON or text (cli_errors); a bug with its traceback
-    if state.is_failed() or not hasattr(found, "cut"):
-        raise click.ClickException(state.message or "the calibration failed")
+    if result.failed or not hasattr(found, "cut"):
+        raise click.ClickException(result.message or "the calibration failed")
     click.echo(json.dumps(asdict(found), indent=2) if as_json else found.line())
 
 
@@ -566,8 +481,10 @@ def status(db, failed, as_json):
     key = status_cache.cache_key(index_dir, {"extractors": versions}) if index_dir else None
     report = status_cache.load(index_dir, key) if key else None
     if report is None:
+        from citeline.library import Index
+
         with cli_errors():
-            report = _status_report(db, versions)
+            report = Index(db, warm=False).status_report(versions)
         if key:
             status_cache.save(index_dir, key, report)
     gate_line = report.pop("gate_line")
@@ -606,55 +523,6 @@ def _kept_words(report: dict) -> str:
             "not served)")
 
 
-def _status_report(db: str, versions: dict[str, str]) -> dict:
-    """What ``status`` shows, read from the index: every document, the row count, the active
-    stamp and the gate (``gate_line``: the gate as the text output words it)."""
-    from citeline.index.store import Store
-
-    store = Store.existing(db)
-    columns = ["path", "status", "stage", "reason", "chunk_count", "truncated", "attempts", "notes", *STAMP_COLUMNS]
-    docs = _named(store.document_rows(["doc_id", "source", *columns]))
-    active = store.stamp()
-    gate = _gate_status(store, active)
-    kept_documents, kept_rows = store.kept_rows()
-    return {"documents": [_status_doc(d, active, versions) for d in docs], "rows": store.count_chunks(owned=True),
-            "forgotten": {"documents": kept_documents, "rows": kept_rows},
-            "active": asdict(active) if active else None, "gate": gate.to_dict() if gate else None,
-            "gate_line": gate.line() if gate else "gate: not calibrated: run `citeline calibrate` (or pass ask --cut)"}
-
-
-def _named(rows: list[dict]) -> list[dict]:
-    """Document rows with the name each is shown by (``name``: a path that tells two synced
-    folders apart, index/lookup.py), sorted by it."""
-    from citeline.index.lookup import shown_names
-
-    names = shown_names({r["doc_id"]: (r["source"], r["path"]) for r in rows})
-    named = [{**r, "name": names[r["doc_id"]]} for r in rows]
-    return sorted(named, key=lambda d: (d["name"], d["source"]))
-
-
-def _gate_status(store, active):
-    """The cut ``ask`` would use and how it was obtained; None when there is none yet."""
-    from citeline.query.calibrate import cut_in_use
-    from citeline.query.thresholds import Uncalibrated
-
-    if active is None:
-        return None
-    try:
-        return cut_in_use(store, active)
-    except Uncalibrated:
-        return None
-
-
-def _status_doc(d: dict, active, versions: dict[str, str]) -> dict:
-    stamps = {k: d[k] for k in STAMP_COLUMNS}
-    keep = ("path", "name", "status", "stage", "reason", "chunk_count", "truncated", "attempts", "notes")
-    # Current: rows of today's version of the extractor that made them, and of the active stamp.
-    name = stamps["extractor"]
-    current = name in versions and is_current(stamps, Stamp(active, name, versions[name]))
-    return {**{k: d[k] for k in keep}, "stamps": stamps, "current": current}
-
-
 @cli.command()
 @click.argument("query")
 @db_option
@@ -678,7 +546,10 @@ def search(query, db, model, k, retriever, as_json, local, filters):
     """
     citations = None if local or model else _served_search(db, query, k, retriever, filters)
     if citations is None:
-        citations = _search_here(db, model, query, k, retriever, filters)
+        from citeline.library import Index
+
+        with cli_errors():
+            citations = Index(db, model, warm=False).search(query, k, retriever, filters)
     if as_json:
         click.echo(json.dumps({"query": query, "retriever": retriever,
                                "results": [c.to_dict() for c in citations]}, indent=2))
@@ -707,23 +578,6 @@ def _served_search(db, query, k, retriever, filters):
         return None
 
 
-def _search_here(db, model, query, k, retriever, filters):
-    from citeline.index.store import model_for
-    from citeline.index.store import Store
-    from citeline.pipeline.embed import get_embedder
-    from citeline.query.cite import build_citations
-    from citeline.query.search import Searcher
-    from citeline.library import located
-
-    with cli_errors():
-        Store.existing(db)  # before the model is looked up: a mistyped --db fails first, creating nothing
-        searcher = Searcher.open(db, get_embedder(model_for(db, model)))
-        hits = searcher.search(query, retriever, k, filters)
-        if retriever == BM25:
-            hits = searcher.fill_distances(query, hits)  # every hit shows its cosine distance
-        return located(searcher.store, build_citations(hits, query))  # each with the uri ask gives it
-
-
 @cli.command()
 @click.argument("path")
 @db_option
@@ -735,11 +589,9 @@ def chunks(path, db, as_json):
     one document (`notes.md`, `proj1/notes.md`; several are listed), or a file here that was indexed.
     """
     from citeline.library import Index
-    from citeline.index.store import Store
 
     with cli_errors():
-        Store.existing(db)  # "no index at …", creating nothing
-        doc, rows = _document_chunks(Index(db), path)
+        doc, rows = _document_chunks(Index(db, warm=False), path)
     if as_json:
         click.echo(json.dumps({"document_id": doc.document_id, "path": doc.path, "name": doc.name, "source": doc.source,
                                "chunks": [c.to_dict() for c in rows]}, indent=2))
@@ -780,39 +632,34 @@ def _document_chunks(index, path: str):
               help="With --repair: seconds to wait for another writer of the same index.")
 def check(db, as_json, repair, wait_s):
     """Verify the index; exit 1 listing every violation (left after --repair)."""
-    from citeline.index.check import check_index, source_warnings
-    from citeline.index.store import Store
+    from citeline.library import Index
 
     if repair:
         writable_db(click.get_current_context(), None, db)  # a repair writes
         _check_and_repair(db, as_json, wait_s)
         return
     with cli_errors():
-        store = Store.existing(db)
-        violations = check_index(store)
-        warnings = source_warnings(store)
+        report = Index(db, warm=False).check()
     if as_json:
-        click.echo(json.dumps({"ok": not violations, "violations": [asdict(v) for v in violations],
-                               "warnings": [asdict(w) for w in warnings]}, indent=2))
+        click.echo(json.dumps(report.to_dict(), indent=2))
     else:
-        _print_violations(violations)
-        for w in warnings:
+        _print_violations(report.violations)
+        for w in report.warnings:
             click.echo(f"warning: {w.rule}: {visible(w.subject)}: {visible(w.detail)}")
-    if violations:
+    if not report.ok:
         sys.exit(1)
 
 
 def _check_and_repair(db: str, as_json: bool, wait_s: float) -> None:
-    from citeline.flows.repair import repair_index
-    from citeline.flows.runners import command_run
+    from citeline.library import Index
 
-    with cli_errors(db), command_run():
-        state = repair_index(_existing_settings(db), wait_s=wait_s, return_state=True)
-        report = state.result(raise_on_failure=False)
+    with cli_errors(db):
+        result = Index(db, warm=False).repair(wait_s=wait_s, return_result=True)
+        report = result.value
         if isinstance(report, CitelineError):
             raise report
     if not hasattr(report, "remaining"):
-        raise CliError(f"the repair run failed: {state.message}", kind="run-failed")
+        raise CliError(f"the repair run failed: {result.message}", kind="run-failed")
     if as_json:
         click.echo(json.dumps({
             "ok": not report.remaining,

@@ -581,19 +581,10 @@ def _former_document(index: Index, chunk_id: str, doc_id: str):
 
 
 def _historic_doc_id(index: Index, chunk_id: str) -> str | None:
-    from citeline.index.store import Store
-
-    if not ID.match(chunk_id):
+    if not ID.match(chunk_id):  # the id goes into a filter: only the shape chunk ids have
         return None
     try:
-        store = Store.existing(index.uri)
-        table = store.db.open_table(store.active_table())  # its own handle: checkout moves it
-        versions = sorted((v["version"] for v in table.list_versions()), reverse=True)[1:HISTORY_VERSIONS + 1]
-        for version in versions:
-            table.checkout(version)
-            rows = table.search().where(f"chunk_id = '{chunk_id}'").select(["doc_id"]).limit(1).to_list()
-            if rows:
-                return rows[0]["doc_id"]
+        return index.document_of_retired_chunk(chunk_id, HISTORY_VERSIONS)
     except Exception:  # noqa: BLE001 - history is a courtesy: a page that cannot look still answers 404
         return None
     return None

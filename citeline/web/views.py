@@ -21,8 +21,6 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.background import BackgroundTask
 
 from citeline.library import ChunkInfo, DocumentInfo, Index
-from citeline.index.filters import equals
-from citeline.index.store import Store
 from citeline.pipeline.objects import open_object
 from citeline.pipeline.prepare import changed, open_source, read_source
 from citeline.web.pages import esc, layout
@@ -250,10 +248,7 @@ _STORED = ("canonical", "segments", "sha256", "size", "mtime_ns", "inode", "devi
 
 def _stored(index: Index, document_id: str) -> dict:
     """What the index holds of the document: its canonical text, locator map, hash and stat."""
-    rows = Store.existing(index.uri).document_rows(list(_STORED), equals("doc_id", document_id))
-    if not rows:
-        raise KeyError(f"no document {document_id!r} in the index at {index.uri}")
-    return rows[0]
+    return index.stored(document_id, _STORED)
 
 
 def source_notice(doc: DocumentInfo, stored: dict) -> str | None:
