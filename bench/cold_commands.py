@@ -1,4 +1,4 @@
-"""Cold commands: each citeline command in a fresh process, as a person at a terminal or cron runs it (issue 28).
+"""Cold commands: each citeline command in a fresh process, as a person at a terminal or cron runs it.
 
     .venv/bin/python bench/cold_commands.py [--runs N] [--db PATH] [--smoke]
 

@@ -1,4 +1,4 @@
-"""The self-calibrated gate against the dev corpus's real questions (issue 16 items 2, 3).
+"""The self-calibrated gate against the dev corpus's real questions.
 
 Dumps, for one index built from the dev corpus, the gate views of: the calibration's
 pseudo-questions and off-topic bank (what ``citeline calibrate`` measures), and the

@@ -1,4 +1,4 @@
-"""How often the line `ask` shows under a source holds the answer (issue 44 item 3, terminal).
+"""How often the line `ask` shows under a source holds the answer (terminal).
 
     .venv/bin/python bench/highlight_lines.py CORPUS --db DB [--index]
 

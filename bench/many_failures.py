@@ -4,7 +4,7 @@
     .venv/bin/python bench/many_failures.py --smoke    # 20, the good document on the tests' fake embedder
 
 Each empty file fails `empty` at extraction; the run then records every failure. Before
-issue 18.7 each failure was one LanceDB commit (0.13 s at #100, 1.48 s at #2,000: the run
+failures were batched, each failure was one LanceDB commit (0.13 s at #100, 1.48 s at #2,000: the run
 passed 25 min and the documents table grew to 273 MB); now they are committed
 ``RECORD_BATCH`` at a time. Prints the run's wall time split into documents (prepare, on
 the task runner) and recording, the documents table's versions and bytes on disk, and

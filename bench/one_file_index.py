@@ -1,4 +1,4 @@
-"""A one-file ``citeline index``: how far above its own encode time (issue 28's cold-command goal)?
+"""A one-file ``citeline index``: how far above its own encode time?
 
     .venv/bin/python bench/one_file_index.py [--runs N] [--server-home DIR] [--smoke]
     .venv/bin/python bench/one_file_index.py --edit [--folder DIR] [--runs N]   # one file edited
@@ -13,7 +13,7 @@ encoding its text (``embed_documents``), exiting as the CLI does, timed the same
 run. Printed: best and median of both and of their difference, which the goal bounds (≤ 3 s), and
 the CPU and load.
 
-``--edit`` (issue 46, item 3): instead of a new note, each run appends the note's paragraph to
+``--edit``: instead of a new note, each run appends the note's paragraph to
 one of the folder's Markdown files (the next one each run) and times the same fresh ``citeline
 index``: an edit synced, what a user waits for after saving a file. ``--folder``: the folder
 copied and indexed first (default examples/docs; the dev corpus is ../shared/corpora/dev/docs).

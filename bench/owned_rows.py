@@ -1,4 +1,4 @@
-"""What hiding chunk rows no record owns costs (issue 43): the generation check of every reader
+"""What hiding chunk rows no record owns costs: the generation check of every reader
 open and of every sync's start (the no-op sync included), and queries with and without a hidden row.
 
 A table of --docs documents x --per chunks (synthetic, 64-d) with their records, each document's

@@ -1,4 +1,4 @@
-"""The ask page's round trip in Chromium, as a person gets it (issue 29, item 6).
+"""The ask page's round trip in Chromium, as a person gets it.
 
 Starts ``citeline api`` over ``--db`` in its own process, opens the ask page in headless
 Chromium and asks the dev corpus's questions (course wording, then the out-of-domain ones)

@@ -1,4 +1,4 @@
-"""Prefect's own share of a sync against a running server (issue 28, item 3): the flow call's wall
+"""Prefect's own share of a sync against a running server: the flow call's wall
 time minus the run's start-to-end time as the server recorded it.
 
     CITELINE_HOME=DIR .venv/bin/citeline server start

@@ -261,7 +261,7 @@ def main() -> None:
                         help="store the index's word-piece vectors first (if missing) and time MaxSim on them too")
     parser.add_argument("--rerank-sample", type=int, default=None, help="time reranking on the first N queries only")
     parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads (default 1: single-threaded, as the timings in SPEC §3)")
+                        help="torch threads (default 1: single-threaded)")
     parser.add_argument("--smoke", action="store_true", help="a tiny corpus on the fake embedder, with --quality")
     args = parser.parse_args()
     if args.smoke:

@@ -8,7 +8,7 @@
 - every file of the folder with its stored outcome (indexed with its chunk count, skipped as not a
   document with the kind, failed with the reason), or "not seen";
 - for each question of ``--questions`` (JSON lines: ``q``, ``files``, ``needle``, ``format``;
-  default bench/data/real_folder_questions.jsonl, issue 41's 30 questions), the rank of the first
+  default bench/data/real_folder_questions.jsonl, 30 questions), the rank of the first
   search hit (default retriever, top 10) from one of ``files`` whose quote holds ``needle``
   (whitespace-insensitive), its locator, and whether ``ask`` passes that chunk as a source.
 

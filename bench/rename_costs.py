@@ -1,4 +1,4 @@
-"""What renaming a synced folder costs against its first index (issue 28, item 4).
+"""What renaming a synced folder costs against its first index.
 
     .venv/bin/python bench/rename_costs.py [FILES]           # default 2,000 Markdown notes
     .venv/bin/python bench/rename_costs.py FILES --real      # the first index encodes with the real model

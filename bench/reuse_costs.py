@@ -1,4 +1,4 @@
-"""What a sync encodes and extracts when most of the work is already stored (issue 15, items 2 and 3).
+"""What a sync encodes and extracts when most of the work is already stored.
 
     .venv/bin/python bench/reuse_costs.py [PAGES] [FILES]     # defaults: 300 pages, 1,000 files
     .venv/bin/python bench/reuse_costs.py --smoke             # 2 pages, 10 files: runs, no figure

@@ -10,11 +10,11 @@ Prints documents per minute over each tenth of the run (from the time each
 write seconds per document (first and last tenth: does a write cost more as the table
 grows?), the LanceDB versions of the chunks and documents tables, and the load average: on a shared
 machine the ratio holds, absolute rates do not. Then the same folder is synced again, nothing
-changed: the no-op re-sync's seconds, against the first index's (issue 15: ≤ 1 % and ≤ 5 s for
+changed: the no-op re-sync's seconds, against the first index's (≤ 1 % and ≤ 5 s for
 10,000 files), once in this process and once in a fresh one (as a scheduled ``citeline index``
 runs), each as the whole call and as citeline's flow body (``run.started`` to ``run.finished``).
 
-With PDFS > 0 the folder also holds that many text PDFs of 50 to 300 pages (issue 15's
+With PDFS > 0 the folder also holds that many text PDFs of 50 to 300 pages (the case
 "10,000 small files + 50 large PDFs"), each a distinct document: its own cover page, then a
 slice of one generated 300-page PDF (rendering text pages is slow; copying them is not).
 """

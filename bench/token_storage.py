@@ -1,4 +1,4 @@
-"""Issue 46 item 1: MaxSim's word-piece vectors stored at index time (int8), measured on the dev corpus.
+"""MaxSim's word-piece vectors stored at index time (int8), measured on the dev corpus.
 
 Three measurements, each alternating its two sides in one run so their ratio holds on a busy machine:
 

@@ -242,7 +242,7 @@ class Index:
         stamp = store.require_stamp()
         if self._follows and stamp.embed_model != self.model:
             # `citeline reindex` switched models: the old one would only raise a mismatch,
-            # and the retired table holds what the index no longer does (issue 42, item 1).
+            # and the retired table holds what the index no longer does.
             try:
                 embedder = get_embedder(stamp.embed_model)
             except Exception as exc:  # noqa: BLE001 - any failure to load it: said as one 503

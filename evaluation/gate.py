@@ -1,4 +1,4 @@
-"""The refusal frontier: how many bluffs and lost answers each gate cut costs (SPEC §4).
+"""The refusal frontier: how many bluffs and lost answers each gate cut costs.
 
 The query side's gate keeps at most ``window`` (4) chunks of the retriever's list, and
 only those that pass the cut; when none pass it refuses. For every cut of a grid:

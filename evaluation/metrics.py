@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-DEPTH = 20  # MRR and "found" are measured in the top 20 (SPEC §6)
+DEPTH = 20  # MRR and "found" are measured in the top 20
 
 _WS = re.compile(r"\s+")
 

@@ -1,6 +1,6 @@
 """Render a Markdown corpus into the formats people have, to measure retrieval per format.
 
-Issue 14: every published number came from Markdown. These functions turn each
+Every published number came from Markdown. These functions turn each
 document of a Markdown corpus into a PDF (typeset, some in two columns, with a
 running header and page numbers), a scan of that PDF (raster only, slightly rotated
 and noisy: OCR has to read it), a Word file (headings as Heading styles), an HTML

@@ -1,4 +1,4 @@
-"""Interval estimates and paired tests for retrieval metrics (SPEC §6).
+"""Interval estimates and paired tests for retrieval metrics.
 
 Recall at 64 queries is a proportion with a wide interval; strategies answer the
 same queries, so they are compared per query with the exact sign test.

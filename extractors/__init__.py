@@ -7,7 +7,7 @@ empty) and ``extract(data, name, options) -> Canonical``.
 The built-in extractors are imported on the registry's first use, not with the package:
 their libraries (PyMuPDF, lxml, python-docx ...) cost a second, and code that needs only
 a pure helper of a submodule (``query.table_cell`` reads quotes with
-``extractors.tables``) must not pay it (issue 28: ~0.9 s of every cold ``ask``).
+``extractors.tables``) must not pay it (~0.9 s of every cold ``ask``).
 """
 from __future__ import annotations
 

@@ -53,7 +53,7 @@ class Writer:
         self._offset += len(text)
         if self._limit is not None and self._offset > self._limit:
             # Checked as the text grows, so a workbook that would render to gigabytes fails
-            # at the bound instead of after building it (issue 32, item 4).
+            # at the bound instead of after building it.
             raise amplified(self._limit)
         return start
 

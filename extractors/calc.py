@@ -22,9 +22,9 @@ from citeline.extractors.ooxml import OLE2, ZIP, ole2_reason, open_package
 from citeline.extractors.sheet import Row, SheetFacts, add_sheet, display
 
 NAME = "calamine"
-# 2: tables laid out as the xlsx extractor's version 3 lays them out (issue 27, issue 32 item 4).
+# 2: tables laid out as the xlsx extractor's version 3 lays them out.
 # 3: a label alone over a header row of its own starts a new table
-#    (extractors.tables.split_tables, issue 41 item 8).
+#    (extractors.tables.split_tables).
 VERSION = "3"
 # Parses untrusted binary input in Rust: run in a killable worker process (pipeline.isolate).
 ISOLATE = True

@@ -20,10 +20,10 @@ from citeline.extractors.tables import DATA, table_blocks
 from citeline.extractors.text import decode, normalise
 
 NAME = "csv"
-# 2: tables that can be read alone (issue 27): title lines, every header record and group
-#    records repeated per block, split by columns when too wide; the text bounded (issue 32).
+# 2: tables that can be read alone: title lines, every header record and group
+#    records repeated per block, split by columns when too wide; the text bounded.
 # 3: a label alone over a header row of its own starts a new table
-#    (extractors.tables.split_tables, issue 41 item 8).
+#    (extractors.tables.split_tables).
 VERSION = "3"
 SUFFIXES = (".csv", ".tsv", ".tab")
 MAGIC: tuple[bytes, ...] = ()

@@ -7,7 +7,7 @@ header rows repeated above every block of rows). Each run of blocks under one he
 one segment whose ``Passage`` locator names that path ("Install > Linux"); citations give the
 chunk's own ``#char`` range.
 
-Read from the XML, beyond python-docx's paragraphs (issue 31 item 4): content controls
+Read from the XML, beyond python-docx's paragraphs: content controls
 (``w:sdt`` around blocks, rows, cells and runs; not the prompt Word shows in an empty one), text
 boxes (DrawingML and VML, the choice of an ``mc:AlternateContent`` only, so a box is read once)
 right after the paragraph anchoring them, tables nested in cells (their text inside the cell,
@@ -37,12 +37,12 @@ from citeline.extractors.ooxml import chart_rows, claims_part, is_strict, open_p
 from citeline.extractors.tables import MAX_TITLE_CHARS, grid, table_blocks
 
 NAME = "docx"
-# 2: tables laid out by extractors.tables (issue 27): the caption above, every header row
+# 2: tables laid out by extractors.tables: the caption above, every header row
 #    (merged cells spread), group rows and row labels repeated per block, split when too wide.
 # 3: content controls, text boxes, nested tables, equations, charts, list and heading numbers,
-#    Strict OOXML (issue 31 item 4).
+#    Strict OOXML.
 # 4: a label alone over a header row of its own starts a new table
-#    (extractors.tables.split_tables, issue 41 item 8).
+#    (extractors.tables.split_tables).
 # 5: page headers and footers, each distinct one once, after the body.
 VERSION = "5"
 # Parses untrusted zip and XML input: run in a killable worker process (pipeline.isolate).
@@ -101,7 +101,7 @@ _MARGINS = (("Page header", ("first_page_header", "header", "even_page_header"))
 def _margins(document) -> list[tuple[str, object]]:
     """Each distinct page header and footer the sections define (those linked to the previous
     section's are the same part): their text is the document's too, a letterhead's address, a
-    footer's table (peers read it; the body alone lost it, issue 41). Kept once each, after the
+    footer's table (peers read it; the body alone lost it). Kept once each, after the
     body, as sections named "Page header" and "Page footer"."""
     found: list[tuple[str, object]] = []
     seen: set[str] = set()
@@ -159,7 +159,7 @@ def grid_positions(tbl) -> list[list[object | None]]:
     columns repeated, a vertically merged cell continuing the one above, columns a row skips
     (``gridBefore``) empty. python-docx's ``row.cells`` raises ``no `tc` element at grid_offset``
     when a merge continues under a row shorter than the grid (``grid_offset_error.docx``:
-    Word and the peers read it), which failed the whole document "corrupt" (issue 41 item 9).
+    Word and the peers read it), which failed the whole document "corrupt".
     """
     above: dict[int, object] = {}  # grid column -> the cell the last row held there
     rows: list[list[object | None]] = []

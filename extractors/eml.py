@@ -6,8 +6,8 @@ The body is the text/plain part, or the text/html part (read by the HTML extract
 multipart/alternative has no plain text; a part's charset is the declared one, else UTF-8, else
 windows-1252. A file saved as UTF-16 (no BOM, as some exports write it) is decoded first. Parts
 are numbered as IMAP numbers them ("1", "2.1"). A message attached as message/rfc822 is read as
-an attachment (its own headers and body). Before this extractor a .eml failed "not read"
-(issue 41, item 3). Attachments are sections of the message, not documents of their own: one
+an attachment (its own headers and body). Before this extractor a .eml failed "not read".
+Attachments are sections of the message, not documents of their own: one
 file is one document in the index.
 """
 from __future__ import annotations

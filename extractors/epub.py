@@ -3,7 +3,7 @@ an XHTML page read by the HTML extractor (headings, lists, tables; navigation le
 into one canonical text. Each chapter's segments keep the HTML extractor's ``Passage`` locators
 (its heading path), shifted to where the chapter lands. The book's navigation document (its table
 of contents) is not a chapter and is not read. Before this extractor an EPUB failed as "a zip
-archive" (issue 31, item 7)."""
+archive"."""
 from __future__ import annotations
 
 import io

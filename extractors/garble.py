@@ -1,4 +1,4 @@
-"""Whether a PDF page's text layer is garbled, judged in the script it is written in (issue 31 item 2).
+"""Whether a PDF page's text layer is garbled, judged in the script it is written in.
 
 The old test counted the words of Tesseract's word list for the OCR language (English): an Arabic,
 Persian or Korean layer holds none of them, so a good layer was "garbled" and replaced by English

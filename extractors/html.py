@@ -37,19 +37,19 @@ from citeline.extractors.tables import grid, table_blocks
 from citeline.extractors.text import decode, detected, normalise
 
 NAME = "html"
-# 2: tables laid out by extractors.tables (issue 27): caption, every header row (colspan
+# 2: tables laid out by extractors.tables: caption, every header row (colspan
 #    spread), group rows and row labels repeated per block, split by columns when too wide.
 # 3: encodings as a browser reads them, XHTML, <br> and block boundaries, ordered-list numbers,
-#    image alt text, nested tables once, navigation by structure only (issue 31 item 5).
+#    image alt text, nested tables once, navigation by structure only.
 # 4: a label alone over a header row of its own starts a new table
-#    (extractors.tables.split_tables, issue 41 item 8).
+#    (extractors.tables.split_tables).
 VERSION = "4"
 SUFFIXES = (".html", ".htm", ".xhtml")
 MAGIC: tuple[bytes, ...] = ()
 
 # The sniff runs on every file's first bytes, in the flow's own process: it walks the leading
 # comments with find() (linear), where one regex for "comments, then a tag" backtracked
-# exponentially over a run of empty comments (issue 32).
+# exponentially over a run of empty comments.
 _SPACE = re.compile(rb"\s*")
 _OPENING_TAG = re.compile(rb"<(?:!doctype\s+html|html)\b", re.IGNORECASE)
 _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)

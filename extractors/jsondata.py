@@ -1,8 +1,7 @@
 """JSON and NDJSON (JSON Lines) documents read as records (extractors/records.py): each record
 under its key path as a ``## `` heading, its values as ``key: value`` lines, located by a JSON
 Pointer (``KeyPath``, RFC 6901). An NDJSON file is the array of its lines' records, so
-``/2/name`` is the third record's name. Before this extractor a .json file failed as "not read"
-(issue 41, item 3)."""
+``/2/name`` is the third record's name. Before this extractor a .json file failed as "not read"."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""Which Tesseract language pack reads a page (issue 31, item 3): OCR assumed English, so a Dutch
+"""Which Tesseract language pack reads a page: OCR assumed English, so a Dutch
 scan came out as "@aar Zijgn" for "gaar zijn" and a Chinese one as junk, with no note.
 
 With ``--ocr-lang auto`` (the default) a page is read in English first (or in the previous page's

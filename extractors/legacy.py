@@ -8,7 +8,7 @@ session of its own that is killed whole when the document's time limit passes; t
 in the killable worker (pipeline.isolate). LibreOffice comes from Debian's
 ``libreoffice-writer-nogui`` and ``libreoffice-impress-nogui`` (``make setup``); without it a
 .doc fails ``unsupported-type`` saying so. Before this extractor a .doc or .ppt failed
-"unsupported-type" (issue 41, item 3).
+"unsupported-type".
 """
 from __future__ import annotations
 

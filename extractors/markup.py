@@ -6,7 +6,7 @@ XBRL 10-K``). Markup that is no text goes: Org's ``#+`` keyword lines (``#+TITLE
 title) and drawers' delimiters, reST's directive and comment lines (``.. include::``,
 ``.. code:: bash``) — their indented bodies (code) are kept. Nothing is ever included or
 fetched: ``#+INCLUDE`` and ``.. include::`` name files the reader did not ask for. Before this
-extractor a .org failed "not read" and a .rst was read as plain text (issue 41, item 3)."""
+extractor a .org failed "not read" and a .rst was read as plain text."""
 from __future__ import annotations
 
 import re

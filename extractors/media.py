@@ -26,8 +26,7 @@ from citeline.extractors.clean import Deadline, clean
 NAME = "media"
 # 2: batched over the voice detector's stretches, no temperature fallback; 3: no 4-gram repeated;
 # 4: the language detected per stretch with a multilingual model (a switch noted), two channels
-#    that carry different speech transcribed apart, an English-only model's unsure transcript noted
-#    (issue 31 item 3).
+#    that carry different speech transcribed apart, an English-only model's unsure transcript noted.
 VERSION = "4"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
@@ -173,7 +172,7 @@ def _decode(data: bytes, max_seconds: float, claimed: float | None, split_stereo
     """The first audio track at 16 kHz, float32 (mono, or ``(left, right)`` with ``split_stereo``),
     as faster-whisper's ``decode_audio`` gives it, but stopped at ``max_seconds`` of *decoded*
     audio: the duration a header claims is the file's word, and a FLAC claiming 1 s held 5 hours
-    of silence in 3.4 MB, decoded whole into 6.8 GB (issue 42 item 5).
+    of silence in 3.4 MB, decoded whole into 6.8 GB.
 
     Raises:
         TooLarge: more than ``max_seconds`` decoded (checked frame by frame, before resampling:

@@ -7,7 +7,7 @@ The properties read: subject (0x0037), sender (0x0C1A name, 0x0C1F address), dis
 plain body (0x1000), else the HTML body (0x1013, read by the HTML extractor); each attachment's
 long file name (0x3707) and bytes (0x3701). Strings are UTF-16 (type 001F) or 8-bit (001E, the
 message's code page, else windows-1252). An attached Outlook message (an embedded storage, not
-bytes) is noted, not read. Before this extractor a .msg crashed the sync (issue 41: calc.py
+bytes) is noted, not read. Before this extractor a .msg crashed the sync (calc.py
 claimed every OLE2 file).
 """
 from __future__ import annotations

@@ -40,11 +40,11 @@ NAME = "image-ocr"
 # 3: a compound broken at one of its own hyphens keeps it ("text-to-\nimage").
 # 4: lines Tesseract's layout analysis dropped are read again (reread_dropped_lines).
 # 5: columns found under a short line crossing their gutter, blocks level with a spanning one read
-#    in its row (reading_order, shared with the PDF extractor; issue 31 item 6).
+#    in its row (reading_order, shared with the PDF extractor).
 # 6: the OCR language detected per page by default (--ocr-lang auto, extractors/langs.py: OSD's
-#    script, a Latin page's words) and noted, as a given one is (issue 31 item 3).
+#    script, a Latin page's words) and noted, as a given one is.
 # 7: printed fills made white behind their print (a table's shaded header row: light print on a
-#    dark fill inverted, a tint flattened) and a region inside another read once, with it (issue 41 item 8).
+#    dark fill inverted, a tint flattened) and a region inside another read once, with it.
 VERSION = "7"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
@@ -171,7 +171,7 @@ def _gutters(boxes: list[Box], min_gap: float) -> list[tuple[float, float]]:
 def _crossed_gutters(boxes: list[Box], min_gap: float, share: float = 0.15) -> list[tuple[float, float]]:
     """Gutters that a few short boxes cross: a centred running header, an author line or a
     caption over two columns leaves no strip of the page untouched, and without a gutter the
-    columns were read line by line across (issue 31, item 6). A strip at least ``min_gap`` wide
+    columns were read line by line across. A strip at least ``min_gap`` wide
     is a gutter when the boxes crossing it are less than ``share`` of the height of the boxes
     on either side of it; the crossing boxes then cut the page into bands, as wide ones do.
 
@@ -379,7 +379,7 @@ def deskew(gray: Image.Image) -> Image.Image:
 
     Region finding cuts the page into bands and columns along white space; on a page
     tilted by even 0.3 degree a full-width line crosses a band edge and Tesseract reads
-    half-lines of two rows as garbage (measured on rendered scans, issue 14).
+    half-lines of two rows as garbage (measured on rendered scans).
     """
     angle = skew_angle(gray)
     if abs(angle) < SKEW_STEP:
@@ -398,7 +398,7 @@ def plain_fills(gray: Image.Image) -> Image.Image:
     Tesseract binarises the page as a whole: a light-blue table header row (grey 173 on a page
     whose threshold fell at 201) turned black and its dark print with it, and white print on a
     navy row found no line at all ("Units sold" and half of "Revenue (EUR)" dropped): both
-    tables lost their header row (issue 41). A fill is what stays dark after an opening wider
+    tables lost their header row. A fill is what stays dark after an opening wider
     than a text stroke or a ruled line, mostly dark over its box and of one flat tone (printed,
     not a photograph's shade). Light print on it (three or more light shapes enclosed: letters)
     is inverted, the fill's edge kept as a rule; a tint behind dark print is made white. A thick

@@ -6,7 +6,7 @@ heading path is one segment with a ``Passage`` locator naming that path, as for 
 
 No OpenDocument library is needed: the format is one XML part whose text elements are few and
 documented (OASIS ODF 1.2, part 1, §5-§6); python-calamine reads the spreadsheets (.ods) already.
-Before this extractor a .odt failed as "a zip archive" (issue 31, item 7).
+Before this extractor a .odt failed as "a zip archive".
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from citeline.extractors.tables import grid, table_blocks
 
 NAME = "odt"
 # 2: a label alone over a header row of its own starts a new table
-#    (extractors.tables.split_tables, issue 41 item 8).
+#    (extractors.tables.split_tables).
 # 3: page headers and footers (styles.xml's master pages), each distinct one once, after the body.
 VERSION = "3"
 # Parses untrusted zip and XML input: run in a killable worker process (pipeline.isolate).

@@ -43,17 +43,17 @@ NAME = "pdf"
 # 7: OCR reads again the lines Tesseract's layout analysis dropped (ocr 4).
 # 8: a text layer is judged garbled in its own script (extractors/garble.py): Arabic, Korean or
 #    Chinese layers are kept, not OCR'd as English; junk-shaped Latin tokens make a layer garbled.
-# 9: tables PyMuPDF finds (ruling lines) laid out as sheets are, in place of their lines (issue 27).
+# 9: tables PyMuPDF finds (ruling lines) laid out as sheets are, in place of their lines.
 # 10: columns found under a short line crossing their gutter (a centred running header, an author
 #     line), blocks level with a spanning one read in its row; rotated margin text (vertical stamps)
-#     removed with a note (issue 31 item 6).
+#     removed with a note.
 # 11: scanned pages OCR'd in the language they are in (ocr 6) and the language noted (item 3).
 # 12: a line in a header zone is a running header only where its repeats are in a similar font size:
 #     page 1's large title was removed with the small running heads that repeat it (item 6).
 # 13: right-to-left spans rebuilt from their characters, an Arabic ligature's second letter put
 #     after the glyph it belongs to (MuPDF gave "األ" for "الأ").
 # 14: a label alone over a header row of its own starts a new table
-#    (extractors.tables.split_tables, issue 41 item 8).
+#    (extractors.tables.split_tables).
 # 15: OCR reads light text on a dark fill, a table image's header row (ocr 7).
 VERSION = "15"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
@@ -62,7 +62,7 @@ SUFFIXES = (".pdf",)
 MAGIC = (b"%PDF-",)
 
 # PyMuPDF is imported where a PDF is read, not with this module: the registry imports every
-# extractor in every indexing process, and a PDF is read in its isolated worker (issue 28:
+# extractor in every indexing process, and a PDF is read in its isolated worker (it cost
 # 0.4 s of a one-file sync of Markdown).
 def _text_flags() -> int:
     """get_text's flags: whitespace as printed, text clipped to the media box, ligatures kept
@@ -486,7 +486,7 @@ def _edge_keys(lines: dict[tuple[int, int], tuple[str, float, float]]) -> set[tu
 def _matches(norm: str, y: float, size: float, others: dict[tuple[int, int], tuple[str, float, float]]) -> bool:
     """Whether a zone line repeats one of ``others``: near the same height on the page, in a
     similar font size (page 1's title set large is not the running head that repeats it small:
-    the title was removed with them, issue 31 item 6), with (nearly) the same text."""
+    the title was removed with them), with (nearly) the same text."""
     for other, other_y, other_size in others.values():
         if abs(other_y - y) > 0.03:
             continue

@@ -1,4 +1,4 @@
-"""PDF tables where PyMuPDF detects them, laid out like every other format's (issue 27, item 1).
+"""PDF tables where PyMuPDF detects them, laid out like every other format's.
 
 ``Page.find_tables`` finds tables from a page's ruling lines. A table it finds is read into a
 grid (its cells' text taken from the page's own words, so words keep their spaces; a cell

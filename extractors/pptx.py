@@ -6,7 +6,7 @@ linear text (extractors.omml); charts as tables of their data; SmartArt's text),
 speaker notes. Hidden slides are kept: they
 are part of the file a reader opens. A paragraph's line breaks are spaces, its automatic
 number the label PowerPoint draws ("1.", "a)"). A shape python-pptx cannot read is skipped
-with a note naming it, not the whole deck failed (issue 31).
+with a note naming it, not the whole deck failed.
 """
 from __future__ import annotations
 
@@ -29,12 +29,12 @@ from citeline.extractors.ooxml import chart_rows, claims_part, is_strict, open_p
 from citeline.extractors.tables import grid, table_blocks
 
 NAME = "pptx"
-# 2: tables laid out by extractors.tables (issue 27): header rows (merged cells spread) and
+# 2: tables laid out by extractors.tables: header rows (merged cells spread) and
 #    row labels repeated per block of rows.
 # 3: line breaks as spaces, automatic numbers, equations, charts' data, SmartArt text, an unreadable shape
-#    skipped with a note (issue 31 item 4).
+#    skipped with a note.
 # 4: a label alone over a header row of its own starts a new table
-#    (extractors.tables.split_tables, issue 41 item 8).
+#    (extractors.tables.split_tables).
 # 5: a deck of pictures with no text is not a document, a deck of nothing is empty.
 VERSION = "5"
 # Parses untrusted zip and XML input: run in a killable worker process (pipeline.isolate).
@@ -76,8 +76,7 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     except (KeyError, ValueError, TypeError, AttributeError, XMLSyntaxError, zipfile.BadZipFile) as exc:
         raise Corrupt(f"python-pptx cannot read the presentation: {type(exc).__name__}: {exc}") from None
     if not writer.segments:
-        # A deck of pictures and no word is set aside as a photo with no text is (issue 41
-        # item 2); a deck holding nothing at all is empty.
+        # A deck of pictures and no word is set aside as a photo with no text is; a deck holding nothing at all is empty.
         if any(n.startswith("ppt/media/") for n in archive.namelist()):
             raise NotADocument("slides of pictures with no text")
         raise Empty("no slide holds text or a picture (notes included)")

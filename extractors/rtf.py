@@ -2,7 +2,7 @@
 and ``\\uN`` escapes decoded in the document's code page (``\\ansicpg``, else windows-1252),
 paragraphs as lines. No segments: the locator is the canonical text's own character range.
 Bounded: the file's size bounds striprtf's single linear pass, and the text is limited as every
-extractor's is. Before this extractor an .rtf failed "not read" (issue 41, item 3)."""
+extractor's is. Before this extractor an .rtf failed "not read"."""
 from __future__ import annotations
 
 import re

@@ -36,12 +36,12 @@ from citeline.extractors.tables import DATA, table_blocks
 
 NAME = "xlsx"
 # 2: the repeated header rows' locator says it is a header (citations open at the data rows).
-# 3: tables that can be read alone (issue 27): title block, every header row, group rows and
+# 3: tables that can be read alone: title block, every header row, group rows and
 #    row labels repeated per block, split by columns when too wide; empty columns not rendered
-#    and the text bounded (issue 32, item 4).
-# 4: charts' data as tables, under the sheet that shows them; Strict OOXML (issue 31 item 4).
+#    and the text bounded.
+# 4: charts' data as tables, under the sheet that shows them; Strict OOXML.
 # 5: labels centred across a selection head every column they span; a label alone over a
-#    header row of its own starts a new table (issue 41 item 8).
+#    header row of its own starts a new table.
 VERSION = "5"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
@@ -127,7 +127,7 @@ def _workbook(wb, archive: zipfile.ZipFile, name: str, options: ExtractOptions, 
         raise NoText("the workbook has no worksheets")
     writer = Writer(limit)
     notes: list[str] = []
-    # A workbook with charts is read whole first: a chart may draw cells of any sheet (issue 31 item 4).
+    # A workbook with charts is read whole first: a chart may draw cells of any sheet.
     with_charts = any(n.startswith("xl/charts/") for n in archive.namelist())
     read: list[tuple[object, SheetFacts, list[Row]]] = []
     held = 0
@@ -216,8 +216,7 @@ def _rows(ws, deadline: Deadline) -> tuple[list[Row], list[Merge]]:
     32 item 4).
 
     "Centre across selection" spans a label over the empty cells after it that share the
-    alignment, as a merge does without merging (a period over its block of columns, issue 41
-    item 8): each such run is returned as a merge of one row.
+    alignment, as a merge does without merging (a period over its block of columns): each such run is returned as a merge of one row.
     """
     rows: list[Row] = []
     centred: list[Merge] = []

@@ -1,4 +1,4 @@
-"""Tables that can be read alone (issue 27): every block of rows carries its context.
+"""Tables that can be read alone: every block of rows carries its context.
 
 A number quoted without its row label and its column headers cannot be checked: in a
 half-year report "7,351 | 6,684" is two periods, and only the period row above says which is
@@ -16,7 +16,7 @@ half-year report "7,351 | 6,684" is two periods, and only the period row above s
   every row, and a table too wide for a block is split by columns into parts that each
   keep them;
 - columns that are empty in the whole table are not rendered at all, so a value far to the
-  right (column XFD) costs its own width, not 16,000 empty cells (issue 32, item 4).
+  right (column XFD) costs its own width, not 16,000 empty cells.
 
 Which rows are which is read from the cells alone, the same for every format: a row with a
 number (not a year or a date) is a data row; the rows above the first data row are headers;
@@ -401,7 +401,7 @@ def _parts(table: TableLayout, titles: list[GridRow], headers: list[GridRow], bo
     A row is measured by its columns' typical widths (the upper quartile of their cells), the
     header rows by their own cells: measured by the widest cell of each column, a table of
     records (a customer list, twelve short fields and one long address) was cut into column
-    groups no reader keeps apart, while every peer keeps such a row whole (issue 41 item 9).
+    groups no reader keeps apart, while every peer keeps such a row whole.
     A row wider than its block stays one line, which the chunker cuts.
     """
     lengths: dict[int, list[int]] = {}
@@ -449,7 +449,7 @@ def _parts(table: TableLayout, titles: list[GridRow], headers: list[GridRow], bo
         parts.append(labels + group)
     # A table of label columns only whose cells are too long for a block (a page laid out in one
     # cell, a sheet of paragraphs) has no value columns to split: it is one part, over the block's
-    # size, which the chunker cuts; it was no part at all, and its text was lost (issue 41 item 6).
+    # size, which the chunker cuts; it was no part at all, and its text was lost.
     return parts or [labels + list(table.values)]
 
 

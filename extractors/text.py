@@ -22,7 +22,7 @@ from citeline.extractors.sniff import has_no_real_suffix
 
 NAME = "text"
 # Not bumped for the whole-name title of Apache-2.0: such files failed before, none is stored.
-# 2: Markdown's inline HTML read as its text (issue 31 item 5).
+# 2: Markdown's inline HTML read as its text.
 VERSION = "2"
 SUFFIXES = (".txt", ".md", ".markdown", ".text")
 MAGIC: tuple[bytes, ...] = ()
@@ -37,7 +37,7 @@ _BOMS = (
 # Everything in Unicode's "Cc" class except tab and newline.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # The first "# " line; its closing hashes are taken off in title_of, not by the pattern: a
-# lazy title before "\s*#*\s*$" backtracked cubically over a run of blanks (issue 32).
+# lazy title before "\s*#*\s*$" backtracked cubically over a run of blanks.
 _TITLE = re.compile(r"^# +(.+)$", re.MULTILINE)
 
 
@@ -277,7 +277,7 @@ def extract(data: bytes, name: str, options: ExtractOptions | None = None) -> Ca
     if not data:
         raise Empty("empty file (0 bytes)")
     text = normalise(decode(data))
-    if not text.strip():  # a person calls a file of blank lines empty, not "no text" (issue 41 item 6)
+    if not text.strip():  # a person calls a file of blank lines empty, not "no text"
         raise Empty(f"empty file (only whitespace, {len(data):,} bytes)")
     if PurePath(name).suffix.lower() in _MARKDOWN:
         text = markdown_text(text)

@@ -5,7 +5,7 @@ command of all, a scheduled ``citeline index`` of a folder where nothing changed
 Prefect is imported: such a sync writes nothing, yet it paid ~1.2 s of imports and flow-run
 start (its whole process is 0.8 s without them, 2,000 files) and left 94 rows in the Prefect
 server's database (docs/benchmarks.md, "A sync that would write nothing"). The issue's
-option "read-only work without a flow run" (issue 28, item 3): every run that writes is
+option "read-only work without a flow run": every run that writes is
 still a flow run.
 
 ``unchanged`` is conservative: it says "nothing to do" only when every step the flow takes

@@ -47,7 +47,7 @@ class LockObject:
 
 def s3_client():
     """A client configured as s3fs and LanceDB are: by AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ..."""
-    import botocore.session  # ~0.1 s: only an S3 index pays it, not every local sync (issue 28)
+    import botocore.session  # ~0.1 s: only an S3 index pays it, not every local sync
 
     session = botocore.session.get_session()
     return session.create_client("s3", region_name=session.get_config_variable("region") or "us-east-1")

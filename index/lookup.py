@@ -1,7 +1,7 @@
 """Which document a name means, and the name each document is shown by.
 
 A document's stored ``path`` is relative to the folder that was synced, so two synced folders
-that both hold ``notes.md`` give two documents with the same path (issue 31, item 7). They are
+that both hold ``notes.md`` give two documents with the same path. They are
 shown by the shortest ending of their source path that no other document shares
 (``proj1/notes.md``, ``proj2/notes.md``), and found by any ending of it that names one document;
 an ending that names several lists them. Pure functions over ``(doc_id, source)`` rows: the

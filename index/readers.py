@@ -1,7 +1,7 @@
 """Readers' leases: the chunks table a live reader (``citeline api``) serves, so ``gc`` keeps it.
 
-``gc`` dropped the retired table a running service still read: every ``/search`` was a 500
-(issue 42, item 1). A reader writes ``<index>/.citeline-readers/<id>.json`` naming its
+``gc`` dropped the retired table a running service still read: every ``/search`` was a 500.
+A reader writes ``<index>/.citeline-readers/<id>.json`` naming its
 table and rewrites it every ``RENEW_S``; ``gc`` keeps every table named by a lease
 written in the last ``GRACE_S`` seconds (by the storage's clock: the file's modification
 time against a marker ``gc`` writes itself, so a reader's clock never matters). A killed

@@ -1,4 +1,4 @@
-"""``citeline status`` without opening LanceDB when nothing changed since the last one (issue 28).
+"""``citeline status`` without opening LanceDB when nothing changed since the last one.
 
 ``import lancedb`` alone costs 0.7-1.0 s here, most of a cold ``status``. The report is a
 function of the index's tables, so it is kept beside them in ``.citeline-status.json``

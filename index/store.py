@@ -240,7 +240,7 @@ class Store:
                 self.require_stamp()
             # The full-text index exists before the table goes live (empty, it costs
             # nothing; LanceDB also searches rows added since): a run killed before
-            # finish_run leaves BM25 working, only lagging (issue 18.7).
+            # finish_run leaves BM25 working, only lagging.
             self.staging(expected).create_index("text", config=TEXT_INDEX, replace=True)
             self.activate(expected)
             return self.db.open_table(chunks_table_name(expected))
@@ -312,7 +312,7 @@ class Store:
     def delete_documents(self, doc_ids: Sequence[str], stamp: IndexStamp | None, batch: int = 5000) -> None:
         """Remove documents' records, then their chunks (when a chunks table is live), two
         commits per ``batch`` ids: one per document made thousands of deletes slow, and a
-        renamed folder forgets all its old records at once (issue 28).
+        renamed folder forgets all its old records at once.
 
         Records first: a run stopped between the two leaves chunks no record owns, which no
         reader sees and the next sync deletes (``sweep_unowned``); the other order left

@@ -78,7 +78,7 @@ def open_beneath(root: str, relative: str) -> int:
 
 def _open_root(root: str) -> int:
     """The root's descriptor, walked from ``/`` with ``O_NOFOLLOW`` at every component: `retry`
-    followed a synced root swapped for a link to another tree (issue 42, item 8)."""
+    followed a synced root swapped for a link to another tree."""
     parts = [p for p in os.path.abspath(root).split(os.sep) if p]
     return _open_by_component(os.open(os.sep, _DIR_FLAGS), parts, last=_DIR_FLAGS, close=True)
 

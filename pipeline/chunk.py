@@ -1,4 +1,4 @@
-"""Cut one canonical Markdown text into chunks (SPEC section 2). Pure: no I/O, no model.
+"""Cut one canonical Markdown text into chunks. Pure: no I/O, no model.
 
 Three independent ingredients make six strategies:
 
@@ -16,7 +16,7 @@ Three independent ingredients make six strategies:
 A heading's words are content: a section's first chunk starts at its heading's words (after
 the ``## `` marker, or a leading ``# Title``'s ``# ``), so they are quoted with the text they
 open, and a section that holds only its heading opens the next section's first chunk (the
-last one is a chunk of its own): issue 41, a founder's name set large, a slide's body in its
+last one is a chunk of its own): before, a founder's name set large, a slide's body in its
 title, a page of ``<h3>`` lines were in no quote.
 With boundaries, no chunk is a heading or a table-of-contents line alone when a chunk
 follows it in its section: such a line is folded into the next chunk (within the budget).
@@ -304,7 +304,7 @@ def _boundary_chunks(
 def _opened(text: str, sections: list[Section]) -> list[Section]:
     """The sections with each one that holds only its heading joined to the next: a chapter's
     title over its first subsection, a document's title over its first section, a run of
-    headings, are quoted with the text they open, not alone (issue 14: a lone heading
+    headings, are quoted with the text they open, not alone (a lone heading
     outranked the paragraph that answers). A heading-only section at the end stays alone.
     """
     out: list[Section] = []
@@ -351,7 +351,7 @@ def _pack_section(
 # A table-of-contents line: dot leaders, then a page number ("Intro . . . . 23"); the same
 # pattern marks TOC lines in extractors.headings.
 # It is tried only where a run of leaders starts: searched from every dot of a long run it
-# was quadratic in the chunk (46 ms for one 512-character chunk of dots; issue 32). A match
+# was quadratic in the chunk (46 ms for one 512-character chunk of dots). A match
 # from inside a run is one from the run's start, so the answer is the same.
 _TOC_LINE = re.compile(r"(?<!\.)(?<!\.\s)(?:\.\s?){4,}\s*\S{0,8}\s*$")
 _SLIGHT_CHARS = 80  # a lone line this short without a full stop reads as a heading
@@ -369,7 +369,7 @@ def _slight(text: str, span: Span) -> bool:
 def _fold_slight(
     text: str, spans: list[Span], budget: int, progress: Progress, heading: Span | None = None
 ) -> list[Span]:
-    """Fold each lone heading or TOC line into the chunk that follows it (issue 14: alone,
+    """Fold each lone heading or TOC line into the chunk that follows it (alone,
     they outranked the paragraph that answers), the section's own heading whatever it
     ends with. The following chunk is cut at sentences and lines so the fold keeps every
     chunk within ``budget``; when not even its first sentence fits beside the line, the
@@ -496,7 +496,7 @@ def _trim(text: str, start: int, end: int) -> Span | None:
     """Shrink ``[start, end)`` to exclude surrounding whitespace; None if nothing is left.
 
     Costs the whitespace it skips, not the span: the whitespace cutter trims the rest of a
-    long line once per piece, and copying that rest each time was quadratic (issue 32).
+    long line once per piece, and copying that rest each time was quadratic.
     """
     first = _NON_SPACE.search(text, start, end)
     if first is None:

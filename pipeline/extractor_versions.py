@@ -1,4 +1,4 @@
-"""Each registered extractor's NAME and VERSION, without importing the extractors (issue 28).
+"""Each registered extractor's NAME and VERSION, without importing the extractors.
 
 ``citeline status`` says whether a document's rows are current: made by today's version of
 the extractor that made them. Asking ``citeline.extractors``' registry loads every extractor

@@ -7,8 +7,8 @@ per calling thread, kept alive between documents; on a time-out or a crash the w
 is killed and the next document gets a fresh one.
 
 Each worker also has a memory ceiling (``ExtractOptions.max_memory_bytes``), so no document can
-take the machine: a FLAC whose header claimed 1 s held 5 hours and was decoded into 6.8 GB
-(issue 42 item 5). It is ``RLIMIT_DATA``, the process's writable private memory (heap, numpy's
+take the machine: a FLAC whose header claimed 1 s held 5 hours and was decoded into 6.8 GB.
+It is ``RLIMIT_DATA``, the process's writable private memory (heap, numpy's
 buffers, a C library's mallocs; inherited by Tesseract and LibreOffice), not ``RLIMIT_AS``:
 address space that is only reserved (glibc's 64 MB per-thread arenas, more with every core; the
 Whisper worker's 1.1 GB VmPeak holds 0.46 GB of data and 0.36 GB resident) would fail documents

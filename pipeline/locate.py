@@ -29,9 +29,9 @@ def cited_locators(start: int, end: int, segments: Sequence[Segment]) -> list[Lo
     the first to the last ("pp. 5–6"). On the evaluation's PDF rendering 52 of 946 chunks cross a
     page; of the 3 needles in them, the page holding most of the chunk held most of the needle for
     2, the first page for 1 (bench/page_crossing.py, retired at 383c5de, docs/eval-formats.md): a chunk whose text is
-    mostly on page 6 opens there, not at its last lines on page 5 (issue 31, item 6).
+    mostly on page 6 opens there, not at its last lines on page 5.
 
-    An e-mail's headers come after its other parts (issue 41): a chunk of headers and body opens the body.
+    An e-mail's headers come after its other parts: a chunk of headers and body opens the body.
 
     >>> segs = [Segment(0, 10, Page(5)), Segment(12, 40, Page(6))]
     >>> cited_locators(5, 40, segs), cited_locators(0, 14, segs)

@@ -466,8 +466,7 @@ def why_unquoted(canonical: Canonical, chunks: list[Chunk]) -> Canonical:
     Every word is quoted by some chunk (headings' too: pipeline/chunk.py), so a text that gets
     none holds only ``#`` marks; an extractor that returns no text says why itself (a
     recording without speech). ``check`` reads a document indexed with zero chunks and no
-    note as damage, and ``check --repair`` would index it again to the same end every time
-    (issue 45).
+    note as damage, and ``check --repair`` would index it again to the same end every time.
     """
     if chunks or canonical.notes or not canonical.text.strip():
         return canonical

@@ -79,7 +79,7 @@ def moved_rows(stored: pa.Table, moves: Sequence[tuple[str, str, str]], stamp: I
     A document titled by its file name (text, media) gets its new name's title, in the rows'
     ``title`` and in each chunk header (``[Title > Section]``) of a header strategy, and keeps its
     vectors: they were made with the old name in that one header line, the rest of the embedded
-    text unchanged, and re-encoding a book for a rename was minutes of work (issue 41.10).
+    text unchanged, and re-encoding a book for a rename was minutes of work.
 
     Args:
         stored: chunk rows of the lenders (every column of the chunks table).

@@ -29,7 +29,7 @@ from collections.abc import Callable
 # Terminators, then closers (quotes, brackets, emphasis), then the whitespace that
 # must follow for the candidate to count at all.
 # A candidate starts only where a run of terminators starts: tried from inside the run, it
-# rescanned the rest of the run at every dot, quadratic in a line of dots (issue 32). The
+# rescanned the rest of the run at every dot, quadratic in a line of dots. The
 # matches are the same (a match from inside a run is one from its start, made longer).
 _CANDIDATE = re.compile(r"(?<![.!?\u2026])(?:[.!?]|\u2026)+[\"'\u201d\u2019\u00bb)\]}*_]*(\s+)")
 
@@ -95,7 +95,7 @@ def _is_abbreviation(text: str, period: int) -> bool:
         Whether the token is an abbreviation, an initial or a list marker.
     """
     # Only the token and the blanks before it are looked at, never the line up to them:
-    # copying the line's prefix per candidate was quadratic in a long line (issue 32).
+    # copying the line's prefix per candidate was quadratic in a long line.
     token_start = period
     while token_start > 0 and not text[token_start - 1].isspace():  # a newline is space too
         token_start -= 1

@@ -1,4 +1,4 @@
-"""Check a generated answer against the sources it was given (SPEC §5).
+"""Check a generated answer against the sources it was given.
 
 Every ``[n]`` must name a source the server numbered (the citations' own indexes, not
 a count): unknown numbers are removed from the answer and reported. An escaped

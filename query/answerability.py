@@ -1,4 +1,4 @@
-"""One answerability score per source, from more evidence than one distance (issue 16 item 3).
+"""One answerability score per source, from more evidence than one distance.
 
 The cosine gate asks one question of a source: is it close to the question? A person's
 wording and a table's cells both sit far from the words they answer, so a distance

@@ -2,7 +2,7 @@
 
 Each step is a function over values, so the CLI only parses and prints and the
 tests can call any step alone. The gate is the only step that can say no: when
-no chunk passes it, no prompt is built and no model is called (SPEC §4).
+no chunk passes it, no prompt is built and no model is called.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A refusal cut calibrated from the index itself, for any embedding model (issue 16 item 2).
+"""A refusal cut calibrated from the index itself, for any embedding model.
 
 A cosine distance means something only for the model that produced it, and a cut
 hand-fitted to one corpus and one model leaves every other model without one. Here

@@ -1,4 +1,4 @@
-"""Citations built by the server from retrieved hits (SPEC §5).
+"""Citations built by the server from retrieved hits.
 
 The model only writes ``[n]``; document, label and URL fragment come from the
 chunk that source ``n`` was built from, and the quote is the chunk's ``content``
@@ -153,7 +153,7 @@ def locator_label(title: str, section: str, locators: Sequence[Locator]) -> str:
 
 def cell_label(title: str, section: str, locators: Sequence[Locator], quote: str, query: str) -> str:
     """``locator_label``, naming the cell that answers ``query`` when the quote is a table
-    with one cell the question names by its row label and column header (issue 27):
+    with one cell the question names by its row label and column header:
     ``half-year, '3.4 Reconciliation'!C25 — Trading operating profit · 30 06 2023``. The
     address replaces the range where it is certain; otherwise the range label (it names the
     sheet or table) is kept before the names. The fragment still opens every cell quoted.
@@ -171,7 +171,7 @@ def cell_label(title: str, section: str, locators: Sequence[Locator], quote: str
 
 def _below_heading(quote: str, section: str) -> str:
     """The quote without the section heading it opens with (a sheet's title: the chunker quotes
-    a heading with the chunk it opens, issue 41), whose line no locator maps to a row.
+    a heading with the chunk it opens), whose line no locator maps to a row.
 
     >>> _below_heading("Segments\\n\\n| H1 2023\\nSales | 9", "Segments")
     '| H1 2023\\nSales | 9'
@@ -208,7 +208,7 @@ def locator_fragment(locators: Sequence[Locator], start: int, end: int) -> str:
 
 def _data_rows(ranges: Sequence[SheetRange]) -> list[SheetRange]:
     """The ranges of the rows a chunk quotes; its repeated header rows only when it quotes
-    nothing else (a client following the fragment lands on the rows, issue 14)."""
+    nothing else (a client following the fragment lands on the rows)."""
     return [r for r in ranges if not r.header] or list(ranges)
 
 

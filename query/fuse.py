@@ -1,7 +1,7 @@
 """Reciprocal rank fusion: combine rankings by position, never by score.
 
 Cosine distances and BM25 scores live on different scales, so the fused score uses
-only each chunk's rank in each list (SPEC §3).
+only each chunk's rank in each list.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def rrf(
 
     Args:
         rankings: one list of chunk ids per retriever, best first.
-        k: the smoothing constant; 60 in the paper, in lancedb and in SPEC §3.
+        k: the smoothing constant; 60 in the paper and in lancedb.
         limit: keep only the first ``limit`` fused hits; None keeps all.
         retriever: the name stamped on the returned hits.
         weights: one weight per ranking multiplying its 1 / (k + rank) terms (weighted

@@ -1,4 +1,4 @@
-"""The prompt sent to the generator, in SPEC §5's shape with every quote line marked.
+"""The prompt sent to the generator, in one fixed shape (docs/query.md) with every quote line marked.
 
 Layout (every line ends with a newline; one blank line closes each source block,
 so the last block is followed by a blank line before ``QUESTION``)::

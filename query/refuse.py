@@ -1,4 +1,4 @@
-"""The refusal gate: the only part of the pipeline that can say no (SPEC §4).
+"""The refusal gate: the only part of the pipeline that can say no.
 
 A retriever always returns something; the gate keeps at most ``max_chunks`` hits
 that pass a cut and otherwise returns a ``Refusal``, so no prompt is built and no

@@ -1,4 +1,4 @@
-"""Rerankers: an expensive scorer over a short candidate list (SPEC §3).
+"""Rerankers: an expensive scorer over a short candidate list.
 
 A ``Reranker`` gives each candidate an absolute relevance score (higher is
 better) that can be compared across queries, so a cut on it can gate answers.
@@ -135,7 +135,7 @@ class MaxSimReranker:
         self.name = MAXSIM if cosine_weight == 0 else f"{MAXSIM}+cosine{cosine_weight:g}"
         self._lock = threading.Lock()
         # What was encoded on the fly, by text: an index without stored vectors encoded up to
-        # 100 candidates per question, 3.9-4.3 s a page ask on 2,100 chunks (issue 29, item 6).
+        # 100 candidates per question, 3.9-4.3 s a page ask on 2,100 chunks.
         self._encoded = _Recent(cache_bytes) if cache_bytes > 0 else None
 
     def score(self, query: str, passages: Sequence[Passage]) -> list[float]:

@@ -1,4 +1,4 @@
-"""The one cell of a table chunk that answers a question, for its citation label (issue 27, item 1).
+"""The one cell of a table chunk that answers a question, for its citation label.
 
 A table chunk quotes a block of rows under its title block and header rows; the reader of a
 citation should not have to find the number in it. So when the question names one row and

@@ -1,4 +1,4 @@
-"""Refusal cuts, calibrated per embedding model, and the sweep that chooses them (SPEC §4).
+"""Refusal cuts, calibrated per embedding model, and the sweep that chooses them.
 
 A cosine distance means something only for the model that produced it, so cuts
 are keyed by the model name stamped on the index. A model without a calibrated

@@ -1,4 +1,4 @@
-"""Packages whose ``__init__`` costs every command a second it never uses (issue 28, item 1).
+"""Packages whose ``__init__`` costs every command a second it never uses.
 
 ``import lancedb`` imports ``lance_namespace``, which imports models from
 ``lance_namespace_urllib3_client``; that package's ``__init__`` first imports the REST

@@ -15,7 +15,7 @@ def tabular(content: str) -> bool:
     """Whether more than half of ``content``'s lines from its first table row on, and at
     least two, are table rows (cells :data:`CELL_SEPARATOR` apart): one line with a bar is
     a formula's ``p(y | x)``. Lines before the first row are a table's title block
-    ("3.4 Reconciliation …", "In millions of CHF"), repeated above each block (issue 27).
+    ("3.4 Reconciliation …", "In millions of CHF"), repeated above each block.
 
     Whatever the format (a sheet, a CSV, a DOCX/HTML/PPTX or Markdown table), so the
     query side can treat table chunks as tables: their vectors sit farther from the

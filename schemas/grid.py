@@ -1,4 +1,4 @@
-"""Tables as the extractors read them, before they become canonical text (issue 27).
+"""Tables as the extractors read them, before they become canonical text.
 
 Every table extractor (sheets, CSV/TSV, Word, HTML, slides) reads its table into rows of
 :class:`GridRow` and hands them to ``extractors.tables``, which decides which rows are the

@@ -24,7 +24,7 @@ class ExtractOptions:
     # characters (at most sheet_block_rows); keep it under the chunk budget.
     sheet_block_chars: int = 480
     sheet_block_rows: int = 20
-    # Amplification guard (issue 32, item 4): a table extractor's canonical text may have at
+    # Amplification guard: a table extractor's canonical text may have at
     # most max_text_ratio characters per byte of the file, never fewer than min_text_chars
     # and never more than max_text_chars; past it the document fails "too-large". Tables
     # render at a few characters per byte of their file (header rows repeated per block
@@ -34,7 +34,7 @@ class ExtractOptions:
     max_text_chars: int = 256 << 20
     # Zip bomb guard: total uncompressed size of an xlsx.
     max_unpacked_bytes: int = 512 * 1024 * 1024
-    # Memory a package's parsers may take for the XML they parse whole (issue 32, item 5):
+    # Memory a package's parsers may take for the XML they parse whole:
     # lxml holds ~15 bytes per byte of XML, so an honest 300 MB document.xml, under the bomb
     # limit, took 4.5 GB. Over it the document fails "too-large" before any XML is parsed
     # (extractors/ooxml.py: 2 GiB is 128 MiB of XML; a long real report's is a few MB).

@@ -3,7 +3,7 @@
 A path column is text, but a POSIX file name is bytes; the index stores ``escape(name)``
 and finds the file again with ``os_path(stored)``. The escaping is one-to-one: a backslash
 that would read as an escape is escaped itself, so ``caf\xe9.md`` written with a backslash and
-``caf`` + byte 0xE9 + ``.md`` are two stored names (issue 32: one replaced the other). A name
+``caf`` + byte 0xE9 + ``.md`` are two stored names (one replaced the other). A name
 that is UTF-8 and holds no such backslash is stored as it is, as it always was.
 """
 from __future__ import annotations

@@ -229,7 +229,7 @@ class Citation:
         return cls(**fields)
 
     def to_dict(self) -> dict:
-        """The JSON form of ``citeline ask --json`` (SPEC §5), plus what a client links with."""
+        """The JSON form of ``citeline ask --json``, plus what a client links with."""
         return {
             "index": self.index,
             "document_id": self.document_id,

@@ -15,7 +15,7 @@ from citeline.runtime.handles import store_for, write_lock
 
 
 # Failure records committed at a time: one LanceDB commit costs O(table versions), so
-# one per failure made 5,000 empty files take hours (issue 18.7); a batch bounds the
+# one per failure made 5,000 empty files take hours; a batch bounds the
 # IN-list of the read that merges with stored fields.
 RECORD_BATCH = 500
 

@@ -78,7 +78,7 @@ def publish_report(summary: RunSummary, root: str, db: str, by: str | None = Non
 def failure_rows(summary: RunSummary, db: str, now: str) -> list[dict]:
     """The ``failed-documents`` table. The Prefect UI renders every cell (and the description) as
     Markdown: a file named ``![b](http://host/x.png).pdf``, or a reason quoting a file's first
-    bytes, made the operator's browser fetch that URL (issue 42, item 6), so each cell that
+    bytes, made the operator's browser fetch that URL, so each cell that
     carries a name or a document's bytes is ``markdown_text``; it renders as the text itself,
     the retry parameters still copyable JSON."""
     return [{"path": markdown_text(f.path), "stage": f.stage, "reason": markdown_text(f.reason),

@@ -722,7 +722,7 @@ def main() -> None:
     if sys.argv[1:2] != ["server"]:
         from citeline.runtime import prefect_server
 
-        prefect_server.connect()  # a running citeline server, if any: no temporary one (issue 28, item 3)
+        prefect_server.connect()  # a running citeline server, if any: no temporary one
     try:
         cli(prog_name="citeline")
     finally:

@@ -144,8 +144,7 @@ def warm_reranker(index: Index, stop: threading.Event) -> int:
     MaxSim cache (query/rerank.py), a few at a time, while the service answers.
 
     Without stored vectors (``citeline index --token-vectors``, ~80 KiB a chunk on disk) each
-    ask encoded its up to 100 candidates: 3.9-4.3 s a page ask on 2,100 chunks (issue 29,
-    item 6). Returns how many chunks were encoded; a failure only leaves asks slower.
+    ask encoded its up to 100 candidates: 3.9-4.3 s a page ask on 2,100 chunks. Returns how many chunks were encoded; a failure only leaves asks slower.
     """
     from citeline.query.rerank import MaxSimReranker
     from citeline.runtime.log import get_logger
@@ -234,8 +233,8 @@ def _hosts(app: FastAPI, token: str | None, allowed: Sequence[str]) -> None:
     """Answer only requests addressed to this service's own names: 400 for any other ``Host``.
 
     Without a token, a page on ``http://attacker.example:PORT`` whose name the attacker points
-    at 127.0.0.1 (DNS rebinding) is same-origin with the service and read every document
-    (issue 42, item 2); the browser still sends the attacker's name as ``Host``.
+    at 127.0.0.1 (DNS rebinding) is same-origin with the service and read every document;
+    the browser still sends the attacker's name as ``Host``.
     """
     names = tuple(h.lower() for h in allowed)
     if token and not names:
@@ -367,7 +366,7 @@ def _errors(app: FastAPI) -> None:
 
 def error_type(exc: BaseException) -> str:
     """The ``type`` of a JSON error: "NotFound" for a plain KeyError (the bare Python name told a
-    client nothing, issue 29 item 4), else the exception's own class name.
+    client nothing), else the exception's own class name.
 
     >>> error_type(KeyError("no chunk")), error_type(ValueError("bad")), error_type(NoIndex("none"))
     ('NotFound', 'ValueError', 'NoIndex')

@@ -1,5 +1,5 @@
 """Bounds on what a connection to ``citeline api`` may hold: time to send a request's head, and
-how many connections are open at once (issue 42, item 7).
+how many connections are open at once.
 
 uvicorn's h11 protocol closes a connection idle *between* requests (``timeout_keep_alive``),
 but one that never finishes its first head was kept for ever: any byte cancels that timer,

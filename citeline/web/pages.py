@@ -1,5 +1,5 @@
 """The HTML pages of ``citeline api`` a person reads: the frame every page shares, the ask page,
-the library, a document's page and the page a stale link lands on (issue 29).
+the library, a document's page and the page a stale link lands on.
 
 Every string that came from a document (paths, titles, reasons, notes, quotes) goes through
 :func:`esc`; pages also run no inline script (service.PAGE_CSP). Library filters are a plain

@@ -108,7 +108,7 @@ def _open_source(doc: DocumentInfo, stack: ExitStack) -> tuple[BinaryIO, int]:
     """The source opened as the indexer opens it (beneath its folder, no symlink), and its size.
 
     An object on S3 is opened for ranged reads: only the bytes sent are fetched (a 1-byte range
-    downloaded the whole object, issue 42, item 10).
+    downloaded the whole object).
     """
     if is_remote(doc.source):
         try:
@@ -150,7 +150,7 @@ def byte_range(header: str, size: int) -> tuple[int, int] | str | None:
     syntax, or several ranges (served whole: players ask for one at a time).
 
     Before, ``bytes=-0`` answered 206 with ``Content-Range: bytes 40782-40781/40782`` and every
-    header it could not read was a 416 (issue 42, item 13).
+    header it could not read was a 416.
 
     >>> byte_range("bytes=0-99", 1000), byte_range("bytes=900-", 1000), byte_range("bytes=-10", 1000)
     ((0, 99), (900, 999), (990, 999))
@@ -176,7 +176,7 @@ def byte_range(header: str, size: int) -> tuple[int, int] | str | None:
 
 def source_href(doc: DocumentInfo) -> str:
     """The source's URL, ending in the file's own name: a browser's PDF viewer titles itself
-    with the URL's last part, which was the document's hash (issue 29, item 2)."""
+    with the URL's last part, which was the document's hash."""
     return f"/sources/{doc.document_id}/{quote(PurePosixPath(doc.path).name or 'source')}"
 
 
@@ -308,7 +308,7 @@ def highlighted(canonical: str, start: int, end: int, line: tuple[int, int] | No
 
 def sheet_table(stored: dict, sheet: str, chunk: ChunkInfo) -> str:
     """One table of the cited cells of ``sheet``: title lines as its caption, the header rows
-    as its head, the cited data rows under them, cells in the same columns (issue 29, item 2).
+    as its head, the cited data rows under them, cells in the same columns.
 
     Rows are the stored segments' lines as the indexer rendered them (cells joined by
     ``CELL_SEPARATOR``), cut to the chunk: exactly the cited cells, nothing of the file re-read.

@@ -1,4 +1,4 @@
-"""Connections that send nothing, or trickle a head, are closed; connections are capped (issue 42, item 7).
+"""Connections that send nothing, or trickle a head, are closed; connections are capped.
 
 Raw sockets against a real `citeline api` process on loopback, with a 1 s head deadline and
 8 connections so the test stays short. Before, uvicorn's defaults kept a silent connection and a

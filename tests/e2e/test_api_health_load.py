@@ -1,4 +1,4 @@
-"""/health answers at once while 100 questions are being answered (issue 42, item 12).
+"""/health answers at once while 100 questions are being answered.
 
 Before, /health was a plain function: it waited for one of the threads every question held
 (21 s in the issue's run); it now answers on the event loop from the snapshot served.

@@ -1,4 +1,4 @@
-"""A model upgrade under a live `citeline api` process, end to end (issue 42, item 1).
+"""A model upgrade under a live `citeline api` process, end to end.
 
 Index two files (one secret), serve them, `citeline reindex --model minilm-int8`, delete the
 secret and sync, then `gc --yes`. Before: the service kept its old snapshot (the secret's quote

@@ -1,5 +1,5 @@
 """The pages people use, in a real Chromium (Debian's chromium + chromedriver, driven by Selenium),
-at desktop (1280 px) and phone (400 px) width (issue 29).
+at desktop (1280 px) and phone (400 px) width.
 
 `citeline api` runs as its own process on a free loopback port over a small mixed index built
 with the real model (text, Markdown, a PDF, an xlsx, a deck, a speech clip, a PDF that fails),
@@ -57,7 +57,7 @@ WAIT_S = 60
 OFFLINE = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"
 OPEN_CUT = 0.8
 WIDTHS = {"desktop": 1280, "phone": 400}
-ROUND_TRIP_P50_MS = 300  # issue 29 item 6, warm, measured by the page's own Performance API entries
+ROUND_TRIP_P50_MS = 300  # Warm, measured by the page's own Performance API entries
 
 
 class FakeChat(BaseHTTPRequestHandler):
@@ -384,7 +384,7 @@ def test_beside_an_answer_the_passages_the_gate_cut_follow_the_sources_marked_no
 
 def test_each_kind_of_citation_opens_the_source_at_the_cited_place(service, browser, width, tmp_path):
     """The click-through is under test here, not the gate: the page is opened with ``?cut=0.8``
-    (on this small index the calibrated cut refuses the PDF questions, issue 16)."""
+    (on this small index the calibrated cut refuses the PDF questions)."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -626,8 +626,7 @@ def rebinding_browser():
 
 def test_a_dns_rebinding_page_reads_nothing(rebinding_browser, docs, tmp_path, cli_env):
     """A script on http://attacker.test:PORT (the name rebound to 127.0.0.1) fetches /documents and
-    a source, same-origin as far as the browser knows; before, it read every document (issue 42,
-    item 2). The fake embedder serves here: the Host check comes before any model."""
+    a source, same-origin as far as the browser knows; before, it read every document. The fake embedder serves here: the Host check comes before any model."""
     from testkit import served_api
 
     db = tmp_path / "db"

@@ -1,4 +1,4 @@
-"""The local Prefect server citeline's commands share (issue 28, item 3; runtime/prefect_server.py):
+"""The local Prefect server citeline's commands share (item 3; runtime/prefect_server.py):
 started once, found by the next command (no temporary server of its own), its runs kept in its
 history, left running by design after ``kill -9`` of a command, stopped when idle or told to."""
 from __future__ import annotations
@@ -107,7 +107,7 @@ def processes_with_home(prefect_home) -> list[str]:
 
 
 def test_a_server_json_the_disk_refuses_stops_the_server_it_started(home):
-    """Issue 43 item 6: the supervisor failed to write server.json (a full disk) after starting
+    """The supervisor failed to write server.json (a full disk) after starting
     `prefect server start`, ended, and left that server running for ever."""
     env = {**{k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}, "CITELINE_HOME": str(home),
            "CITELINE_FAILPOINT": "server.state:enospc"}

@@ -1,5 +1,5 @@
 """`citeline search` and `ask` send the question to a `citeline api` serving the same index on
-this machine, and print what they would have printed answering it themselves (issue 46 item 2).
+this machine, and print what they would have printed answering it themselves.
 
 Real processes on the fake embedder (tests/fixtures/fake_cli.py): the service announces itself
 under CITELINE_HOME; each command is run twice, through the service and with --local.

@@ -1,7 +1,7 @@
 """A real `citeline` process killed (SIGKILL) at every failpoint of the write paths, then the folder
 changed (a file deleted, one renamed, an edit undone) and synced again: the index equals a clean
 index of the same folder — the same paths, the same chunk rows per path, every sentence of the
-folder found once, nothing the folder no longer holds served (issue 43; points: index/faults.py,
+folder found once, nothing the folder no longer holds served (points: index/faults.py,
 outcomes: docs/reliability.md, "Failpoints").
 
 The process is tests/fixtures/fake_cli.py (the fake embedder) on the session's Prefect server,

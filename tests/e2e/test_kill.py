@@ -80,7 +80,7 @@ def staged_documents(db: Path) -> tuple[str | None, set[str]]:
 
 
 def test_kill_minus_9_of_a_reindex_then_a_delete_and_a_sync_then_resume_serves_no_deleted_text(tmp_path, cli_env):
-    """Issue 18.1/18.2: the interrupted re-index's table survives `gc --yes`, and the resumed
+    """The interrupted re-index's table survives `gc --yes`, and the resumed
     re-index drops the rows of the document deleted meanwhile instead of publishing them."""
     folder = tmp_path / "docs"
     shutil.copytree(EXAMPLES, folder)

@@ -33,7 +33,7 @@ BAD = {
     "empty.md": (lambda: b"", None),
     "locked.docx": (make.encrypted_xlsx, "encrypted"),
 }
-NOT_DOCUMENTS = {"blob.bin": lambda: b"\x00\x01\x02\x03" * 64}  # set aside, not failed (issue 41.2)
+NOT_DOCUMENTS = {"blob.bin": lambda: b"\x00\x01\x02\x03" * 64}  # set aside, not failed
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +86,7 @@ def test_pdf_hit_cites_the_pages_its_quote_is_on(db):
     needle = doc["canonical"].index("interval is 450 hours", chunk["start"])
     page_of_needle = next(s.locator.page for s in segments_from_json(doc["segments"]) if s.start <= needle < s.end)
     assert page_of_needle == 3 and page_of_needle in cited
-    # A chunk crossing pages opens the page holding most of it (issue 31 item 6) ...
+    # A chunk crossing pages opens the page holding most of it ...
     held = {}
     for seg in segments_from_json(doc["segments"]):
         if seg.locator.page in cited:

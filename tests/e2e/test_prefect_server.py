@@ -187,7 +187,7 @@ def test_served_deployment_syncs_the_folder_when_triggered(server, tmp_path):
 
 def test_a_hostile_failed_documents_table_fetches_nothing_in_the_ui(server, beacon, tmp_path):
     """The failed-documents table artifact opened in Chromium: a name and a reason that carry Markdown
-    images and links make no request leave and render no live link (issue 42, item 6)."""
+    images and links make no request leave and render no live link."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
     from prefect.settings import PREFECT_API_URL, temporary_settings
@@ -274,7 +274,7 @@ def headless_chromium():
 def test_the_index_health_artifacts_fetch_nothing_in_the_ui(server, beacon):
     """The index's failing-documents table and index-health page opened in Chromium: a failing
     file's name and reason, and a synced folder's, that carry Markdown images, links and HTML
-    make no request leave and render no live link (issue 45, item 3)."""
+    make no request leave and render no live link."""
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey

@@ -1,8 +1,8 @@
-"""A question is embedded without torch (issue 28, item 2): the packaged MiniLM's own weights,
+"""A question is embedded without torch: the packaged MiniLM's own weights,
 exported once to ONNX (pipeline/onnx_export.py), give every dev question the vector torch
 gives it to within 1e-5 (cosine >= 0.99999), and `search` / `ask` in a fresh process answer
 from an index built with torch without importing torch at all. A process's first few passages
-(an edited file's chunks) are encoded the same way (issue 46, item 3): the sync that indexes
+(an edited file's chunks) are encoded the same way: the sync that indexes
 them never loads torch, and its index answers as one torch built."""
 from __future__ import annotations
 

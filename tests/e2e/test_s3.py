@@ -228,7 +228,7 @@ def test_the_service_serves_an_s3_source_and_its_ranges(bucket):
 
 
 def test_a_ranged_s3_source_fetches_only_its_range(bucket):
-    """Issue 42, item 10: a 1-byte Range downloaded the whole object (12 such requests took the
+    """A 1-byte Range downloaded the whole object (12 such requests took the
     service from 368 MB to 1,129 MB). The GETs the service sends are counted by botocore's own
     events on the S3 server the test runs."""
     from fastapi.testclient import TestClient
@@ -256,7 +256,7 @@ def test_a_ranged_s3_source_fetches_only_its_range(bucket):
 
 
 def test_most_of_a_prefix_gone_is_held_as_a_folder_is_and_an_emptied_one_forgets_nothing(bucket):
-    """Deletion only from evidence on object storage too (issue 43): the same plan holds them."""
+    """Deletion only from evidence on object storage too: the same plan holds them."""
     root = f"s3://{bucket}/docs"
     for i in range(20):
         put(bucket, f"docs/note-{i:02d}.md", f"# Note {i}\n\nShip {i * 7} reached the harbour.\n".encode())

@@ -119,7 +119,7 @@ def test_sync_and_delete_reopen_the_snapshot(index, folder):
 
 
 def test_sync_takes_the_commands_include_and_exclude(index, folder):
-    """`Index.sync` could not pass `citeline index`'s --include / --exclude (issue 47)."""
+    """`Index.sync` could not pass `citeline index`'s --include / --exclude."""
     (folder / "drafts").mkdir()
     (folder / "drafts" / "plan.md").write_text("# Plan\n\nThe zeppelin hangar stays a draft.\n")
     (folder / "memo.txt").write_text("A memo about the zeppelin hangar.\n")

@@ -1,4 +1,4 @@
-"""The index folder deleted while `citeline api` serves it, and a read-only index folder (issue 32).
+"""The index folder deleted while `citeline api` serves it, and a read-only index folder.
 
 Deleted: every route that reads the index answers 503 "IndexGone" with one clear message
 (stale LanceDB handles would answer from files that are no longer there: half the routes

@@ -1,4 +1,4 @@
-"""A re-index to another model under a running service, then a removal and `gc` (issue 42, item 1).
+"""A re-index to another model under a running service, then a removal and `gc`.
 
 Before: the service's re-open raised the model mismatch every second and kept its old snapshot:
 `/search` returned the removed `secret.md` with 200 while `/health` said ready with the old model,

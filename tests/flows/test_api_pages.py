@@ -1,4 +1,4 @@
-"""The pages of ``citeline api`` a person reads (issue 29): the library's search, filters and
+"""The pages of ``citeline api`` a person reads: the library's search, filters and
 pages, a document's page, the source views' layout, and what a stale link shows.
 
 A real index (fake embedder, real flow, real LanceDB) served in-process by FastAPI's TestClient;
@@ -200,7 +200,7 @@ def test_the_ask_page_offers_to_write_an_answer_only_with_an_endpoint(client, mo
 
 
 def test_the_service_warms_the_reranker_of_an_index_that_stores_no_word_piece_vectors(folder, tmp_path):
-    """Issue 29, item 6: without stored token vectors (``--no-token-vectors``) every ask encoded its
+    """Without stored token vectors (``--no-token-vectors``) every ask encoded its
     candidates; the service encodes them once (before the fix the warm-up found no token table
     and encoded nothing)."""
     import threading

@@ -194,7 +194,7 @@ def test_sources_serve_the_original_bytes_with_type_and_ranges(client, folder):
 
 
 def test_sources_read_ranges_as_rfc_9110_says(client):
-    """Issue 42, item 13: `bytes=-0` was a 206 with `Content-Range: bytes N-(N-1)/N`; a header
+    """`bytes=-0` was a 206 with `Content-Range: bytes N-(N-1)/N`; a header
     in another unit, malformed or naming several ranges was a 416 where it is to be ignored."""
     pdf = doc_id(client, "report.pdf")
     whole = client.get(f"/sources/{pdf}").content
@@ -291,7 +291,7 @@ def test_token_guards_everything_but_health(index):
 
 
 def test_without_a_token_only_loopback_names_are_answered(index):
-    """DNS rebinding (issue 42, item 2): a page on attacker.test, its name pointed at 127.0.0.1,
+    """DNS rebinding: a page on attacker.test, its name pointed at 127.0.0.1,
     sends its own name as Host; before, every path answered it (200 with every document)."""
     doc = index.documents()[0].document_id
     with TestClient(create_app(index, poll_s=0), base_url="http://127.0.0.1") as client:

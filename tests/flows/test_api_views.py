@@ -1,5 +1,5 @@
 """`/view/{chunk}` pages are built from what the index stored, never by parsing the source in
-the service; a source changed or gone since it was indexed is said to be (issue 32, major 6).
+the service; a source changed or gone since it was indexed is said to be (major 6).
 
 A real index (fake embedder, real flow, real LanceDB) served in-process by FastAPI's TestClient.
 """

@@ -1,4 +1,4 @@
-"""Benches in smoke mode (issue 28, item 6): every script in bench/ runs on a tiny input and the
+"""Benches in smoke mode: every script in bench/ runs on a tiny input and the
 fake embedder, exits 0 and prints its result lines, so a bench can no longer rot unseen
 (bench/index_overhead.py, the headline one, failed for weeks with ``ValueError: not enough
 values to unpack`` once logging moved to the entry points). No timing is asserted.
@@ -38,12 +38,12 @@ SMOKES = {
     "index_overhead": Smoke(("--smoke",), ("RATIO", "where the flow's time went:", "prefect: flow start",
                                            "plan (walk, hash, compare)", "finish (FTS index + optimize)"), True),
     "small_files": Smoke(("20",), ("documents   20 indexed, 0 failed", "run  "), True),
-    # issue 28 items 4 and 2/3: renames as a metadata write; each command in a fresh process
+    # Renames as a metadata write; each command in a fresh process
     "rename_costs": Smoke(("--smoke",), ("rename  flow", "deleted 20", "(0 encoded, "), True),
     "one_file_index": Smoke(("--smoke",), ("smoke one-file index: exit 0",), True),
     "cold_commands": Smoke(("--smoke",), ("smoke --help: exit 0", "smoke status: exit 0", "smoke search: exit 0"),
                            True),
-    # issue 28 item 3: Prefect's share of a no-op sync against a running server (the session's)
+    # Prefect's share of a no-op sync against a running server (the session's)
     "prefect_start": Smoke(("--smoke",), ("Prefect outside the run", "prefect outside the run: first call"), True),
     # the scale bench: grown past the vector-index threshold, served by citeline api
     "ann_scaling": Smoke(("--smoke", "--service"), ("vector index built automatically: True", "recall@10",

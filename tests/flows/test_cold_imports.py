@@ -1,4 +1,4 @@
-"""Read-only commands import only what they use (issue 28, item 1): `status`, `check`,
+"""Read-only commands import only what they use: `status`, `check`,
 `chunks` and `gc`, each run in a fresh interpreter through the console script's own
 ``main()``, never import the extractors (PyMuPDF …) or the embedding stack (torch,
 sentence-transformers, transformers). Each of those costs a cold command a second or more

@@ -1,4 +1,4 @@
-"""A sync forgets a document only from evidence that its file is gone (issue 43, items 1, 2, 7).
+"""A sync forgets a document only from evidence that its file is gone.
 
 An unmounted share is an empty folder, and a folder the listing cannot read looked empty too:
 both wiped documents that were still there. Permission is denied for real: root reads through

@@ -1,4 +1,4 @@
-"""Disk full at every write point of a sync: a summary always, and a state the next run heals (issue 18.3).
+"""Disk full at every write point of a sync: a summary always, and a state the next run heals.
 
 The fault is sticky, as a full disk is: from the first write at the chosen point on,
 every write of the index raises ``OSError(ENOSPC)`` — the failure recorder's too.
@@ -72,7 +72,7 @@ def assert_healed(folder: Path, settings: IndexSettings) -> None:
     assert check_index(store) == []
     records = {r["path"]: r["status"] for r in store.document_rows(["path", "status"])}
     assert records == {"04-dropout.md": "indexed", "07-lstm.md": "indexed", "10-lr-scheduler.md": "indexed"}
-    # what readers see: a deleted file's rows are kept, unowned, for the grace period (issue 43)
+    # what readers see: a deleted file's rows are kept, unowned, for the grace period
     contents = " ".join(r["content"] for r in store.chunk_rows(["content"], owned=True))
     assert "Zebras cross at dawn" in contents and "archive shelves" not in contents
     assert TokenVectors(store, store.stamp()).missing() == []

@@ -1,4 +1,4 @@
-"""Forgotten documents keep their vectors for a grace period (issue 43): a file deleted and
+"""Forgotten documents keep their vectors for a grace period: a file deleted and
 synced away is no longer served, yet its chunk rows stay, owned by no record, so the file
 coming back (a share remounted, a backup restored) costs no re-embedding; the first sync after
 the grace period deletes them. Real LanceDB, real Prefect, the fake embedder.

@@ -1,4 +1,4 @@
-"""Issue 41 item 4 / issue 45 item 4: text is never lost because it looks like a heading.
+"""Text is never lost because it looks like a heading.
 
 A heading's words are quoted with the chunk they open, a document of nothing but headings
 gets chunks, and `citeline check` (and `check --repair`) is green on such an index.
@@ -67,7 +67,7 @@ def test_headings_are_quoted_and_a_text_of_headings_gets_chunks(folder, tmp_path
 
 
 def test_repair_of_a_document_stored_with_zero_chunks_is_green(folder, tmp_path):
-    """Issue 45: an index written before headings were quoted holds the <h3> page with zero
+    """An index written before headings were quoted holds the <h3> page with zero
     chunks; `check --repair` indexed it again to zero chunks and stayed red every week."""
     store = synced(folder, tmp_path)
     doc_id = store.document_rows(["doc_id"], "path = 'only-h3.html'")[0]["doc_id"]

@@ -1,4 +1,4 @@
-"""Per index, what is true of it now (issue 45, item 3): the ``failing-documents-…`` table and
+"""Per index, what is true of it now: the ``failing-documents-…`` table and
 the ``index-health-…`` page, published by every run that writes the index, read from its records
 and notes, never from one run's failures; every cell escaped. Against the session's Prefect server."""
 import html

@@ -1,4 +1,4 @@
-"""Issue 41 item 3 end to end: a folder of Unstructured's e-mails, Outlook messages and data files
+"""A folder of Unstructured's e-mails, Outlook messages and data files
 synced by the real flow (fake embedder) indexes every one — before, each failed "unsupported-type"
 and the .msg files crashed the sync — with every quote its canonical text's exact slice
 (`citeline check`) and each chunk's fragment opening its place (a MIME part, a JSON Pointer, an

@@ -1,4 +1,4 @@
-"""Hundreds of failing files in one run: failures recorded in batches, not a commit each (issue 18.7)."""
+"""Hundreds of failing files in one run: failures recorded in batches, not a commit each."""
 from pathlib import Path
 
 import pytest

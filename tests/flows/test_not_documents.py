@@ -1,4 +1,4 @@
-"""Not a document is not a failure (issue 41, item 2): an archive, source code, a photo with no
+"""Not a document is not a failure: an archive, source code, a photo with no
 text and a recording with no speech are set aside with what they are, counted and listed in the
 run's summary, its --json, ``citeline status`` and the library, exit 0, and are passed by until
 they change. And the summary says what happened in words (item 10)."""
@@ -123,7 +123,7 @@ def test_renaming_a_file_that_is_no_document_is_no_new_failure(folder, tmp_path)
 
 
 def test_a_text_file_renamed_twice_reuses_its_stored_work_both_times(docs, tmp_path):
-    """Issue 41.10: a second rename of a text file titled by its name re-encoded it (every such
+    """A second rename of a text file titled by its name re-encoded it (every such
     rename did: its title, in every chunk header, changed). Each rename now keeps the vectors,
     and the title and headers follow the name; the summary says it in words."""
     settings = IndexSettings(db=str(tmp_path / "db"), model=FAKE)
@@ -166,7 +166,7 @@ def test_the_library_shows_them_skipped_with_what_they_are_never_failed(folder, 
 
 
 def test_an_old_unsupported_type_failure_is_skipped_once_retried(folder, tmp_path):
-    """An index written before issue 41.2 holds such files as failed: they stay still failing
+    """An index written before files were set aside holds such files as failed: they stay still failing
     until changed, and ``retry`` moves them to skipped (counted there, not as indexed)."""
     from citeline.flows.retry import retry_failed
 

@@ -1,4 +1,4 @@
-"""One version of the truth per document (issue 43, items 3 and 4): chunk rows committed without
+"""One version of the truth per document: chunk rows committed without
 their record — a writer stopped between its two commits — are never served, and the next sync
 deletes them before it plans, whatever the folder did since (a file deleted, an edit undone).
 

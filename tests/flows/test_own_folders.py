@@ -1,4 +1,4 @@
-"""Issue 42 item 11: an index (or Prefect's home) inside the folder it indexes is never indexed.
+"""An index (or Prefect's home) inside the folder it indexes is never indexed.
 Its LanceDB files failed on every sync (exit 3 for ever), and a no-op sync was never one."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A document deleted between two re-indexes stays deleted (issue 18.1)."""
+"""A document deleted between two re-indexes stays deleted."""
 import shutil
 from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""gc is a writer like any other, and never drops a re-index's table before it switches (issue 18.2)."""
+"""gc is a writer like any other, and never drops a re-index's table before it switches."""
 from pathlib import Path
 
 import pytest

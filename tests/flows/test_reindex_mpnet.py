@@ -107,7 +107,7 @@ def test_search_and_ask_with_a_cut_answer_from_the_mpnet_index(upgraded):
 @pytest.mark.slow
 @needs_mpnet
 def test_ask_after_the_reindex_needs_no_cut(upgraded):
-    """The gate calibrated at re-index time (issue 16 item 2) serves the new model with no flag."""
+    """The gate calibrated at re-index time serves the new model with no flag."""
     asked = invoke("ask", QUESTION, "--db", upgraded, "--json")
     assert asked.exit_code == 0, asked.output
     answer = json.loads(asked.output)

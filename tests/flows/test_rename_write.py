@@ -1,4 +1,4 @@
-"""Renames, moves and copies are a metadata write (issue 28, item 4): the run writes the stored
+"""Renames, moves and copies are a metadata write: the run writes the stored
 rows under their new paths in a few commits, with no per-file task run, no extraction, no
 chunking and no encoding, and the index it leaves is the one a fresh index of the renamed
 folder would be (rows, vectors and records alike).

@@ -135,7 +135,7 @@ def test_an_edited_copy_is_extracted_and_keeps_the_vectors_of_its_unchanged_chun
 def test_a_title_taken_from_the_file_name_follows_the_rename(docs, tmp_path, extractions):
     """A document without a title of its own is titled by its file name, which its chunk
     headers carry: renamed, it takes the new name's title and headers, and keeps its stored
-    work (issue 41.10: it was extracted and encoded again, a book's minutes for a rename)."""
+    work (it was extracted and encoded again, a book's minutes for a rename)."""
     settings = IndexSettings(db=str(tmp_path / "index"), model=FAKE)
     (docs / "untitled.md").write_text("Dropout zeroes activations at random while training.\n")
     sync(docs, settings)

@@ -1,4 +1,4 @@
-"""A full disk before the first document (issue 43, item 5): the run's set-up writes (the writer
+"""A full disk before the first document: the run's set-up writes (the writer
 lock's pid, the table created, the migrations and sweep, the synced root) and Prefect's home end
 in one line naming the cause and the path, exit 1 — not a 62-line traceback, nor two minutes of
 retries ending ``Timed out while attempting to connect to ephemeral Prefect API server``.

@@ -1,5 +1,5 @@
 """`citeline status` answers an unchanged local index from the report kept beside its
-tables, without importing LanceDB (issue 28: ~0.7-1.0 s of a cold status here), and is
+tables, without importing LanceDB (~0.7-1.0 s of a cold status here), and is
 never stale: any commit to any table makes the next status read the tables again."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 32, major 7: a file named with the byte 0xE9 and one literally named ``caf\\xe9.md``
+"""A file named with the byte 0xE9 and one literally named ``caf\\xe9.md``
 are two documents through a real sync (fake embedder): before, they shared one stored name and
 one replaced the other, and the next sync flipped them."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 27, item 1, with the real model: a period question about a report-like workbook is
+"""With the real model: a period question about a report-like workbook is
 answered from the chunk whose quote shows that period's value under that period's header."""
 import pytest
 

@@ -1,4 +1,4 @@
-"""Two synced folders that both hold ``notes.md`` (issue 31, item 7): ``status`` showed two identical
+"""Two synced folders that both hold ``notes.md``: ``status`` showed two identical
 ``notes.md`` rows and ``citeline chunks notes.md`` answered "no document notes.md". Documents are
 now shown by a path that tells the folders apart, and ``chunks``, ``rm``, ``Index.document`` and the
 HTTP API take any ending of a path that names one document, listing the candidates otherwise."""

@@ -1,4 +1,4 @@
-"""A sync that would write nothing is answered before Prefect (flows/sync_plan.py, issue 28):
+"""A sync that would write nothing is answered before Prefect (flows/sync_plan.py):
 ``unchanged`` says so only when every step of the flow would write nothing, with the counts the
 flow itself reports; any work, or any doubt, runs the flow."""
 from __future__ import annotations

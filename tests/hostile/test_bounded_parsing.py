@@ -1,4 +1,4 @@
-"""Issue 32: every byte a document contributes is parsed in bounded time and memory.
+"""Every byte a document contributes is parsed in bounded time and memory.
 
 Each test shows the growth with two small inputs (see tests/fixtures/growth.py) and failed on
 the code before its fix.
@@ -133,7 +133,7 @@ def test_a_chunking_told_to_stop_stops_where_it_is():
 
 
 def test_a_table_is_laid_out_in_time_linear_in_its_width():
-    # Issue 42 item 4: the header's distinct cells were counted again for every column, so a
+    # The header's distinct cells were counted again for every column, so a
     # header and one record of 2,500 / 10,000 fields took 0.12 / 2.3 s (19x for 4x).
     from citeline.extractors import delimited
     from citeline.schemas.options import ExtractOptions
@@ -148,7 +148,7 @@ def test_a_table_is_laid_out_in_time_linear_in_its_width():
 
 
 def test_html_is_walked_in_time_linear_in_its_nesting():
-    # Issue 42 item 3: whether an element held a block was asked by rescanning its subtree at
+    # Whether an element held a block was asked by rescanning its subtree at
     # every nesting level: 10 / 160 spans around 20,000 empty <b>s took 0.24 / 5.3 s (22x).
     from citeline.schemas.options import ExtractOptions
 
@@ -181,7 +181,7 @@ def _book(spine_repeats: int) -> bytes:
 
 
 def test_a_chapter_the_spine_lists_many_times_is_read_once():
-    # Issue 42 item 9: a spine naming one chapter 600 times made ~24,000 characters per byte
+    # A spine naming one chapter 600 times made ~24,000 characters per byte
     # of a 4 KB file until the time limit.
     from citeline.extractors import epub
 
@@ -191,7 +191,7 @@ def test_a_chapter_the_spine_lists_many_times_is_read_once():
 
 @pytest.mark.parametrize("kind", ["html", "docx", "odt", "pptx", "epub"])
 def test_every_extractor_refuses_text_far_beyond_its_file(kind, make):
-    # Issue 42 item 9: the amplification bound tables had (max_text_ratio characters per byte)
+    # The amplification bound tables had (max_text_ratio characters per byte)
     # holds for every extractor that builds its text block by block.
     from citeline.extractors import docx, epub, odt, pptx
     from citeline.schemas.errors import TooLarge
@@ -233,7 +233,7 @@ def _giant_page_pdf(side_pt: float, ink: bool) -> bytes:
 
 
 def test_a_giant_pdf_page_fails_too_large_not_as_a_parser_error():
-    # Issue 42 item 12: MuPDF refused to render a 100,000-point page ("FzErrorLimit: Overly
+    # MuPDF refused to render a 100,000-point page ("FzErrorLimit: Overly
     # large image"), and the document failed parser-error.
     from citeline.extractors import pdf
     from citeline.schemas.errors import NoText, TooLarge

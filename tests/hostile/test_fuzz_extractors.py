@@ -1,4 +1,4 @@
-"""Issue 32, done-when: every extractor and the sniffer, fed random and adversarial bytes, returns
+"""Every extractor and the sniffer, fed random and adversarial bytes, returns
 or fails the document with the project's own error, within a wall-clock bound.
 
 Each call runs in the isolated worker (pipeline/isolate.py), killed at ``LIMIT_S`` plus its
@@ -98,7 +98,7 @@ def test_text_is_read_in_bounded_time(data):
 
 
 # ------------------------------------------------------------------ real files, cut and mutated
-# Issue 41 item 1: one Outlook message stopped every sync (a KeyError of citeline's own code on an
+# One Outlook message stopped every sync (a KeyError of citeline's own code on an
 # OLE2 file). Every extractor is fed truncated and byte-mutated copies of real files (the suite's
 # own: unstructured's and docling's, tests/fixtures), seeded, through the pipeline's own call
 # (``run_extractor``: the worker for a binary format, this process for text): each returns or fails

@@ -37,7 +37,7 @@ class Case:
     says: str  # a fragment of the reason an operator reads
 
 
-# Zero-byte files of every type, then one hostile file per row of issue #8.
+# Zero-byte files of every type, then one hostile file per row of docs/reliability.md.
 HOSTILE = [
     *(Case(f"empty{suffix}", lambda: b"", "extract", "empty", "0 bytes")
       for suffix in (".pdf", ".xlsx", ".png", ".mp4", ".md", ".txt")),
@@ -47,7 +47,7 @@ HOSTILE = [
     Case("locked.pdf", lambda: make.encrypted_pdf("secret"), "extract", "encrypted", "user password"),
     Case("locked.xlsx", make.encrypted_xlsx, "extract", "encrypted", "password-protected workbook"),
     Case("legacy-renamed.xlsx", make.legacy_xls, "extract", "corrupt", "damaged OLE2 container"),
-    # Issue 14's formats: a Word zip bomb, a locked deck, a legacy .doc, a cut .ods, an archive.
+    # Formats: a Word zip bomb, a locked deck, a legacy .doc, a cut .ods, an archive.
     Case("zip-bomb.docx", lambda: make.zip_bomb(600 << 20), "extract", "too-large", "zip bomb"),
     Case("locked.pptx", make.encrypted_xlsx, "extract", "encrypted", "password-protected"),
     Case("legacy.docx", lambda: make._ole2(["WordDocument", "1Table"]), "extract", "unsupported-type",
@@ -63,7 +63,7 @@ HOSTILE = [
          "not a PDF"),
 ]
 
-# name -> (bytes, what it is): no documents, set aside, not failed (issue 41.2)
+# name -> (bytes, what it is): no documents, set aside, not failed
 NOT_DOCUMENTS = {"backup.7z": (b"7z\xbc\xaf\x27\x1c\x00\x04" + bytes(64), "a 7-Zip archive (.7z)")}
 
 # name -> (bytes, a phrase its canonical text must hold)
@@ -244,7 +244,7 @@ def test_a_file_changed_after_planning_is_recorded_with_the_hash_of_what_was_ind
 
 def test_the_next_sync_reads_neither_the_good_files_nor_the_unchanged_failures(runs):
     """A failure whose file has not changed is reported as still failing, not read again and not
-    counted as a new failure (issue 30 item 4: cron should not page for a file nobody fixed)."""
+    counted as a new failure (cron should not page for a file nobody fixed)."""
     summary = runs["second"].result(raise_on_failure=False)
     failing = len(HOSTILE) + 1 + (0 if IS_ROOT else 1)  # vanishes.md is gone for good
     assert (summary.indexed, summary.failed, summary.still_failing, summary.skipped) == \

@@ -1,4 +1,4 @@
-"""Issue 31 item 1: whatever an extractor's parser library raises on a file is that file's failure
+"""Whatever an extractor's parser library raises on a file is that file's failure
 (stage, kind ``parser-error``, the library's own message), decided in the worker that runs the
 parser; an exception of citeline's own code still stops the run with its traceback.
 
@@ -48,7 +48,7 @@ def test_every_extractor_is_covered_by_a_case_or_has_no_library():
     """A case per extractor whose library is third-party; csv and text read with Python alone
     (the csv module's one error, csv.Error, is mapped by the extractor itself)."""
     covered = {_module(name, build()[0]).NAME for name, build in library_raises.CASES.items()}
-    # The readers issue 41 added have no case here yet: whatever their libraries raise fails the
+    # The newer readers have no case here yet: whatever their libraries raise fails the
     # document alone through pipeline/blame.py's ``contained``, which the fuzz test of real files
     # (tests/hostile/test_fuzz_extractors.py) exercises for each of them.
     uncovered = {"eml", "msg", "json", "yaml", "xml", "markup", "rtf", "legacy-office"}
@@ -102,7 +102,7 @@ def test_a_folder_with_every_such_file_indexes_the_good_one_and_fails_each_bad_o
 
 
 # ------------------------------------- citeline's own bugs are named, and cost only their file
-# Issue 41 item 1: a bug a file reveals (the KeyError of ooxml.ole2_reason on an Outlook message)
+# A bug a file reveals (the KeyError of ooxml.ole2_reason on an Outlook message)
 # stopped every sync of the folder; it now fails that document, kind unexpected-error, with the
 # exception and the frame it rose in, and the run goes on.
 

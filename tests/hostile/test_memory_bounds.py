@@ -1,4 +1,4 @@
-"""Issue 42 item 5: a file's claims about its size are its word, and no document can take the machine.
+"""A file's claims about its size are its word, and no document can take the machine.
 
 A media file's header said 1 s and it held 5 hours: decoded whole, 6.8 GB. Decoding now stops at
 ``max_media_seconds`` of *decoded* audio, and every extraction worker runs under a memory ceiling

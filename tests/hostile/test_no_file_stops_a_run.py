@@ -1,4 +1,4 @@
-"""Issue 41 item 1: no file can stop a run. Whatever is raised on one file — by any extractor, in
+"""No file can stop a run. Whatever is raised on one file — by any extractor, in
 its worker or in the flow's process, while its type is sniffed, its text extracted or chunked — that
 document fails alone with its stage and a one-line reason; the others are indexed, the summary
 prints and the exit code is the failed-documents one (3), never a crash (1).

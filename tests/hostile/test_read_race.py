@@ -180,7 +180,7 @@ def test_a_regular_file_under_the_root_is_read(tree, opener):
 @pytest.mark.parametrize("swapped", ["root", "its parent"])
 def test_a_root_swapped_for_a_symlink_is_refused(tmp_path, opener, swapped):
     """`citeline retry` reads a path stored under a root resolved long ago: the root (or a folder
-    above it) replaced by a link to another tree was followed (issue 42, item 8)."""
+    above it) replaced by a link to another tree was followed."""
     synced, other = tmp_path / "home" / "synced", tmp_path / "other" / "synced"
     synced.mkdir(parents=True)
     other.mkdir(parents=True)

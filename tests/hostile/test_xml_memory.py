@@ -1,4 +1,4 @@
-"""Issue 32, major 5: XML under the bomb limit but over what its parser can hold is refused.
+"""XML under the bomb limit but over what its parser can hold is refused.
 
 A ~1 MB .docx whose document.xml honestly holds 300 MB of tiny paragraphs was parsed whole by
 lxml, ~15 bytes of memory per byte of XML (4.5 GB), before any check. Now the zip directory

@@ -1,4 +1,4 @@
-"""The answerability score (issue 16 item 3): evidence, fit, threshold rule, gate."""
+"""The answerability score: evidence, fit, threshold rule, gate."""
 from __future__ import annotations
 
 import random

@@ -242,7 +242,7 @@ def test_the_cli_prints_the_cut_passages_after_the_sources_of_an_answer():
 
 
 def test_each_source_shows_its_line_that_answers_whole():
-    """The figure asked for sat past the first 100 characters of a quote (issue 44 item 4): each
+    """The figure asked for sat past the first 100 characters of a quote: each
     source now shows, in full, the sentence or row that best matches the question."""
     from citeline.cli.ask_command import _print
 
@@ -368,7 +368,7 @@ def fragment_hit(i, distance, content):
 
 def test_fragments_never_become_sources_and_stay_in_reach():
     """The annual report's sources 4-6 were "Corporate Overview", "AND" and a bare URL, each a
-    chunk of its own: near every question because they say almost nothing (issue 44 item 1).
+    chunk of its own: near every question because they say almost nothing.
     They are not sources now, and ask still lists them among the closest passages."""
     hits = [fragment_hit(1, 0.20, "AND"), fragment_hit(2, 0.22, "https://www.ril.com/InvestorRelations"),
             fragment_hit(3, 0.25, "Corporate Overview"), hit(4, 0.30), fragment_hit(5, 0.31, "Page 12")]

@@ -91,7 +91,7 @@ def test_empty_and_blank_texts_give_no_chunks():
 
 
 def test_heading_words_open_the_chunk_and_name_the_section():
-    """Issue 41: a heading's words are quoted with the text they open, not only named."""
+    """A heading's words are quoted with the text they open, not only named."""
     text = "## Intro\nHello world.\n\n## Method\nWe did things.\n"
     chunks = chunks_of(text)
     assert [(c.section, c.content) for c in chunks] == [
@@ -109,7 +109,7 @@ def test_preamble_is_kept_and_title_words_are_content():
 
 @pytest.mark.parametrize("strategy", "CDEF")
 def test_a_text_of_headings_only_gets_chunks(strategy):
-    """Issue 41/45: an HTML page of one <h3>, a deck of titles: indexed with zero chunks before."""
+    """An HTML page of one <h3>, a deck of titles: indexed with zero chunks before."""
     text = "# Deck\n\n## Dhirubhai Ambani\n\n## Founder Chairman\n"
     chunks = chunks_of(text, strategy=strategy)
     assert [(c.section, c.content) for c in chunks] == [
@@ -119,7 +119,7 @@ def test_a_text_of_headings_only_gets_chunks(strategy):
 
 def test_a_heading_over_nothing_but_the_next_heading_opens_its_chunk():
     """A chapter's title over its first subsection, a document's title over its first section:
-    quoted with the text they open, not alone (issue 14: a lone heading outranked the answer)."""
+    quoted with the text they open, not alone (a lone heading outranked the answer)."""
     text = "# Manual\n\n## 2 Structure\n\n## 2.1 Limits\nREAL is not handled.\n\n## 3 End\n"
     chunks = chunks_of(text, strategy="E", title="Manual")
     assert [(c.section, c.content, c.text) for c in chunks] == [
@@ -234,7 +234,7 @@ def test_oversized_paragraph_does_not_merge_with_neighbours():
      "2.1 Limitations . . . . . . . . . . . 3"],
 )
 def test_a_lone_heading_or_toc_line_is_folded_into_what_follows(lone):
-    """Issue 14: alone, such a line became a chunk and outranked the paragraph that answers."""
+    """Alone, such a line became a chunk and outranked the paragraph that answers."""
     body = "The REAL type is not handled by the library at all. " * 9 + "It fills the chunk nearly all the way up."
     assert len(body.strip()) == 509  # fits the budget alone, not beside the line
     text = f"{lone}\n\n{body.strip()}\n\nA closing paragraph follows the body."

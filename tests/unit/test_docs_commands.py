@@ -1,5 +1,5 @@
 """Every citeline command the README and the reference docs show parses as the CLI reads it:
-a renamed or removed option fails here, not in a reader's shell (issue 47 item 3). Synopsis
+a renamed or removed option fails here, not in a reader's shell. Synopsis
 lines (``[--db DIR]``, ``A|B``) and object-store URLs are left out; a path the command wants to
 exist may be absent."""
 import re

@@ -50,7 +50,7 @@ def test_token_cache_scores_like_the_query_side(tmp_path):
         a, b = plain.search(query, "rerank", 20), fast.search(query, "rerank", 20)
         assert [r.chunk_id for r in a] == [r.chunk_id for r in b]
         # The query side's word pieces come from ONNX, the cache's from the index's torch passes:
-        # their cosines agree to 1e-5 (issue 28's bound), and on AVX512/AMX kernels a score, a mean
+        # their cosines agree to 1e-5 (the bound), and on AVX512/AMX kernels a score, a mean
         # of such cosines, moved by 1.1e-5 (2026-12-04). The order above is the claim; this bounds the rest.
         assert [r.rerank_score for r in a] == pytest.approx([r.rerank_score for r in b], abs=5e-5)
     texts = plain.reader.texts([row["chunk_id"] for row in plain.store.chunk_rows(["chunk_id"])])

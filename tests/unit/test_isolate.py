@@ -43,7 +43,7 @@ def test_real_pdf_extracts_the_same_in_the_worker():
 
 
 def test_a_document_that_needs_more_than_the_memory_ceiling_fails_too_large_and_the_worker_is_replaced():
-    # Issue 42 item 5: before, a worker could take all the machine's memory (nothing capped it).
+    # Before, a worker could take all the machine's memory (nothing capped it).
     # The worker itself holds ~0.22 GB (VmData); 128 MiB more fits under 0.5 GiB, 1 GiB does not.
     options = ExtractOptions(time_limit_s=60, max_memory_bytes=512 << 20)
     fits = isolate.extract_isolated(MODULE, b"HANG HOG 128", "a.hang", options)

@@ -1,6 +1,6 @@
 """``--timeout`` bounds a document's extraction and chunking; embedding runs while it makes progress.
 
-Issue 41 item 7: a 3.2 MB book (8,706 chunks) failed ``timeout`` at 300 s under load, throwing away
+A 3.2 MB book (8,706 chunks) failed ``timeout`` at 300 s under load, throwing away
 the 4,160 chunks it had embedded. The limit is there to stop a stuck parser, not honest work: each
 group of chunks embedded starts it again, so a long document finishes, and an encoder that stalls
 past the limit still fails its document (a stuck extractor is killed at the limit:

@@ -56,7 +56,7 @@ BEACONS = Failure(
 
 
 def test_the_failed_documents_table_renders_no_link_or_image_and_its_parameters_stay_exact():
-    """Issue 42, item 6: the table artifact's cells were raw; the Prefect UI renders each as
+    """The table artifact's cells were raw; the Prefect UI renders each as
     Markdown, so a name or a reason fetched a URL (an image) or offered a live link."""
     (row,) = failure_rows(RunSummary(failed=1, failures=(BEACONS,)), "/data/index", "2026-01-01T00:00:00+00:00")
     render = MarkdownIt("commonmark").enable("table").render
@@ -69,7 +69,7 @@ def test_the_failed_documents_table_renders_no_link_or_image_and_its_parameters_
 
 
 def test_files_that_are_no_documents_are_listed_apart_from_failures_and_escaped():
-    """Issue 41.2: the artifact counts and lists them, never as failures; a hostile name stays one cell."""
+    """The artifact counts and lists them, never as failures; a hostile name stays one cell."""
     from citeline.schemas.status import NotDocument
 
     summary = RunSummary(indexed=1, new=1, not_documents=(NotDocument("tool.py", "Python source"),

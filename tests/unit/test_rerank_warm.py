@@ -1,5 +1,5 @@
 """MaxSim over an index without stored word-piece vectors: what was encoded once is read from
-memory after (issue 29, item 6), with the same scores."""
+memory after, with the same scores."""
 from __future__ import annotations
 
 import threading

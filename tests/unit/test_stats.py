@@ -29,7 +29,7 @@ def test_wilson_of_half_at_64_queries():
     assert (round(lo, 3), round(hi, 3)) == (0.381, 0.619)
     assert (lo, hi) == pytest.approx(_wilson_closed_form(32, 64), abs=1e-12)
     assert hi - 0.5 == pytest.approx(0.5 - lo)  # symmetric at p = .5
-    assert hi - lo == pytest.approx(0.238, abs=5e-4)  # SPEC §6: "about +/-0.12"
+    assert hi - lo == pytest.approx(0.238, abs=5e-4)  # about +/-0.12 at this n
 
 
 def test_wilson_agrees_with_scipys_own_wilson_interval():

@@ -1,4 +1,4 @@
-"""Issue 32, major 7: the stored name of a file is one-to-one with its name on disk."""
+"""The stored name of a file is one-to-one with its name on disk."""
 from __future__ import annotations
 
 import os
@@ -20,7 +20,7 @@ _NAMES = st.lists(_PIECES, max_size=12).map("".join).filter(lambda n: os.fsdecod
 
 
 def _old_escape(name: str) -> str:
-    """The stored name before issue 32, for names it could tell apart."""
+    """The stored name before names were one-to-one, for names it could tell apart."""
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 

@@ -1,4 +1,4 @@
-"""Issue 27, item 1: the citation label of a one-cell answer names the sheet (or table), the
+"""The citation label of a one-cell answer names the sheet (or table), the
 row label and the column header, on the report-like workbook and CSV of tests/fixtures/make.py.
 
 Real code end to end: the extractor lays the tables out, the chunker cuts them, the

@@ -26,7 +26,7 @@ def test_ligatures_expand_and_nothing_else_changes():
         ("TEXT-TO-\nIMAGE", "TEXT-TO-IMAGE"),
         ("COVID-\n19", "COVID-\n19"),  # a digit: not a broken word
         ("Smith-\nJones", "Smith-\nJones"),  # a capital: a name, not a broken word
-        ("an ELE-\nMENT", "an ELEMENT"),  # a word set in capitals (issue 14)
+        ("an ELE-\nMENT", "an ELEMENT"),  # a word set in capitals
         ("is OP-  \n TIONAL.", "is OPTIONAL."),
         ("SELF-\nEVIDENT", "SELF-EVIDENT"),
         ("ASN.1 A-\nB", "ASN.1 A-\nB"),  # one capital before the hyphen: a label, kept

@@ -1,4 +1,4 @@
-"""Issue 31 items 4 and 5: everything an office document holds, HTML read like a browser, and
+"""Everything an office document holds, HTML read like a browser, and
 Markdown's inline HTML as its text, on docling's real test files (tests/fixtures/docling, each
 one that citeline read badly before) and on files written here for what that set lacks.
 

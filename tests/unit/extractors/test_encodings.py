@@ -1,4 +1,4 @@
-"""Issue 41 items 5 and 6: text in the encodings people's files are in is read, offsets exact (the
+"""Text in the encodings people's files are in is read, offsets exact (the
 canonical text is the decoded text); "undecodable" only for bytes no encoding explains, saying what
 was tried; a file of blank lines is "empty". The files are unstructured's (tests/fixtures/realfiles).
 """

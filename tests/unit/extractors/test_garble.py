@@ -1,4 +1,4 @@
-"""Issue 31 item 2: a PDF text layer is judged garbled in the script it is written in.
+"""A PDF text layer is judged garbled in the script it is written in.
 
 Right-to-left and Korean layers, which hold no word of Tesseract's English list, are kept instead
 of being OCR'd as English junk (docling's real files, and pages written here with fonts that cover

@@ -1,4 +1,4 @@
-"""Issue 41 item 3: BMP and HEIC pictures are OCR'd like PNG and JPEG (Pillow, pillow-heif);
+"""BMP and HEIC pictures are OCR'd like PNG and JPEG (Pillow, pillow-heif);
 before, both failed "unsupported-type". A text file that starts with "BM" stays text."""
 from __future__ import annotations
 

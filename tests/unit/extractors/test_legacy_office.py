@@ -1,4 +1,4 @@
-"""Issue 41 item 3: legacy .doc and .ppt converted by LibreOffice headless (Debian's packages,
+"""Legacy .doc and .ppt converted by LibreOffice headless (Debian's packages,
 `make setup`) and read by the .docx/.pptx extractors; before, both failed "unsupported-type".
 Real conversions: each takes a few seconds."""
 from __future__ import annotations

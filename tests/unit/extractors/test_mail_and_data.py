@@ -1,4 +1,4 @@
-"""Issue 41 item 3: e-mail (.eml, Outlook .msg), JSON/NDJSON, YAML, XML and RTF read on
+"""E-mail (.eml, Outlook .msg), JSON/NDJSON, YAML, XML and RTF read on
 Unstructured's real test files (tests/fixtures/unstructured), each block at a locator that opens
 its place: a MIME part, a JSON Pointer, an XML element path. Every one of these files failed
 "unsupported-type" before (the .msg files crashed the sync in calc.py)."""

@@ -52,7 +52,7 @@ def test_a_long_pause_starts_a_paragraph(transcripts):
 
 
 def test_silence_is_no_speech_not_invented_text(make, whisper):
-    """A recording with no speech is not a document, as a photo with no text is (issue 41.2)."""
+    """A recording with no speech is not a document, as a photo with no text is."""
     with pytest.raises(NotADocument, match="a recording with no speech"):
         media.extract(make.silence_wav(), "room-tone.wav")
 

@@ -1,4 +1,4 @@
-"""Speech in the language it is spoken in, and two speakers on two channels (issue 31, item 3).
+"""Speech in the language it is spoken in, and two speakers on two channels.
 Before: a recording that switches from English to German came out as English-sounding gibberish
 ("The foreshunt had been the rich …") with the note "speech language: en" at best, and a stereo file
 with one speaker per channel was transcribed as their mix ("The quarterly report will ever live in

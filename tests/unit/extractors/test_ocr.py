@@ -113,7 +113,7 @@ def test_bad_images(make, data, error, reason):
 
 
 def test_blank_image_has_no_text():
-    """A photo with no text is not a document, set aside, not failed (issue 41.2)."""
+    """A photo with no text is not a document, set aside, not failed."""
     out = io.BytesIO()
     Image.new("L", (600, 400), 255).save(out, format="PNG")
     with pytest.raises(NotADocument, match="an image with no text"):

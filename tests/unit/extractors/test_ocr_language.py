@@ -1,4 +1,4 @@
-"""OCR reads a page in the language it is in (issue 31, item 3): a Dutch page OCR'd with English,
+"""OCR reads a page in the language it is in: a Dutch page OCR'd with English,
 the old default, loses its diacritics ("ideeën", "coördinatie", "geïnteresseerd" misread); with
 ``auto`` the page's words say Dutch, it is read again with the ``nld`` pack, and the notes say so;
 a page English reads badly is given to Tesseract's OSD, whose script picks the pack (Cyrillic: rus). A named ``--ocr-lang`` is used as given, and noted too."""

@@ -1,5 +1,5 @@
 """OpenDocument text (.odt) and EPUB e-books are indexed, and other zip-based formats fail naming
-themselves (issue 31, item 7): all failed before as "a zip archive". The files are written here as LibreOffice lays them out:
+themselves: all failed before as "a zip archive". The files are written here as LibreOffice lays them out:
 a stored ``mimetype`` entry first, then ``content.xml``."""
 import io
 import shutil

@@ -1,4 +1,4 @@
-"""Word, PowerPoint, OpenDocument and legacy Excel files (issue 14): structure, exact
+"""Word, PowerPoint, OpenDocument and legacy Excel files: structure, exact
 locators, and a reason for every hostile input. Fixtures are written in code (make.py)."""
 import pytest
 
@@ -49,7 +49,7 @@ def test_docx_headings_become_sections_with_their_path(handbook, h):
 
 
 def test_docx_lists_and_tables(handbook):
-    # a bullet, then a "List Number" item with the number Word draws for it (issue 31 item 4)
+    # a bullet, then a "List Number" item with the number Word draws for it
     assert "## Linux\n\n- Use the package manager of the distribution.\n1. Reboot the terminal afterwards." in handbook.text
     blocks = [b for b in handbook.text.split("\n\n") if b.startswith("service | port | protocol\n")]
     assert len(blocks) == 3 and "ssh | 22 | tcp" in blocks[-1]  # the header above every block of rows
@@ -67,7 +67,7 @@ def test_pptx_one_segment_per_slide_with_notes(deck, h):
 
 
 def test_a_slide_whose_text_is_all_in_its_title_is_quoted():
-    """Issue 41: the slide's words went to the section path and no chunk quoted them."""
+    """The slide's words went to the section path and no chunk quoted them."""
     import io
 
     import pptx as python_pptx
@@ -150,7 +150,7 @@ def test_a_document_without_text_is_no_text():
 
 
 def test_a_deck_of_nothing_is_empty_and_one_of_pictures_is_no_document(make):
-    """Reasons a person agrees with (issue 41 items 2 and 6): unstructured's picture.pptx holds a
+    """Reasons a person agrees with: unstructured's picture.pptx holds a
     logo and no word, as a photo with no text does: set aside, not failed 'no-text'."""
     import io
 
@@ -195,7 +195,7 @@ def test_a_huge_table_is_blocked_with_its_header_and_stays_exact(make):
 
 
 def test_a_merge_continuing_under_a_short_row_is_read(make):
-    """grid_offset_error.docx's shape (issue 41 item 9): failed "corrupt" through python-docx's
+    """grid_offset_error.docx's shape: failed "corrupt" through python-docx's
     row.cells; the merged cell is now said on each row it spans, the short row read as it is."""
     canonical = docx.extract(make.grid_offset_docx(), "grid.docx")
     assert canonical.text.split("\n")[-2:] == ["Alder | Merged over three rows", "Cedar | Merged over three rows"]

@@ -183,7 +183,7 @@ def test_a_page_whose_only_line_repeats_keeps_it():
     assert [s.locator.page for s in canonical.segments] == [1, 2, 3, 4, 5]
 
 
-# ------------------------------------------------------------------ sections from fonts (issue 14)
+# ------------------------------------------------------------------ sections from fonts
 
 
 @pytest.fixture(scope="session")
@@ -225,7 +225,7 @@ def test_reading_as_a_heading():
         assert not reads_as_heading(text), text
 
 
-# ------------------------------------------------------------------ a sentence over a page break (issue 14)
+# ------------------------------------------------------------------ a sentence over a page break
 
 
 def _pages(*pages: list[str]) -> bytes:

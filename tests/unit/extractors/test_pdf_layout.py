@@ -1,4 +1,4 @@
-"""PDF layout (issue 31, item 6), on PDFs written here with PyMuPDF: two columns under a centred
+"""PDF layout, on PDFs written here with PyMuPDF: two columns under a centred
 line that crosses their gutter (read line by line across before), full-width title, authors and
 abstract above the columns and a paragraph below them, a vertical stamp in the margin (kept in
 every chunk of its pages before), a paragraph running from the foot of one page onto the next

@@ -1,4 +1,4 @@
-"""Issue 27, item 1: PDF tables where PyMuPDF detects them, laid out like a sheet's.
+"""PDF tables where PyMuPDF detects them, laid out like a sheet's.
 
 A PDF made here with PyMuPDF: a ruled table with two periods side by side under its caption,
 on page 2 between two paragraphs. Its chunk's quote must show the caption, the period header

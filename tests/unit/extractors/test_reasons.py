@@ -1,4 +1,4 @@
-"""Issue 41 item 6: a file that has text never fails "no-text". A table whose columns are all labels
+"""A file that has text never fails "no-text". A table whose columns are all labels
 and whose cells are longer than a block (a page laid out in one table cell, a sheet of paragraphs)
 was split into no part at all, its text lost: unstructured's ideas-page.html (an essay in a layout
 table) failed ``no-text: the page holds no text outside navigation and boilerplate``.

@@ -48,7 +48,7 @@ def test_suffix_when_no_magic(name, expected):
 def test_image_brands_of_iso_media_are_not_audio():
     heic, avif = (b"\x00\x00\x00\x18ftyp" + brand + bytes(12) for brand in (b"heic", b"avif"))
     assert not media.claims(heic) and not media.claims(avif)
-    assert extractors.for_bytes(heic, "photo.heic") is ocr  # a HEIC photo is OCR'd (issue 41 item 3)
+    assert extractors.for_bytes(heic, "photo.heic") is ocr  # a HEIC photo is OCR'd
     with pytest.raises(UnsupportedType):
         extractors.for_bytes(avif, "photo.avif")
 
@@ -71,7 +71,7 @@ def test_every_extractor_is_stamped_and_text_comes_last():
     ids=["7z", "elf", "code", "binary"],
 )
 def test_an_unsupported_file_is_one_short_line_naming_its_type(head, name, says):
-    """Issue 14: the reason listed all 31 known suffixes. Issue 41.2: no document, set aside."""
+    """The reason listed all 31 known suffixes. Now: no document, set aside."""
     with pytest.raises(NotADocument) as caught:
         extractors.for_bytes(head, name)
     assert str(caught.value) == says
@@ -79,7 +79,7 @@ def test_an_unsupported_file_is_one_short_line_naming_its_type(head, name, says)
 
 @pytest.mark.parametrize("name", ["LICENSE", "README", "Apache-2.0", "COPYING.1"])
 def test_text_without_a_real_suffix_is_sniffed_as_text(name):
-    """Issue 14: these failed as 'suffix .0' / 'suffix none'."""
+    """These failed as 'suffix .0' / 'suffix none'."""
     head = b"Apache License\nVersion 2.0, January 2004\n\n   TERMS AND CONDITIONS\n"
     assert extractors.for_bytes(head, name) is text
     assert text.extract(head, name).title == name

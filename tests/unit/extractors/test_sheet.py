@@ -34,7 +34,7 @@ def test_every_block_of_rows_repeats_the_header(book, h, make):
     sales = [(a, b) for a, b in _pairs(book) if a.locator.sheet == "Q1 sales"]
     assert len(sales) >= 3  # 40 rows do not fit one block
     for head, rows in sales:
-        # The merged title (its value at A1) and the header row, each located exactly (issue 27).
+        # The merged title (its value at A1) and the header row, each located exactly.
         title = next(s for s in book.segments if s.end == head.start - 1)
         assert title.locator == SheetRange("Q1 sales", "A1", header=True)
         assert head.locator == SheetRange("Q1 sales", "A2:D2", header=True)
@@ -45,7 +45,7 @@ def test_every_block_of_rows_repeats_the_header(book, h, make):
 
 
 def test_a_chunk_of_rows_cites_the_rows_it_quotes_not_the_header(book):
-    """Issue 14: the fragment was the header row (A1:D2) while the rows were only in the label."""
+    """The fragment was the header row (A1:D2) while the rows were only in the label."""
     chunks = chunk_document(book.text, book.title, "d", "E")
     rows = [c for c in chunks if "Region 36 | 33.6%" in c.content]
     assert len(rows) == 1 and rows[0].content.startswith("Quarterly sales 2024\nRegion | Share")
@@ -112,7 +112,7 @@ def test_sheets_become_sections_and_empty_sheets_vanish(book):
 
 def test_sparse_used_range_costs_nothing(book):
     sparse = book.text[book.text.index("## Sparse"):]
-    # Column B is empty in the whole sheet: not rendered (issue 32, item 4); the row, without
+    # Column B is empty in the whole sheet: not rendered; the row, without
     # a label of its own, starts with the empty label cell.
     assert sparse == "## Sparse\n\nLonely value\n| 2024-05-06 14:30"
 

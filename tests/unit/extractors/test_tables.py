@@ -1,5 +1,5 @@
-"""Tables that can be read alone (issue 27, item 1) and empty cells that cost nothing
-(issue 32, item 4), on workbooks and CSV laid out like real half-year reports.
+"""Tables that can be read alone and empty cells that cost nothing,
+on workbooks and CSV laid out like real half-year reports.
 
 Each quote is read the way a person reads it: find the row by its label, the column by the
 header lines above it, and the value where they cross. A question about one period or one
@@ -106,7 +106,7 @@ def test_csv_locators_name_the_title_and_header_records(report_csv):
     assert locator_fragment(locators, chunk.start, chunk.end).startswith("#row=")
 
 
-# ------------------------------------------------------------------------ periods over ranges (issue 41 item 8)
+# ------------------------------------------------------------------------ periods over ranges
 
 
 def test_each_half_years_blocks_name_their_own_period(make):
@@ -153,7 +153,7 @@ def test_a_group_label_without_a_header_of_its_own_stays_a_group(make):
     assert read(text, "France", "Q2", row_at=text.split("\n").index("France | 5 | 6")) == "6"
 
 
-# ------------------------------------------------------------------------ tables as the peers read them (issue 41 item 9)
+# ------------------------------------------------------------------------ tables as the peers read them
 
 
 def _workbook(rows: dict[str, object]) -> bytes:
@@ -291,7 +291,7 @@ def _quotes_exactly_its_cells(make, report):
             assert shown == values, (locator, shown, values)
 
 
-# ------------------------------------------------------------------------ issue 32, item 4
+# ------------------------------------------------------------------------ bounded tables
 
 
 def test_a_value_in_column_xfd_costs_its_own_width_not_16k_empty_cells(make):

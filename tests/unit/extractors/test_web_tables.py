@@ -1,4 +1,4 @@
-"""HTML pages and CSV/TSV files (issue 14): main content, headings, exact locators, and a
+"""HTML pages and CSV/TSV files: main content, headings, exact locators, and a
 reason for every hostile input."""
 import pytest
 
@@ -64,8 +64,8 @@ def test_html_headings_are_sections_located_by_path_and_nearest_id(guide, h):
          "unknown charset"),
         (b"\x00" * 64, Undecodable, "binary data"),
     ],
-    # An undeclared cp1252 page is no longer one: it is read as a browser reads it (issue 31
-    # item 5, tests/unit/extractors/test_docling_fidelity.py).
+    # An undeclared cp1252 page is no longer one: it is read as a browser reads it
+    # (tests/unit/extractors/test_docling_fidelity.py).
     ids=["empty", "boilerplate-only", "unknown-charset", "binary"],
 )
 def test_hostile_html_fails_with_its_reason(data, error, reason):
@@ -135,7 +135,7 @@ def test_a_large_csv_is_read_in_blocks():
 
 
 def test_a_cell_spanning_rows_is_said_on_every_row_it_spans():
-    """A rowspan in a value column (issue 41 item 9): the rows under it held nothing there, so
+    """A rowspan in a value column: the rows under it held nothing there, so
     "Cherry" read with no colour; each row now says its value, as the peers read the table."""
     page = (b"<html><body><table><tr><th>Fruit</th><th>Price</th><th>Colour</th></tr>"
             b"<tr><td>Apple</td><td>3</td><td rowspan='2'>Red</td></tr><tr><td>Cherry</td><td>9</td></tr>"
