@@ -91,3 +91,14 @@ def test_a_sync_of_a_markdown_note_leaves_the_binary_parsers_to_the_worker_that_
     assert report.exit == 0 and "indexed 3, failed 0" in report.stdout, report.stdout
     assert "citeline.extractors.pdf" in report.imported  # the registry did load: the check below means something
     assert not {"pymupdf", "fitz", "openpyxl"} & set(report.imported), report.imported
+
+
+def test_the_library_imports_no_entry_point_and_loads_nothing_heavy():
+    """``from citeline import Index`` is a library's import: no click (the CLI), no FastAPI (the
+    HTTP app), no Prefect, no model until a method needs one."""
+    code = ("import sys; from citeline import Index; Index; import citeline.library; "
+            "print([m for m in ('click', 'fastapi', 'prefect', 'torch', 'citeline.cli', 'citeline.web') "
+            "if m in sys.modules])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
