@@ -14,6 +14,11 @@ Reported, medians over all queries, with the exact numpy scan as the baseline:
   recall@10 against exact;
 - BM25 and hybrid end to end (``Searcher``, query embedding included).
 
+With ``--rerank`` each synthetic chunk also gets the stored word-piece vectors of the chunk
+whose text it carries (int8, as ``citeline index`` stores them), and the default retriever is
+measured too: MaxSim over the candidates, from a fresh ``Searcher`` (its first question included,
+as right after a start), before and after a BTREE index on the token table's ``chunk_id``.
+
 With ``--service`` the grown index is also served by ``citeline api`` in its own process:
 ``GET /search`` latency (dense and hybrid, over HTTP, embedding included) and the
 service's resident memory (VmRSS after the queries, VmHWM its peak) are reported.
@@ -24,7 +29,7 @@ rewritten (its synthetic vectors are regenerated from the same seed for the exac
 embedder grown to 3,000 rows, the vector index built from 1,000: plumbing, no figure.
 
     .venv/bin/python bench/ann_scaling.py [--rows 100000] [--db DEV_INDEX] [--threads 1]
-        [--service] [--keep DIR] [--smoke]
+        [--rerank] [--service] [--keep DIR] [--smoke]
 """
 from __future__ import annotations
 
@@ -83,7 +88,31 @@ def synthetic_rows(source: list[dict], n: int, seed: int = 0):
             row = dict(source[src])
             row.update(chunk_id=f"{doc}-{offset}", doc_id=doc, path=f"{doc}.md", ordinal=offset, vector=vec.tolist())
             rows.append(row)
-        yield doc, rows, mixed
+        yield doc, rows, mixed, [source[s]["chunk_id"] for s in i]
+
+
+def first_and_median_ms(fn, inputs) -> tuple[float, float]:
+    """The first call's milliseconds (nothing warmed) and the median over all of them."""
+    times = []
+    for x in inputs:
+        started = time.perf_counter()
+        fn(x)
+        times.append((time.perf_counter() - started) * 1000)
+    return times[0], statistics.median(times)
+
+
+def grow_tokens(dev: Store, big: Store, stamp, parts) -> None:
+    """Each synthetic chunk's stored word-piece vectors: those of the chunk whose text it carries."""
+    import pyarrow as pa
+
+    from citeline.index.tokens import TokenVectors
+    from citeline.schemas.tables import TOKENS_SCHEMA
+
+    stored = {r["chunk_id"]: r for r in TokenVectors(dev, stamp)._table().search().limit(None).to_list()}
+    table = TokenVectors(big, stamp)._table()
+    for doc, sources in parts:
+        rows = [{**stored[src], "chunk_id": f"{doc}-{i}"} for i, src in enumerate(sources)]
+        table.add(pa.Table.from_pylist(rows, schema=TOKENS_SCHEMA))
 
 
 def median_ms(fn, inputs) -> tuple[float, list]:
@@ -116,7 +145,7 @@ def proc_memory(pid: int) -> dict[str, int]:
     return fields
 
 
-def service_figures(db: str, questions: list[str], smoke: bool) -> dict:
+def service_figures(db: str, questions: list[str], smoke: bool, rerank: bool = False) -> dict:
     """``citeline api`` on the grown index in its own process: /search latency and memory."""
     port = free_port()
     command = [sys.executable, str(FAKE_CLI)] if smoke else [sys.executable, "-m", "citeline"]
@@ -134,7 +163,7 @@ def service_figures(db: str, questions: list[str], smoke: bool) -> dict:
                     raise RuntimeError(f"citeline api did not start: {server.stderr.read().decode()[-2000:]}")
                 time.sleep(0.5)
         figures = {"after start": proc_memory(server.pid)}
-        for retriever in ("dense", "hybrid"):
+        for retriever in ("dense", "hybrid", *(("rerank",) if rerank else ())):
             def call(q, retriever=retriever):
                 query = urllib.parse.urlencode({"q": q, "k": K, "retriever": retriever})
                 return json.loads(urllib.request.urlopen(f"{base}/search?{query}", timeout=120).read())
@@ -152,6 +181,7 @@ def main() -> None:
     parser.add_argument("--db", help="an existing dev-corpus index (default: build one)")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (as bench/query_latency.py)")
+    parser.add_argument("--rerank", action="store_true", help="also store word-piece vectors and measure MaxSim")
     parser.add_argument("--service", action="store_true", help="also serve the grown index with citeline api")
     parser.add_argument("--keep", help="keep the grown index in this folder (default: a temporary one)")
     parser.add_argument("--smoke", action="store_true", help="cargo-reference on the fake embedder, 3,000 rows")
@@ -191,10 +221,14 @@ def main() -> None:
             and store.chunks(stamp).count_rows() == args.rows
         started = time.perf_counter()
         parts = []
-        for doc, rows, vectors in synthetic_rows(source, args.rows):
+        grown = []
+        for doc, rows, vectors, sources in synthetic_rows(source, args.rows):
             if not kept:
                 store.replace_chunks(stamp, doc, chunk_table(rows, stamp))
             parts.append((doc, vectors))
+            grown.append((doc, sources))
+        if args.rerank and not kept:
+            grow_tokens(Store(dev), store, stamp, grown)
         write_s = time.perf_counter() - started
         started = time.perf_counter()
         if not kept:
@@ -237,8 +271,19 @@ def main() -> None:
 
         hybrid_ms, _ = median_ms(hybrid, questions)
         embed_ms, _ = median_ms(embedder.embed_query, questions)
+        reranked = {}
+        if args.rerank:
+            from citeline.index.tokens import TokenVectors
+
+            tokens = TokenVectors(store, stamp)._table()
+            indexed = any("chunk_id" in i.columns for i in tokens.list_indices())
+            for label in (() if indexed else ("no index on chunk_id",)) + ("BTREE on chunk_id",):
+                if not indexed and label.startswith("BTREE"):
+                    tokens.create_scalar_index("chunk_id", index_type="BTREE")
+                fresh = Searcher(Store(big), embedder, stamp)  # nothing cached: as right after a start
+                reranked[label] = first_and_median_ms(lambda q: fresh.search(q, "rerank", K), questions)
         size = disk_bytes(big)
-        service = service_figures(big, questions, args.smoke) if args.service else None
+        service = service_figures(big, questions, args.smoke, args.rerank) if args.service else None
 
     built = "kept from an earlier run" if kept else f"write {write_s:.0f} s, finish (FTS + HNSW) {finish_s:.0f} s"
     print(f"\nANN  {args.rows:,} synthetic chunks x {matrix.shape[1]}-d, {len(queries)} queries of "
@@ -252,10 +297,13 @@ def main() -> None:
     print(f"  {'query embedding':<48} {embed_ms:8.2f} ms")
     print(f"  {'bm25 (Searcher.bm25)':<48} {bm25_ms:8.2f} ms")
     print(f"  {'hybrid (Searcher.hybrid, incl. embedding)':<48} {hybrid_ms:8.2f} ms")
+    for label, (first, median) in reranked.items():
+        print(f"  {'rerank (Searcher.search), ' + label:<48} {median:8.2f} ms   first question {first:,.1f} ms")
     print(f"  index on disk: {size / 2**20:,.0f} MiB ({size / args.rows:,.0f} bytes a chunk)")
     if service:
         mib = {k: {f: v / 2**20 for f, v in m.items()} for k, m in service.items() if isinstance(m, dict)}
-        print(f"  citeline api GET /search over HTTP: dense {service['dense']:.2f} ms, hybrid {service['hybrid']:.2f} ms "
+        also = f", rerank {service['rerank']:.2f} ms" if "rerank" in service else ""
+        print(f"  citeline api GET /search over HTTP: dense {service['dense']:.2f} ms, hybrid {service['hybrid']:.2f} ms{also} "
               f"(medians); RSS after start {mib['after start']['VmRSS']:,.0f} MiB, after the queries "
               f"{mib['after queries']['VmRSS']:,.0f} MiB, peak {mib['after queries']['VmHWM']:,.0f} MiB")
 

@@ -57,7 +57,7 @@ def step(mode: str, base: Path, files: int, real: bool = False, documents_s: flo
 
         assert check_index(Store(str(base / "index"))) == []
         return
-    from citeline.cli.main import progress
+    from citeline.cli import progress
     from citeline.runtime import env, log
 
     env.apply()
