@@ -3,7 +3,7 @@
 Starts ``citeline api`` over ``--db`` in its own process, opens the ask page in headless
 Chromium and asks the dev corpus's questions (course wording, then the out-of-domain ones)
 one after another on that one page, as a person does: type, Enter, wait for the sources or the
-refusal. The page itself measures each ask (``performance.measure('ask')`` in web/ask.js: from
+refusal. The page itself measures each ask (``performance.measure('ask')`` in web/static/ask.js: from
 the fetch to the cards drawn); this reads those entries. The first ``--warmup`` asks are not
 counted. With ``--wait-warm`` the service's background encoding of the index's word-pieces
 (service.warm_reranker) is waited for first; ``CITELINE_WARM_RERANK=0`` in the environment turns
