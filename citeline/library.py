@@ -252,8 +252,7 @@ class Index:
             self.model, self._embedder = stamp.embed_model, embedder
         searcher = Searcher(store, self.embedder, stamp)
         if self.warm:
-            searcher.query_vector("warm up")  # loads the weights once, before any thread queries
-            searcher.default_reranker()
+            searcher.warm()  # the weights and the indexes loaded once, before any thread queries
         table = store.active_table()
         self._follows = True
         return Snapshot(searcher, table, searcher.reader.table.version, *versions)

@@ -163,6 +163,12 @@ def warm_reranker(index: Index, stop: threading.Event) -> int:
         started = time.perf_counter()
         # the reader has no token table when none is stored: every chunk is then "missing"
         tokens = searcher.reader.tokens or TokenVectors(searcher.store, searcher.stamp)
+        if tokens.exists() and tokens.count() >= searcher.store.count_chunks(table=snap.table):
+            # Every chunk's vectors are stored, as a finished run leaves them (row counts: no scan).
+            # Listing the missing ones read every id of both tables, beside the first questions
+            # after a start (seconds at 100k chunks); a chunk a killed run left without vectors
+            # is still scored, its word pieces encoded when it is a candidate.
+            return 0
         texts = [text for _, text in tokens.missing()]
         done = reranker.warm(texts, stop=stop)
         get_logger(service="api").info("api.reranker_warm", chunks=done, missing=len(texts),
