@@ -196,3 +196,27 @@ def test_reindex_keeps_the_new_tables_vectors_from_its_own_pass(docs, tmp_path):
     store = Store(db)
     assert TokenVectors(store, store.stamp()).stored_ids() == chunk_ids(store)
     assert embedder.token_texts == before  # no second pass over the new table's chunks
+
+
+def test_a_large_index_reads_word_pieces_by_id_through_a_btree_and_warms_them(docs, tmp_path):
+    """From ``ann_min_rows`` chunks on, the token table gets a BTREE on ``chunk_id`` (a question's
+    candidates were a scan of the id column); the vectors read through it are the same, and a
+    warmed searcher holds a question's worth of them before its first question."""
+    db = str(tmp_path / "db")
+    index_folder(str(docs), IndexSettings(model=FAKE, db=db, token_vectors=True))
+    small = Store(db)
+    ids = sorted(chunk_ids(small))
+    before = TokenVectors(small, small.stamp()).read(ids)
+    assert not TokenVectors(small, small.stamp())._table().list_indices()  # under ann_min_rows: no index
+
+    large = Store(db, ann_min_rows=len(ids))
+    tokens = TokenVectors(large, large.stamp())
+    tokens.optimize()
+    assert any(ix.columns == ["chunk_id"] for ix in tokens._table().list_indices())
+    after = TokenVectors(large, large.stamp()).read(ids)
+    assert after.keys() == before.keys() and all(np.array_equal(after[i], before[i]) for i in ids)
+
+    searcher = Searcher.open(db, get_embedder(FAKE))
+    searcher.warm()
+    warmed = searcher.reader.tokens._cache.get(ids)
+    assert len(warmed) == min(len(ids), 2 * searcher.rerank_config.depth)
