@@ -101,10 +101,10 @@ def test_heading_words_open_the_chunk_and_name_the_section():
 
 
 def test_preamble_is_kept_and_title_words_are_content():
-    text = "# The Title\n\nPreamble text here.\n\n## First\nBody.\n"
+    text = "# The Title\n\nPreamble text here.\n\n## First\nBody of the first.\n"
     chunks = chunks_of(text)
     assert [(c.section, c.content) for c in chunks] == [
-        ("", "The Title\n\nPreamble text here."), ("First", "First\nBody.")]
+        ("", "The Title\n\nPreamble text here."), ("First", "First\nBody of the first.")]
 
 
 @pytest.mark.parametrize("strategy", "CDEF")
@@ -222,10 +222,11 @@ def test_oversized_paragraph_is_split_at_sentences_and_packed():
 
 
 def test_oversized_paragraph_does_not_merge_with_neighbours():
-    big = "Sentence one is long. Sentence two is long. Sentence three."
-    text = f"Tiny.\n\n{big}\n\nTail."
+    big = "Sentence one is long. Sentence two is long. Sentence three is here."
+    text = f"Tiny but whole.\n\n{big}\n\nTail of it all."
     got = contents(text, budget=45)
-    assert got == ["Tiny.", "Sentence one is long. Sentence two is long.", "Sentence three.", "Tail."]
+    assert got == ["Tiny but whole.", "Sentence one is long. Sentence two is long.", "Sentence three is here.",
+                   "Tail of it all."]
 
 
 @pytest.mark.parametrize(
@@ -250,8 +251,8 @@ def test_a_lone_line_stays_when_not_even_a_sentence_fits_beside_it():
 
 
 def test_short_sentences_are_not_folded():
-    text = "Done.\n\n" + "Next part is long. " * 27
-    assert contents(text, budget=500)[0] == "Done."
+    text = "It is done.\n\n" + "Next part is long. " * 27
+    assert contents(text, budget=500)[0] == "It is done."
 
 
 @pytest.mark.parametrize(
@@ -328,7 +329,7 @@ def test_header_without_section():
 
 @pytest.mark.parametrize("strategy", "EF")
 def test_a_chunk_of_its_heading_alone_embeds_the_heading(strategy):
-    chunks = chunks_of("## Intro\nFirst.\n\n## Results\n", strategy=strategy, title="My Doc")
+    chunks = chunks_of("## Intro\nFirst things first.\n\n## Results\n", strategy=strategy, title="My Doc")
     assert [(c.content, c.text) for c in chunks][-1] == ("Results", "[My Doc > Results]\nResults")
 
 
