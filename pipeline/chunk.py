@@ -421,27 +421,36 @@ def _fold_slight(
     while i > 0:
         progress(out[i][0])
         if _fragment(text, out[i]):
-            packed = _pack_tail([*_soft_pieces(text, out[i - 1], budget, progress), out[i]], budget)
-            if packed[-1] != out[i]:
-                out[i - 1 : i + 1] = packed
+            out[i - 1 : i + 1] = _close(text, out[i - 1], out[i], budget, progress, heading)
         i -= 1
     return out
+
+
+def _close(
+    text: str, before: Span, fragment: Span, budget: int, progress: Progress, heading: Span | None
+) -> list[Span]:
+    """``fragment`` joined to the chunk ``before`` it: whole when both fit the budget, else with
+    as few of that chunk's last sentences as make a passage that says something, so that what
+    stays before is still more than a heading (a chunk of ``heading`` and one long paragraph
+    would otherwise give its heading back to stand alone). Unchanged when nothing fits."""
+    if fragment[1] - before[0] <= budget:
+        return [(before[0], fragment[1])]
+    pieces = _soft_pieces(text, before, budget, progress)
+    for k in range(len(pieces) - 1, 0, -1):
+        tail = (pieces[k][0], fragment[1])
+        if tail[1] - tail[0] > budget:
+            break
+        head = (pieces[0][0], pieces[k - 1][1])
+        if not _fragment(text, tail):
+            if head == heading or _slight(text, head) or _fragment(text, head):
+                break
+            return [head, tail]
+    return [before, fragment]
 
 
 def _fragment(text: str, span: Span) -> bool:
     """A piece too slight to stand as a chunk (``schemas.document.carries_content``)."""
     return not carries_content(text[span[0] : span[1]])
-
-
-def _pack_tail(spans: list[Span], budget: int) -> list[Span]:
-    """:func:`_pack` from the end: the last span takes as many of those before it as fit."""
-    packed: list[Span] = []
-    for start, end in reversed(spans):
-        if packed and packed[-1][1] - start <= budget:
-            packed[-1] = (start, packed[-1][1])
-        else:
-            packed.append((start, end))
-    return packed[::-1]
 
 
 def _soft_pieces(text: str, span: Span, budget: int, progress: Progress) -> list[Span]:

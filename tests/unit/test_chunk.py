@@ -16,6 +16,7 @@ from citeline.pipeline.chunk import (
     get_strategy,
     split_sections,
 )
+from citeline.schemas.document import carries_content
 
 
 def chunks_of(text, strategy="C", budget=512, overlap=None, title="Doc"):
@@ -248,6 +249,42 @@ def test_a_lone_line_stays_when_not_even_a_sentence_fits_beside_it():
     long_sentence = "word " * 100
     got = contents(f"Heading\n\n{long_sentence.strip()}.", budget=502)
     assert got == ["Heading", long_sentence.strip() + "."]
+
+
+@pytest.mark.parametrize("slight", ["AND", "https://www.ril.com/ar2023", "Corporate Overview", "12", "1\n\nChapter 1."])
+def test_a_fragment_last_in_its_section_closes_the_chunk_before_it(slight):
+    """Issue 44: a word, a URL, a sidebar label, a page number after the body of its section were
+    chunks of their own, close to any question because they say almost nothing."""
+    body = "The founder set up the first mill in 1966. " * 4 + "He built it into a large firm."
+    text = f"## Vision\n\n{body.strip()}\n\n{slight}\n\n## Next\nMore words follow here."
+    got = contents(text)
+    assert got[0] == text[3 : text.index("\n\n## Next")]  # one chunk: heading, body and the fragment
+
+
+def test_a_fragment_that_does_not_fit_whole_takes_the_last_sentences_and_leaves_the_heading_its_body():
+    sentences = [f"Sentence {w} of the founding story is long enough to count." for w in "abcdefgh"]
+    body = " ".join(sentences)
+    assert len(f"Vision\n\n{body}") <= 512 < len(f"Vision\n\n{body}\n\nhttps://www.ril.com/ar2023\n\nCorporate Overview")
+    text = f"## Vision\n\n{body}\n\nhttps://www.ril.com/ar2023\n\nCorporate Overview"
+    chunks = chunks_of(text)
+    assert [c.content for c in chunks] == [
+        "Vision\n\n" + " ".join(sentences[:-1]),
+        sentences[-1] + "\n\nhttps://www.ril.com/ar2023\n\nCorporate Overview",
+    ]
+    assert all(carries_content(c.content) for c in chunks)
+
+
+def test_a_section_of_a_fragment_opens_the_next_and_the_last_closes_the_one_before():
+    text = ("## Overview\n\nAND\n\n## Chairman\n\nThe chairman thanks the shareholders.\n\n"
+            "## Back cover\n\n®")
+    chunks = chunks_of(text, strategy="E", title="Report")
+    assert [(c.section, c.content, c.text) for c in chunks] == [
+        ("Chairman", text[3:], "[Report > Chairman]\nThe chairman thanks the shareholders.\n\n## Back cover\n\n®"),
+    ]
+
+
+def test_a_text_of_nothing_but_a_fragment_is_one_chunk():
+    assert contents("https://www.ril.com/ar2023\n") == ["https://www.ril.com/ar2023"]
 
 
 def test_short_sentences_are_not_folded():
