@@ -377,3 +377,18 @@ def test_a_documents_merged_group_header_names_each_of_its_columns(make, kind, s
     found = {read(c.content, "Adjusted EBITDAaL margin", segment, "H1 2022")
              for c in _holding(canonical, "Adjusted EBITDAaL margin |") if f"| {segment}" in c.content}
     assert found == {value}
+
+
+def test_no_block_is_group_rows_alone_under_the_headers():
+    """Issue 44 item 2: a run of group rows longer than a block was cut into a block of headers
+    and labels with no figure under them; the block now runs on to its first row of figures."""
+    from citeline.extractors.tables import table_blocks
+    from citeline.schemas.grid import GridRow
+
+    groups = [f"Group heading number {k} of the segment reporting structure" for k in range(12)]
+    rows = [GridRow(1, {1: "In millions of CHF", 2: "2023", 3: "2022"})]
+    rows += [GridRow(2 + k, {1: g}) for k, g in enumerate(groups)]
+    rows += [GridRow(20 + k, {1: f"Line {k}", 2: f"{100 + k}", 3: f"{200 + k}"}) for k in range(3)]
+    blocks = [b.text for b in table_blocks(rows, lambda *_: None, 480, 20)]
+    assert all(any(f"Line {k} |" in text for k in range(3)) for text in blocks), blocks
+    assert all(g in "\n".join(blocks) for g in groups)
