@@ -25,7 +25,9 @@ NAME = "calamine"
 # 2: tables laid out as the xlsx extractor's version 3 lays them out.
 # 3: a label alone over a header row of its own starts a new table
 #    (extractors.tables.split_tables).
-VERSION = "3"
+# 4: a table's notes (rows of labels alone after its last figures) shown once after it, not
+#    repeated under its headers in pieces without a number (extractors.tables).
+VERSION = "4"
 # Parses untrusted binary input in Rust: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".xls", ".ods")

@@ -24,7 +24,9 @@ NAME = "csv"
 #    records repeated per block, split by columns when too wide; the text bounded.
 # 3: a label alone over a header row of its own starts a new table
 #    (extractors.tables.split_tables).
-VERSION = "3"
+# 4: a table's notes (rows of labels alone after its last figures) shown once after it, not
+#    repeated under its headers in pieces without a number (extractors.tables).
+VERSION = "4"
 SUFFIXES = (".csv", ".tsv", ".tab")
 MAGIC: tuple[bytes, ...] = ()
 _DELIMITERS = ",;\t|"

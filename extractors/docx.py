@@ -44,7 +44,9 @@ NAME = "docx"
 # 4: a label alone over a header row of its own starts a new table
 #    (extractors.tables.split_tables).
 # 5: page headers and footers, each distinct one once, after the body.
-VERSION = "5"
+# 6: a table's notes (rows of labels alone after its last figures) shown once after it, not
+#    repeated under its headers in pieces without a number (extractors.tables, issue 44 item 2).
+VERSION = "6"
 # Parses untrusted zip and XML input: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".docx", ".docm", ".dotx")

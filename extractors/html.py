@@ -43,7 +43,9 @@ NAME = "html"
 #    image alt text, nested tables once, navigation by structure only.
 # 4: a label alone over a header row of its own starts a new table
 #    (extractors.tables.split_tables).
-VERSION = "4"
+# 5: a table's notes (rows of labels alone after its last figures) shown once after it, not
+#    repeated under its headers in pieces without a number (extractors.tables).
+VERSION = "5"
 SUFFIXES = (".html", ".htm", ".xhtml")
 MAGIC: tuple[bytes, ...] = ()
 

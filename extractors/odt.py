@@ -28,7 +28,9 @@ NAME = "odt"
 # 2: a label alone over a header row of its own starts a new table
 #    (extractors.tables.split_tables).
 # 3: page headers and footers (styles.xml's master pages), each distinct one once, after the body.
-VERSION = "3"
+# 4: a table's notes (rows of labels alone after its last figures) shown once after it, not
+#    repeated under its headers in pieces without a number (extractors.tables, issue 44 item 2).
+VERSION = "4"
 # Parses untrusted zip and XML input: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".odt", ".ott")

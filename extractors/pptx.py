@@ -36,7 +36,9 @@ NAME = "pptx"
 # 4: a label alone over a header row of its own starts a new table
 #    (extractors.tables.split_tables).
 # 5: a deck of pictures with no text is not a document, a deck of nothing is empty.
-VERSION = "5"
+# 6: a table's notes (rows of labels alone after its last figures) shown once after it, not
+#    repeated under its headers in pieces without a number (extractors.tables, issue 44 item 2).
+VERSION = "6"
 # Parses untrusted zip and XML input: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".pptx", ".pptm", ".ppsx", ".potx")

@@ -42,7 +42,9 @@ NAME = "xlsx"
 # 4: charts' data as tables, under the sheet that shows them; Strict OOXML.
 # 5: labels centred across a selection head every column they span; a label alone over a
 #    header row of its own starts a new table.
-VERSION = "5"
+# 6: a table's notes (rows of labels alone after its last figures) shown once after it, not
+#    repeated under its headers in pieces without a number (extractors.tables).
+VERSION = "6"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True
 SUFFIXES = (".xlsx", ".xlsm", ".xltx", ".xltm")

@@ -358,6 +358,7 @@ def _table(rows: list[GridRow], locate: Locate, block_chars: int, block_rows: in
         yield _render([], [_Line(TITLE, r, None) for r in titles] + [_Line(HEADER, r, every) for r in headers], locate)
         return
     group_rows = {r.number for r in body if r.cells.keys() <= set(table.labels) and not _has_number(r)}
+    body, notes = _notes(body, group_rows)
     parts = _parts(table, titles, headers, body, block_chars)
     for columns in parts:
         values = set(columns) - set(table.labels)
@@ -373,7 +374,9 @@ def _table(rows: list[GridRow], locate: Locate, block_chars: int, block_rows: in
                 continue  # nothing of this row in this part of a table split by columns
             line = _Line(DATA, row, columns)
             width = len(_text(line)) + 1
-            if block and (chars + width > block_chars or len(block) >= block_rows):
+            # A block is cut only once it holds a row of its own: group rows alone under the
+            # headers would be a piece of labels that no figure follows (issue 44 item 2).
+            if block and _rows_in(block, group_rows) and (chars + width > block_chars or len(block) >= block_rows):
                 yield _render(_context(context, block_group, table), block, locate)
                 block = []
             if not block:
@@ -383,8 +386,31 @@ def _table(rows: list[GridRow], locate: Locate, block_chars: int, block_rows: in
             chars += width
             if grouping:
                 group = row
-        if block:
+        if block and (_rows_in(block, group_rows) or len(parts) == 1):
             yield _render(_context(context, block_group, table), block, locate)
+        # else: group rows with no figure in this part of a table split by columns; another
+        # part shows them over their figures.
+    if notes:
+        yield _render([], [_Line(TITLE, r, None) for r in notes], locate)
+
+
+def _rows_in(block: list[_Line], group_rows: set[int]) -> bool:
+    """Whether a block holds a row that is not a group row: the figures (or, in a table of
+    words, the entries) the headers and group rows label."""
+    return any(line.row.number not in group_rows for line in block)
+
+
+def _notes(body: list[GridRow], group_rows: set[int]) -> tuple[list[GridRow], list[GridRow]]:
+    """The body less its notes: the rows of labels alone after its last row of figures
+    ("(b) Underlying trading operating profit is before …"). Laid out as group rows, they were
+    repeated under the headers in a block of their own, per part of a table split by columns:
+    pieces of labels and footnotes without a number, nearer a question than the figures they
+    annotate because they repeat its words (issue 44 item 2). They are shown once, after the
+    table, without the repeated context. A table without figures keeps its rows."""
+    last = max((k for k, r in enumerate(body) if _has_number(r)), default=None)
+    if last is None or not all(r.number in group_rows for r in body[last + 1:]):
+        return body, []
+    return body[:last + 1], body[last + 1:]
 
 
 def _context(context: list[_Line], group: GridRow | None, table: TableLayout) -> list[_Line]:

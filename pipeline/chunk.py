@@ -20,6 +20,12 @@ last one is a chunk of its own): before, a founder's name set large, a slide's b
 title, a page of ``<h3>`` lines were in no quote.
 With boundaries, no chunk is a heading or a table-of-contents line alone when a chunk
 follows it in its section: such a line is folded into the next chunk (within the budget).
+Nor is any chunk a fragment (``schemas.document.carries_content``: fewer than three words, a
+URL, a page number, ``AND``) while a neighbour can take it: it joins the next chunk of its
+section, else the previous one, and a section that holds nothing more (a running head, a page's
+furniture) opens the next section's first chunk, or closes the previous section's last one
+when it ends the text (issue 44: "Corporate Overview", "AND" and a bare URL were chunks of
+their own, close to any question because they say almost nothing).
 
 Every chunk satisfies ``text[chunk.start:chunk.end] == chunk.content``: offsets are found
 in the text, never accumulated from lengths.
@@ -32,12 +38,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from citeline.pipeline.sentences import sentence_spans
-from citeline.schemas.document import Chunk
+from citeline.schemas.document import Chunk, carries_content
 
 # 2: a lone heading or table-of-contents line is folded into the chunk after it.
 # 3: a heading's words open the chunk of its section (they were outside every chunk), and a
 # section holding only its heading opens the next one's.
-CHUNKER_VERSION = "3"
+# 4: a piece that says too little to stand alone (a word, a label, a URL, a page number) joins a
+# neighbour: the next chunk of its section, else the one before; a section of nothing else opens
+# the next section's chunk, or closes the previous one's when it is the last (issue 44).
+CHUNKER_VERSION = "4"
 
 Span = tuple[int, int]
 # Told how far chunking got (an offset into the text) after each bounded step; it raises to
@@ -302,24 +311,48 @@ def _boundary_chunks(
 
 
 def _opened(text: str, sections: list[Section]) -> list[Section]:
-    """The sections with each one that holds only its heading joined to the next: a chapter's
-    title over its first subsection, a document's title over its first section, a run of
-    headings, are quoted with the text they open, not alone (a lone heading
-    outranked the paragraph that answers). A heading-only section at the end stays alone.
+    """The sections with each one that holds only its heading, or only a fragment
+    (:func:`_says_little`), joined to the next: a chapter's title over its first subsection, a
+    document's title over its first section, a run of headings, a running head, are quoted with
+    the text they open, not alone (a lone heading outranked the paragraph that answers).
+    A heading-only section at the end stays alone; a fragment there closes the section before it.
     """
     out: list[Section] = []
     held: Section | None = None
     for i, section in enumerate(sections):
         if held is not None:
-            section = Section(section.name, held.start, held.body_start, section.end,
-                              (held.heading[0], (section.heading or held.heading)[1]))
+            section = _joined(text, held, section)
             held = None
         alone = section.heading is not None and not text[section.heading[1] : section.end].strip()
-        if alone and i + 1 < len(sections):
+        if (alone or _says_little(text, section)) and i + 1 < len(sections):
             held = section
+            continue
+        if out and not alone and _says_little(text, section):
+            last = out[-1]
+            section = Section(last.name, last.start, last.body_start, section.end, last.heading)
+            out[-1] = section
             continue
         out.append(section)
     return out
+
+
+def _joined(text: str, held: Section, section: Section) -> Section:
+    """``held`` opening ``section``: named by the latter, its heading words running from the
+    first heading's (or the untitled preamble's first word) to the last one's, so the embedded
+    text leaves them all to the header."""
+    if held.heading is None:  # an untitled preamble: its words are opened like a heading's
+        first = _trim(text, held.body_start, section.end)
+        heading = (first[0], section.heading[1]) if section.heading and first else None
+    else:
+        heading = (held.heading[0], (section.heading or held.heading)[1])
+    return Section(section.name, held.start, held.body_start, section.end, heading)
+
+
+def _says_little(text: str, section: Section) -> bool:
+    """Whether the section's words, heading included, are a fragment: nothing a question could
+    be answered from alone."""
+    body = text[section.body_start : section.end]
+    return bool(body.strip()) and not carries_content(body)
 
 
 def _pack_section(
@@ -369,21 +402,55 @@ def _slight(text: str, span: Span) -> bool:
 def _fold_slight(
     text: str, spans: list[Span], budget: int, progress: Progress, heading: Span | None = None
 ) -> list[Span]:
-    """Fold each lone heading or TOC line into the chunk that follows it (alone,
+    """Fold each lone heading, TOC line or fragment into the chunk that follows it (alone,
     they outranked the paragraph that answers), the section's own heading whatever it
-    ends with. The following chunk is cut at sentences and lines so the fold keeps every
-    chunk within ``budget``; when not even its first sentence fits beside the line, the
-    line stays alone."""
+    ends with; then each fragment still alone (the section's last piece, or one whose next
+    chunk could not take it) into the chunk before it. The neighbour is cut at
+    sentences and lines so the fold keeps every chunk within ``budget``; when not even the
+    nearest sentence fits beside the line, the line stays alone."""
     out = list(spans)
     i = 0
     while i + 1 < len(out):
         progress(out[i][0])
-        if out[i] == heading or _slight(text, out[i]):
+        if out[i] == heading or _slight(text, out[i]) or _fragment(text, out[i]):
             packed = _pack([out[i], *_soft_pieces(text, out[i + 1], budget, progress)], budget)
             if packed[0] != out[i]:
                 out[i : i + 2] = packed
         i += 1
+    i = len(out) - 1
+    while i > 0:
+        progress(out[i][0])
+        if _fragment(text, out[i]):
+            out[i - 1 : i + 1] = _close(text, out[i - 1], out[i], budget, progress, heading)
+        i -= 1
     return out
+
+
+def _close(
+    text: str, before: Span, fragment: Span, budget: int, progress: Progress, heading: Span | None
+) -> list[Span]:
+    """``fragment`` joined to the chunk ``before`` it: whole when both fit the budget, else with
+    as few of that chunk's last sentences as make a passage that says something, so that what
+    stays before is still more than a heading (a chunk of ``heading`` and one long paragraph
+    would otherwise give its heading back to stand alone). Unchanged when nothing fits."""
+    if fragment[1] - before[0] <= budget:
+        return [(before[0], fragment[1])]
+    pieces = _soft_pieces(text, before, budget, progress)
+    for k in range(len(pieces) - 1, 0, -1):
+        tail = (pieces[k][0], fragment[1])
+        if tail[1] - tail[0] > budget:
+            break
+        head = (pieces[0][0], pieces[k - 1][1])
+        if not _fragment(text, tail):
+            if head == heading or _slight(text, head) or _fragment(text, head):
+                break
+            return [head, tail]
+    return [before, fragment]
+
+
+def _fragment(text: str, span: Span) -> bool:
+    """A piece too slight to stand as a chunk (``schemas.document.carries_content``)."""
+    return not carries_content(text[span[0] : span[1]])
 
 
 def _soft_pieces(text: str, span: Span, budget: int, progress: Progress) -> list[Span]:

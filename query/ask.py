@@ -93,7 +93,7 @@ def apply_gate(
     table_cut: float | None = None, unmentioned: Sequence[str] = (),
 ) -> list[Hit] | Refusal:
     """Keep at most ``k`` hits under the cosine cut (and over the rerank cut, when given),
-    fragments never (:func:`query.refuse.carries_content`).
+    fragments never (``schemas.document.carries_content``).
 
     A question that names what no passage mentions (``unmentioned``, from
     :func:`query.unmentioned.unmentioned`) is refused before any cut is read: the passages

@@ -14,40 +14,19 @@ pass are kept.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from typing import TypeVar, Union
 
-from citeline.schemas.document import tabular
+from citeline.schemas.document import carries_content, tabular
 from citeline.schemas.retrieval import COSINE, RERANK, Hit, Refusal
 
 T = TypeVar("T", bound=Union[Hit, tuple])
 
 MAX_CHUNKS = 4
-# A source must say something: fewer words than this (a label, "AND", a bare URL, a page number, a
-# table-of-contents line) is close to any question only because it says almost nothing.
-MIN_SOURCE_WORDS = 3
-_URL = re.compile(r"(?:[a-z][a-z0-9+.-]*://|www\.)\S+", re.IGNORECASE)
-_WORD = re.compile(r"[^\W\d_]{2,}")
-# Scripts written without spaces: each character is counted as a word.
-_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-
-
-def carries_content(text: str) -> bool:
-    r"""Whether a chunk's quote says enough to stand as a source: at least
-    :data:`MIN_SOURCE_WORDS` words once links are set aside.
-
-    >>> [carries_content(t) for t in ("AND", "Corporate Overview", "https://www.ril.com/ar2023", "12 . . . . 43")]
-    [False, False, False, False]
-    >>> [carries_content(t) for t in ("Team | Location | Cups\nBlues | STL | 1", "東京都の人口", "Dropout zeroes units.")]
-    [True, True, True]
-    """
-    text = _URL.sub(" ", text)
-    return len(_WORD.findall(text)) + len(_UNSPACED.findall(text)) >= MIN_SOURCE_WORDS
 
 
 def with_content(hits: Sequence[T]) -> list[T]:
-    """``hits`` less the fragments (:func:`carries_content`): a fragment never becomes a
+    """``hits`` less the fragments (``schemas.document.carries_content``): a fragment never becomes a
     source on its own; ``ask`` still shows it among the closest passages."""
     return [h for h in hits if not isinstance(h, Hit) or h.chunk is None or carries_content(h.chunk.content)]
 

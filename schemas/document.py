@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass
 
 from citeline.schemas.locator import Locator, locator_from_dict
@@ -34,6 +35,36 @@ def tabular(content: str) -> bool:
     lines = lines[first:]
     rows = sum(CELL_SEPARATOR in line for line in lines)
     return rows >= 2 and 2 * rows > len(lines)
+
+
+# A source must say something: fewer words than this (a label, "AND", a bare URL, a page number, a
+# table-of-contents line) is close to any question only because it says almost nothing.
+MIN_SOURCE_WORDS = 3
+_URL = re.compile(r"(?:[a-z][a-z0-9+.-]*://|www\.)\S+", re.IGNORECASE)
+_WORD = re.compile(r"[^\W\d_]{2,}")
+# Scripts written without spaces: each character is counted as a word.
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+# In a table row a figure is what the row says ("200.01 | 1"); in prose a lone number is a page number.
+_FIGURE = re.compile(r"\d[\d,.'’]*")
+
+
+def carries_content(text: str) -> bool:
+    r"""Whether a passage says enough to stand alone, as a chunk or a source: at least
+    :data:`MIN_SOURCE_WORDS` words once links are set aside, a table row's figures counted as words.
+
+    The chunker joins a passage that does not to its neighbour (pipeline/chunk.py), and the
+    query side never makes one a source on its own (query/refuse.py): one definition for both.
+
+    >>> [carries_content(t) for t in ("AND", "Corporate Overview", "https://www.ril.com/ar2023", "12 . . . . 43", "1\n\nChapter 1.")]
+    [False, False, False, False, False]
+    >>> [carries_content(t) for t in ("Team | Location | Cups\nBlues | STL | 1", "東京都の人口", "Dropout zeroes units.", "200.01 | 1\n400.01 | 3", "4 | 2 | HTML")]
+    [True, True, True, True, True]
+    """
+    text = _URL.sub(" ", text)
+    found = len(_WORD.findall(text)) + len(_UNSPACED.findall(text))
+    if found < MIN_SOURCE_WORDS and CELL_SEPARATOR in text:
+        found += len(_FIGURE.findall(text))
+    return found >= MIN_SOURCE_WORDS
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from citeline.pipeline.chunk import (
     get_strategy,
     split_sections,
 )
+from citeline.schemas.document import carries_content
 
 
 def chunks_of(text, strategy="C", budget=512, overlap=None, title="Doc"):
@@ -101,10 +102,10 @@ def test_heading_words_open_the_chunk_and_name_the_section():
 
 
 def test_preamble_is_kept_and_title_words_are_content():
-    text = "# The Title\n\nPreamble text here.\n\n## First\nBody.\n"
+    text = "# The Title\n\nPreamble text here.\n\n## First\nBody of the first.\n"
     chunks = chunks_of(text)
     assert [(c.section, c.content) for c in chunks] == [
-        ("", "The Title\n\nPreamble text here."), ("First", "First\nBody.")]
+        ("", "The Title\n\nPreamble text here."), ("First", "First\nBody of the first.")]
 
 
 @pytest.mark.parametrize("strategy", "CDEF")
@@ -222,10 +223,11 @@ def test_oversized_paragraph_is_split_at_sentences_and_packed():
 
 
 def test_oversized_paragraph_does_not_merge_with_neighbours():
-    big = "Sentence one is long. Sentence two is long. Sentence three."
-    text = f"Tiny.\n\n{big}\n\nTail."
+    big = "Sentence one is long. Sentence two is long. Sentence three is here."
+    text = f"Tiny but whole.\n\n{big}\n\nTail of it all."
     got = contents(text, budget=45)
-    assert got == ["Tiny.", "Sentence one is long. Sentence two is long.", "Sentence three.", "Tail."]
+    assert got == ["Tiny but whole.", "Sentence one is long. Sentence two is long.", "Sentence three is here.",
+                   "Tail of it all."]
 
 
 @pytest.mark.parametrize(
@@ -249,9 +251,45 @@ def test_a_lone_line_stays_when_not_even_a_sentence_fits_beside_it():
     assert got == ["Heading", long_sentence.strip() + "."]
 
 
+@pytest.mark.parametrize("slight", ["AND", "https://www.ril.com/ar2023", "Corporate Overview", "12", "1\n\nChapter 1."])
+def test_a_fragment_last_in_its_section_closes_the_chunk_before_it(slight):
+    """Issue 44: a word, a URL, a sidebar label, a page number after the body of its section were
+    chunks of their own, close to any question because they say almost nothing."""
+    body = "The founder set up the first mill in 1966. " * 4 + "He built it into a large firm."
+    text = f"## Vision\n\n{body.strip()}\n\n{slight}\n\n## Next\nMore words follow here."
+    got = contents(text)
+    assert got[0] == text[3 : text.index("\n\n## Next")]  # one chunk: heading, body and the fragment
+
+
+def test_a_fragment_that_does_not_fit_whole_takes_the_last_sentences_and_leaves_the_heading_its_body():
+    sentences = [f"Sentence {w} of the founding story is long enough to count." for w in "abcdefgh"]
+    body = " ".join(sentences)
+    assert len(f"Vision\n\n{body}") <= 512 < len(f"Vision\n\n{body}\n\nhttps://www.ril.com/ar2023\n\nCorporate Overview")
+    text = f"## Vision\n\n{body}\n\nhttps://www.ril.com/ar2023\n\nCorporate Overview"
+    chunks = chunks_of(text)
+    assert [c.content for c in chunks] == [
+        "Vision\n\n" + " ".join(sentences[:-1]),
+        sentences[-1] + "\n\nhttps://www.ril.com/ar2023\n\nCorporate Overview",
+    ]
+    assert all(carries_content(c.content) for c in chunks)
+
+
+def test_a_section_of_a_fragment_opens_the_next_and_the_last_closes_the_one_before():
+    text = ("## Overview\n\nAND\n\n## Chairman\n\nThe chairman thanks the shareholders.\n\n"
+            "## Back cover\n\n®")
+    chunks = chunks_of(text, strategy="E", title="Report")
+    assert [(c.section, c.content, c.text) for c in chunks] == [
+        ("Chairman", text[3:], "[Report > Chairman]\nThe chairman thanks the shareholders.\n\n## Back cover\n\n®"),
+    ]
+
+
+def test_a_text_of_nothing_but_a_fragment_is_one_chunk():
+    assert contents("https://www.ril.com/ar2023\n") == ["https://www.ril.com/ar2023"]
+
+
 def test_short_sentences_are_not_folded():
-    text = "Done.\n\n" + "Next part is long. " * 27
-    assert contents(text, budget=500)[0] == "Done."
+    text = "It is done.\n\n" + "Next part is long. " * 27
+    assert contents(text, budget=500)[0] == "It is done."
 
 
 @pytest.mark.parametrize(
@@ -328,7 +366,7 @@ def test_header_without_section():
 
 @pytest.mark.parametrize("strategy", "EF")
 def test_a_chunk_of_its_heading_alone_embeds_the_heading(strategy):
-    chunks = chunks_of("## Intro\nFirst.\n\n## Results\n", strategy=strategy, title="My Doc")
+    chunks = chunks_of("## Intro\nFirst things first.\n\n## Results\n", strategy=strategy, title="My Doc")
     assert [(c.content, c.text) for c in chunks][-1] == ("Results", "[My Doc > Results]\nResults")
 
 

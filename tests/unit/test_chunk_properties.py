@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from citeline.pipeline.chunk import STRATEGIES, chunk_document
+from citeline.schemas.document import carries_content
 
 TITLE = "Tïtle"
 
@@ -154,8 +155,10 @@ def _check_slices_and_text(text, chunks, strategy, parts):
 
 
 def _opened(text, parts):
-    """The parts a boundary strategy packs: one holding only its heading (not the last) joined
-    to the next, named by it, the heading words running from the first's to the next's."""
+    """The parts a boundary strategy packs: one holding only its heading, or only a fragment
+    (too few words to stand alone), when not the last, joined to the next, named by it, the
+    heading words running from the first's (an untitled preamble's first word) to the next's;
+    a last part of only a fragment joined to the one before."""
     out, held = [], None
     for i, part in enumerate(parts):
         if held is not None:
@@ -163,8 +166,14 @@ def _opened(text, parts):
             part = Part(part.name, held.start, held.body, part.end, part.heading_end if words else held.heading_end)
             held = None
         words = text[part.body : part.heading_end].strip()
-        if words and i + 1 < len(parts) and not text[part.heading_end : part.end].strip():
+        heading_only = words and not text[part.heading_end : part.end].strip()
+        body = text[part.body : part.end]
+        fragment = body.strip() and not carries_content(body)
+        if (heading_only or fragment) and i + 1 < len(parts):
             held = part
+            continue
+        if out and fragment and not heading_only:
+            out[-1] = Part(out[-1].name, out[-1].start, out[-1].body, part.end, out[-1].heading_end)
             continue
         out.append(part)
     return out

@@ -127,6 +127,33 @@ def test_each_half_years_blocks_name_their_own_period(make):
     assert read(chunk.content, "Line item 21", "Total Group") == str(make.half_year_line(21, 4000, 3))
 
 
+def test_footnotes_are_shown_once_after_the_table_and_every_block_holds_figures(make):
+    """Issue 44 item 2: footnotes under a table split by columns were laid out as group rows,
+    repeated under the headers in blocks of their own per part: pieces of labels and notes with
+    no number that outranked the figures. Now each block under the headers holds figures, and
+    the notes follow the table once, each in the quote of one chunk, located at its own cell."""
+    canonical = sheet.extract(make.results_workbook(), "results.xlsx")
+    chunks = _chunks(canonical)
+    headed = [c for c in chunks if "In millions of CHF | " in c.content]
+    headers = {next(line for line in c.content.split("\n") if line.startswith("In millions of CHF | ")) for c in headed}
+    assert len(headers) > 1  # the table is split by columns
+    for chunk in headed:
+        rows = [_cells(line) for line in chunk.content.split("\n") if (_cells(line) or [""])[0] in make.RESULT_SEGMENTS]
+        assert rows and all(cell_kind(cell) == "number" for row in rows for cell in row[1:]), chunk.content
+        assert not any(note in chunk.content for note in make.RESULT_NOTES)
+    first = len(make.HALF_YEARS) * (3 + len(make.RESULT_SEGMENTS)) + 1  # period, header, rows, a blank each
+    notes = SheetRange("Operating segments", f"A{first}:A{first + len(make.RESULT_NOTES) - 1}")
+    for note in make.RESULT_NOTES:
+        assert canonical.text.count(note) == 1 and sum(note in c.content for c in chunks) == 1
+        at = canonical.text.index(note)
+        assert [s.locator for s in canonical.segments if s.start <= at < s.end] == [notes]
+    # Every cell of the sheet is in the text: the notes left the blocks, not the document.
+    for k in range(len(make.RESULT_SEGMENTS)):
+        for m in range(len(make.RESULT_MEASURES)):
+            for _, base in make.HALF_YEARS:
+                assert f"{make.result_value(base, k, m):,}" in canonical.text
+
+
 def test_a_period_centred_across_its_columns_heads_each_of_them(make):
     """"Centre across selection" puts one label over several columns without merging them:
     each column under it is that period's (the growth column too), in the quote."""
@@ -350,3 +377,18 @@ def test_a_documents_merged_group_header_names_each_of_its_columns(make, kind, s
     found = {read(c.content, "Adjusted EBITDAaL margin", segment, "H1 2022")
              for c in _holding(canonical, "Adjusted EBITDAaL margin |") if f"| {segment}" in c.content}
     assert found == {value}
+
+
+def test_no_block_is_group_rows_alone_under_the_headers():
+    """Issue 44 item 2: a run of group rows longer than a block was cut into a block of headers
+    and labels with no figure under them; the block now runs on to its first row of figures."""
+    from citeline.extractors.tables import table_blocks
+    from citeline.schemas.grid import GridRow
+
+    groups = [f"Group heading number {k} of the segment reporting structure" for k in range(12)]
+    rows = [GridRow(1, {1: "In millions of CHF", 2: "2023", 3: "2022"})]
+    rows += [GridRow(2 + k, {1: g}) for k, g in enumerate(groups)]
+    rows += [GridRow(20 + k, {1: f"Line {k}", 2: f"{100 + k}", 3: f"{200 + k}"}) for k in range(3)]
+    blocks = [b.text for b in table_blocks(rows, lambda *_: None, 480, 20)]
+    assert all(any(f"Line {k} |" in text for k in range(3)) for text in blocks), blocks
+    assert all(g in "\n".join(blocks) for g in groups)
