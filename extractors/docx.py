@@ -45,7 +45,7 @@ NAME = "docx"
 #    (extractors.tables.split_tables).
 # 5: page headers and footers, each distinct one once, after the body.
 # 6: a table's notes (rows of labels alone after its last figures) shown once after it, not
-#    repeated under its headers in pieces without a number (extractors.tables, issue 44 item 2).
+#    repeated under its headers in pieces without a number (extractors.tables).
 VERSION = "6"
 # Parses untrusted zip and XML input: run in a killable worker process (pipeline.isolate).
 ISOLATE = True

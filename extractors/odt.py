@@ -29,7 +29,7 @@ NAME = "odt"
 #    (extractors.tables.split_tables).
 # 3: page headers and footers (styles.xml's master pages), each distinct one once, after the body.
 # 4: a table's notes (rows of labels alone after its last figures) shown once after it, not
-#    repeated under its headers in pieces without a number (extractors.tables, issue 44 item 2).
+#    repeated under its headers in pieces without a number (extractors.tables).
 VERSION = "4"
 # Parses untrusted zip and XML input: run in a killable worker process (pipeline.isolate).
 ISOLATE = True

@@ -56,7 +56,7 @@ NAME = "pdf"
 #    (extractors.tables.split_tables).
 # 15: OCR reads light text on a dark fill, a table image's header row (ocr 7).
 # 16: a table's notes (rows of labels alone after its last figures) shown once after it, not
-#    repeated under its headers in pieces without a number (extractors.tables, issue 44 item 2).
+#    repeated under its headers in pieces without a number (extractors.tables).
 VERSION = "16"
 # Parses untrusted binary input in C: run in a killable worker process (pipeline.isolate).
 ISOLATE = True

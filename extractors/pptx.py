@@ -37,7 +37,7 @@ NAME = "pptx"
 #    (extractors.tables.split_tables).
 # 5: a deck of pictures with no text is not a document, a deck of nothing is empty.
 # 6: a table's notes (rows of labels alone after its last figures) shown once after it, not
-#    repeated under its headers in pieces without a number (extractors.tables, issue 44 item 2).
+#    repeated under its headers in pieces without a number (extractors.tables).
 VERSION = "6"
 # Parses untrusted zip and XML input: run in a killable worker process (pipeline.isolate).
 ISOLATE = True

@@ -375,7 +375,7 @@ def _table(rows: list[GridRow], locate: Locate, block_chars: int, block_rows: in
             line = _Line(DATA, row, columns)
             width = len(_text(line)) + 1
             # A block is cut only once it holds a row of its own: group rows alone under the
-            # headers would be a piece of labels that no figure follows (issue 44 item 2).
+            # headers would be a piece of labels that no figure follows.
             if block and _rows_in(block, group_rows) and (chars + width > block_chars or len(block) >= block_rows):
                 yield _render(_context(context, block_group, table), block, locate)
                 block = []
@@ -405,7 +405,7 @@ def _notes(body: list[GridRow], group_rows: set[int]) -> tuple[list[GridRow], li
     ("(b) Underlying trading operating profit is before …"). Laid out as group rows, they were
     repeated under the headers in a block of their own, per part of a table split by columns:
     pieces of labels and footnotes without a number, nearer a question than the figures they
-    annotate because they repeat its words (issue 44 item 2). They are shown once, after the
+    annotate because they repeat its words. They are shown once, after the
     table, without the repeated context. A table without figures keeps its rows."""
     last = max((k for k, r in enumerate(body) if _has_number(r)), default=None)
     if last is None or not all(r.number in group_rows for r in body[last + 1:]):

@@ -24,7 +24,7 @@ Nor is any chunk a fragment (``schemas.document.carries_content``: fewer than th
 URL, a page number, ``AND``) while a neighbour can take it: it joins the next chunk of its
 section, else the previous one, and a section that holds nothing more (a running head, a page's
 furniture) opens the next section's first chunk, or closes the previous section's last one
-when it ends the text (issue 44: "Corporate Overview", "AND" and a bare URL were chunks of
+when it ends the text ("Corporate Overview", "AND" and a bare URL were chunks of
 their own, close to any question because they say almost nothing).
 
 Every chunk satisfies ``text[chunk.start:chunk.end] == chunk.content``: offsets are found
@@ -45,7 +45,7 @@ from citeline.schemas.document import Chunk, carries_content
 # section holding only its heading opens the next one's.
 # 4: a piece that says too little to stand alone (a word, a label, a URL, a page number) joins a
 # neighbour: the next chunk of its section, else the one before; a section of nothing else opens
-# the next section's chunk, or closes the previous one's when it is the last (issue 44).
+# the next section's chunk, or closes the previous one's when it is the last.
 CHUNKER_VERSION = "4"
 
 Span = tuple[int, int]

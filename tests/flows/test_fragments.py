@@ -1,4 +1,4 @@
-"""Issue 44 item 1, with the real model: an annual report's slight text blocks (a title word set
+"""With the real model: an annual report's slight text blocks (a title word set
 apart, a bare URL, a sidebar label) are quoted inside the chunks beside them, none is a chunk of
 its own, and a document of nothing but such a block is never a source."""
 import pytest

@@ -36,7 +36,7 @@ RESULTS_QUESTION = "What was the trading operating profit in the first half of 2
 
 @pytest.mark.model
 def test_the_figures_outrank_their_headers_and_footnotes(make, tmp_path):
-    """Issue 44 item 2: on a results sheet split by columns, with footnotes under its tables, the
+    """On a results sheet split by columns, with footnotes under its tables, the
     first two sources were the header row and the footnotes, repeated in blocks of their own with
     no number; the block holding the figure came third. Now the notes are shown once, after the
     table, every block under the headers holds figures, and the 2023 block holding the trading

@@ -253,7 +253,7 @@ def test_a_lone_line_stays_when_not_even_a_sentence_fits_beside_it():
 
 @pytest.mark.parametrize("slight", ["AND", "https://www.ril.com/ar2023", "Corporate Overview", "12", "1\n\nChapter 1."])
 def test_a_fragment_last_in_its_section_closes_the_chunk_before_it(slight):
-    """Issue 44: a word, a URL, a sidebar label, a page number after the body of its section were
+    """A word, a URL, a sidebar label, a page number after the body of its section were
     chunks of their own, close to any question because they say almost nothing."""
     body = "The founder set up the first mill in 1966. " * 4 + "He built it into a large firm."
     text = f"## Vision\n\n{body.strip()}\n\n{slight}\n\n## Next\nMore words follow here."

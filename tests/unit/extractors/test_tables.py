@@ -128,7 +128,7 @@ def test_each_half_years_blocks_name_their_own_period(make):
 
 
 def test_footnotes_are_shown_once_after_the_table_and_every_block_holds_figures(make):
-    """Issue 44 item 2: footnotes under a table split by columns were laid out as group rows,
+    """Footnotes under a table split by columns were laid out as group rows,
     repeated under the headers in blocks of their own per part: pieces of labels and notes with
     no number that outranked the figures. Now each block under the headers holds figures, and
     the notes follow the table once, each in the quote of one chunk, located at its own cell."""
@@ -380,7 +380,7 @@ def test_a_documents_merged_group_header_names_each_of_its_columns(make, kind, s
 
 
 def test_no_block_is_group_rows_alone_under_the_headers():
-    """Issue 44 item 2: a run of group rows longer than a block was cut into a block of headers
+    """A run of group rows longer than a block was cut into a block of headers
     and labels with no figure under them; the block now runs on to its first row of figures."""
     from citeline.extractors.tables import table_blocks
     from citeline.schemas.grid import GridRow
