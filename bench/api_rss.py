@@ -48,7 +48,7 @@ def grow(dev: str, db: str, rows: int) -> dict:
     stamp = store.stamp()
     source = store.chunk_rows()
     started = time.perf_counter()
-    for doc, batch, _ in synthetic_rows(source, max(rows - len(source), 0)):
+    for doc, batch, *_ in synthetic_rows(source, max(rows - len(source), 0)):
         store.replace_chunks(stamp, doc, chunk_table(batch, stamp))
     store.finish_run(stamp)  # the HNSW and full-text indexes, as a run past ann_min_rows builds them
     return {"chunks": store.count_chunks(), "build_s": round(time.perf_counter() - started, 1)}
