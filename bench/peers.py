@@ -130,7 +130,7 @@ def run_process(argv: list[str], env: dict[str, str], log: Path) -> Process:
         _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - started
     code = os.waitstatus_to_exitcode(status)
-    child.returncode = code
+    child.returncode = code  # reaped by wait4, not by Popen: told, so Popen does not wait for it again
     lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
     try:
         result = json.loads(lines[-1]) if lines else {}
@@ -262,21 +262,26 @@ def spread(values: list[float]) -> str:
     return f"{lo:.2f}" if round(lo, 2) == round(hi, 2) else f"{lo:.2f}–{hi:.2f}"
 
 
-def ratio_words(ratios: list[float]) -> str:
-    """citeline ÷ best peer over the rounds, said as slower (> 1) or faster (< 1)."""
+def ratio_words(ratios: list[float], more: str, less: str) -> str:
+    """citeline ÷ best peer over the rounds, said as ``more`` (> 1) or ``less`` (< 1), or both ways."""
     if all(r >= 1 for r in ratios):
-        return f"**{spread(ratios)}× slower**"
+        return f"**{spread(ratios)}× {more}**"
     if all(r <= 1 for r in ratios):
-        return f"**{spread([1 / r for r in ratios])}× faster**"
-    return f"{spread(ratios)}× (mixed)"
+        return f"**{spread([1 / r for r in ratios])}× {less}**"
+    return f"{spread(ratios)}× (by round: " + ", ".join(f"{r:.2f}" for r in ratios) + ")"
+
+
+WORDS = {"peak_rss_mb": ("more", "less")}.get  # how a ratio above or below 1 reads, by field
 
 
 def table(results: list[Measure], systems: tuple[str, ...]) -> list[str]:
     """One markdown table: a row per corpus and measure, each round's figure per system."""
-    rows = [(step, "wall_s") for step in SYNC_STEPS]
+    rows = [(step, field) for step in SYNC_STEPS for field in ("wall_s", "cpu_s")]
     rows += [(QUERY, "query_p50_ms"), (QUERY, "query_first_ms"), (QUERY, "wall_s"), ("first index", "peak_rss_mb"),
              (QUERY, "peak_rss_mb")]
-    names = {"wall_s": "{step} (s)", ("query", "wall_s"): "query process, start to exit (s)", "query_p50_ms": "query p50 from the first request (ms)",
+    # CPU seconds (user + system of the process and the children it waited for) beside the wall:
+    # on a shared machine they move far less with the load than the wall time does
+    names = {"wall_s": "{step} (s)", "cpu_s": "{step}, CPU (s)", ("query", "wall_s"): "query process, start to exit (s)", "query_p50_ms": "query p50 from the first request (ms)",
              "query_first_ms": "first query (ms)", "peak_rss_mb": "peak RSS, {step} process (MB)"}
     head = "| corpus | measure | " + " | ".join(systems) + " |" + (" citeline ÷ best peer |" if len(systems) > 1 else "")
     out = [head, "|" + "---|" * (head.count("|") - 1)]
@@ -287,7 +292,7 @@ def table(results: list[Measure], systems: tuple[str, ...]) -> list[str]:
                 picked = sorted((m for m in results if (m.corpus, m.system, m.step) == (corpus, system, step)),
                                 key=lambda m: m.round)
                 values = [getattr(m, field) for m in picked]
-                cells.append(" / ".join(f"{v:.0f}" if field != "wall_s" else f"{v:.1f}" for v in values))
+                cells.append(" / ".join(f"{v:.1f}" if field in ("wall_s", "cpu_s") else f"{v:.0f}" for v in values))
                 for m, v in zip(picked, values):
                     per_round.setdefault(m.round, {})[system] = v
             name = names.get((step, field), names[field]).format(step=step)
@@ -295,12 +300,12 @@ def table(results: list[Measure], systems: tuple[str, ...]) -> list[str]:
             if len(systems) > 1:
                 ratios = [r["citeline"] / min(r[p] for p in systems[1:]) for r in per_round.values()
                           if len(r) == len(systems)]
-                line += f" {ratio_words(ratios)} |"
+                line += f" {ratio_words(ratios, *WORDS(field, ('slower', 'faster')))} |"
             out.append(line)
     return out
 
 
-def checks(results: list[Measure], systems: tuple[str, ...]) -> list[str]:
+def checks(results: list[Measure]) -> list[str]:
     """What each system reported it did per step, and the dev questions' document hit rate."""
     out = []
     for m in results:
@@ -308,6 +313,12 @@ def checks(results: list[Measure], systems: tuple[str, ...]) -> list[str]:
             hit = f", document in the top {TOP_K}: {m.doc_hit:.2f}" if m.doc_hit is not None else ""
             out.append(f"{m.corpus:<6} {m.system:<10} {m.step:<11} {m.detail}{hit}")
     return out
+
+
+def report(results: list[Measure]) -> None:
+    systems = tuple(s for s in SYSTEMS if any(m.system == s for m in results))
+    print("\n".join(table(results, systems)))
+    print("\n".join(checks(results)))
 
 
 def machine() -> str:
@@ -328,7 +339,11 @@ def main() -> None:
     parser.add_argument("--dev", type=Path, default=DEV, help="an evaluation corpus: docs/ and ground_truth.jsonl")
     parser.add_argument("--out", type=Path, help="every measure as JSON")
     parser.add_argument("--smoke", action="store_true")
+    parser.add_argument("--report", type=Path, nargs="+", help="print the table of --out files instead of measuring")
     args = parser.parse_args()
+    if args.report:
+        report([Measure(**m) for path in args.report for m in json.loads(path.read_text())])
+        return
     if args.smoke:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from smokekit import tiny_corpus
@@ -351,14 +366,14 @@ def main() -> None:
             for round_ in range(1, args.rounds + 1):
                 results += run_round(setup, corpus, source, round_, systems, truth)
                 loads.append(os.getloadavg()[0])
+                if args.out:  # after every round: a run cut short keeps the rounds it finished (--report reads them)
+                    args.out.write_text(json.dumps([asdict(m) for m in results], indent=1))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     print(f"{machine()}; load average {' → '.join(f'{x:.2f}' for x in loads)} (start, after each round)")
-    print(f"{args.rounds} round(s); corpora: {args.corpora} ({args.notes} notes); {len(texts)} questions")
-    print("\n".join(table(results, systems)))
-    print("\n".join(checks(results, systems)))
-    if args.out:
-        args.out.write_text(json.dumps([asdict(m) for m in results], indent=1))
+    print(f"{args.rounds} round(s); corpora: {args.corpora}" + (f" ({args.notes} notes)" if "notes" in args.corpora else "")
+          + f"; {len(texts)} questions")
+    report(results)
 
 
 # ---- the children: one step of one system, in its own process -----------------------------------
