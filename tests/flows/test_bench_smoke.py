@@ -80,6 +80,9 @@ SMOKES = {
     "token_storage": Smoke(("index", "--smoke"), ("--no-token-vectors", "--token-vectors", "KiB/chunk")),
     "real_folder": Smoke(("--smoke",), ("| file | outcome | detail |", "04-dropout.md", "search rank (top 10)")),
     "speech_speed": Smoke(("--smoke",), ("round 1 done", "| citeline |")),
+    # each step a fresh `citeline index` (the fake CLI) or query process; the peers not run
+    "peers": Smoke(("--smoke",), ("citeline alone", "| dev | first index (s) |", "| notes | rename-all (s) |",
+                                  "document in the top 8: ", "20 renamed"), True),
     # tens of seconds or a browser: `make test` only
     "dask_throughput": Smoke(("--smoke",), ("in-process (2 threads)", "LocalCluster, 1 worker(s), grouping on",
                                             "(6 documents, "), marks=(pytest.mark.slow,)),
@@ -96,7 +99,7 @@ SMOKES = {
 DEV = ROOT.parent / "shared" / "corpora" / "dev"
 READS_DEV = {"answerability_frontier", "api_rss", "encoder_backends", "gate_calibration", "gate_transfer", "http_latency",
              "model_compare", "page_latency", "phrase_probes", "query_latency", "speech_speed", "highlight_lines",
-             "real_folder", "token_storage"}
+             "real_folder", "token_storage", "peers"}
 
 
 def run_here(bench: str, args: tuple[str, ...], monkeypatch, capfd) -> str:
