@@ -45,7 +45,8 @@ from citeline.schemas.document import Chunk, carries_content
 # section holding only its heading opens the next one's.
 # 4: a piece that says too little to stand alone (a word, a label, a URL, a page number) joins a
 # neighbour: the next chunk of its section, else the one before; a section of nothing else opens
-# the next section's chunk, or closes the previous one's when it is the last.
+# the next section's chunk, or closes the previous one's when it is the last (an empty heading,
+# "## ", opened so keeps the name of the heading before it).
 CHUNKER_VERSION = "4"
 
 Span = tuple[int, int]
@@ -337,15 +338,17 @@ def _opened(text: str, sections: list[Section]) -> list[Section]:
 
 
 def _joined(text: str, held: Section, section: Section) -> Section:
-    """``held`` opening ``section``: named by the latter, its heading words running from the
-    first heading's (or the untitled preamble's first word) to the last one's, so the embedded
-    text leaves them all to the header."""
+    """``held`` opening ``section``: named by the latter (by ``held`` when the latter is an empty
+    heading), its heading words running from the first heading's (or the untitled preamble's
+    first word) to the last one's, so the embedded text leaves them all to the header."""
     if held.heading is None:  # an untitled preamble: its words are opened like a heading's
         first = _trim(text, held.body_start, section.end)
         heading = (first[0], section.heading[1]) if section.heading and first else None
     else:
         heading = (held.heading[0], (section.heading or held.heading)[1])
-    return Section(section.name, held.start, held.body_start, section.end, heading)
+    # An empty heading ("## ") names nothing: the held heading's words would vanish from
+    # the embedded text if the header did not carry them.
+    return Section(section.name or held.name, held.start, held.body_start, section.end, heading)
 
 
 def _says_little(text: str, section: Section) -> bool:

@@ -130,6 +130,13 @@ def test_a_heading_over_nothing_but_the_next_heading_opens_its_chunk():
     ]
 
 
+def test_an_empty_heading_opened_by_a_lone_one_is_named_by_it():
+    """"## " names nothing: the pair keeps the lone heading's name, whose words would otherwise be
+    in neither the header nor the embedded text (found by the property test)."""
+    chunks = chunks_of("## Limits\n## \nREAL is not handled.\n", strategy="E", title="Manual")
+    assert [(c.section, c.text) for c in chunks] == [("Limits", "[Manual > Limits]\n## \nREAL is not handled.")]
+
+
 def test_a_heading_alone_before_a_long_paragraph_is_folded_into_it_whatever_it_ends_with():
     body = "The REAL type is not handled by the library at all. " * 9 + "It fills the chunk nearly all the way up."
     text = f"## Limits (draft.)\n\n{body.strip()}\n\nA closing paragraph follows the body."

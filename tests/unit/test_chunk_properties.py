@@ -156,14 +156,16 @@ def _check_slices_and_text(text, chunks, strategy, parts):
 
 def _opened(text, parts):
     """The parts a boundary strategy packs: one holding only its heading, or only a fragment
-    (too few words to stand alone), when not the last, joined to the next, named by it, the
-    heading words running from the first's (an untitled preamble's first word) to the next's;
-    a last part of only a fragment joined to the one before."""
+    (too few words to stand alone), when not the last, joined to the next, named by it (by the
+    first when it has no name), the heading words running from the first's (an untitled
+    preamble's first word) to the next's; a last part of only a fragment joined to the one before."""
     out, held = [], None
+    parts = [p for p in parts if p.end > p.start]  # an empty preamble is no section
     for i, part in enumerate(parts):
         if held is not None:
             words = text[part.body : part.heading_end].strip()
-            part = Part(part.name, held.start, held.body, part.end, part.heading_end if words else held.heading_end)
+            name = part.name or held.name
+            part = Part(name, held.start, held.body, part.end, part.heading_end if words else held.heading_end)
             held = None
         words = text[part.body : part.heading_end].strip()
         heading_only = words and not text[part.heading_end : part.end].strip()

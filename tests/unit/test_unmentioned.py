@@ -49,7 +49,9 @@ def test_a_question_of_many_names_costs_linear_time_and_a_bounded_number_of_look
     def many(n):
         return " ".join(f"Zq{chr(97 + i % 26)}{chr(97 + i // 26 % 26)}{chr(97 + i // 676 % 26)}" for i in range(n))
 
-    assert ratio(named_terms, many(4_000), many(8_000)) < 3.0
+    # Four times the names, not two: a doubling's ratio read 3.3 once under a loaded suite; here
+    # linear work reads about 4 and quadratic 16.
+    assert ratio(named_terms, many(4_000), many(16_000)) < 8.0
     asked = []
     unmentioned(many(1_000), lambda w: asked.append(w) or True)
     assert len(asked) == MAX_LOOKUPS
