@@ -4,17 +4,13 @@ lines (``[--db DIR]``, ``A|B``) and object-store URLs are left out; a path the c
 exist may be absent."""
 import re
 import shlex
-from pathlib import Path
 
 import click
 import pytest
 
 from citeline.cli.main import cli
+from testkit import REFERENCE_DOCS as REFERENCE, ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
-# The reference; the dated investigations (benchmarks, eval-*) keep the commands of their day.
-REFERENCE = ["README.md", "deploy/README.md", *(f"docs/{name}.md" for name in (
-    "usage", "operations", "query", "reliability", "decisions", "development", "architecture"))]
 _COMMAND = re.compile(r"^(?:\$ )?(?:\.venv/bin/)?citeline (.*)$")
 
 
