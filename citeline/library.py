@@ -142,6 +142,8 @@ class Snapshot:
     meta_version: int = 0
     documents_version: int = 0
     sources: dict[str, str] = field(default_factory=dict, compare=False)  # doc_id -> source, filled lazily
+    # doc_id -> its locator map, for the documents whose highlighted lines were placed (query/locate.py)
+    maps: dict = field(default_factory=dict, compare=False)
 
 
 class Index:
@@ -351,7 +353,7 @@ class Index:
         return answer
 
     def _located(self, snap: Snapshot, citations: Sequence[Citation]) -> list[Citation]:
-        return located(snap.searcher.store, citations, snap.sources)
+        return located(snap.searcher.store, citations, snap.sources, snap.maps)
 
     def documents(self, ending: str | None = None) -> tuple[DocumentInfo, ...]:
         """Every document (with ``ending``, those whose source path ends with it: the candidates

@@ -6,7 +6,7 @@ Pages are 1-based, times in seconds, cell ranges in A1 notation.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Union
 
 
@@ -77,6 +77,28 @@ class SheetRange:
 
     def label(self) -> str:
         return f"{self.sheet} {self.cells}"
+
+    def row_numbers(self, lines: int) -> list[int] | None:
+        """The sheet rows of the range's ``lines`` rendered lines, when there is one line per row.
+
+        >>> [SheetRange("S", c).row_numbers(n) for c, n in (("A3:D5", 3), ("B7", 1), ("A3:D5", 2))]
+        [[3, 4, 5], [7], None]
+        """
+        found = re.findall(r"[A-Z]+([0-9]+)", self.cells)
+        if not found:
+            return None
+        first, last = int(found[0]), int(found[-1])
+        return list(range(first, last + 1)) if last - first + 1 == lines else None
+
+    def rows(self, first: int, last: int) -> "SheetRange":
+        """The range cut to sheet rows ``first``..``last``, its columns kept.
+
+        >>> SheetRange("S", "A5:C13").rows(7, 7).cells, SheetRange("S", "B7").rows(7, 7).cells
+        ('A7:C7', 'B7')
+        """
+        columns = re.findall(r"([A-Z]+)[0-9]+", self.cells)
+        start, end = f"{columns[0]}{first}", f"{columns[-1]}{last}"
+        return replace(self, cells=start if start == end else f"{start}:{end}")
 
 
 _CELL = re.compile(r"^([A-Z]{1,3})([0-9]+)$")

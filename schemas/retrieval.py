@@ -199,6 +199,9 @@ class Citation:
     # as canonical offsets inside [start, end); None without a question or a quote.
     highlight_start: int | None = None
     highlight_end: int | None = None
+    # The line's own place in its document's unit (``'Sheet'!A25:G25``, ``#page=6``, ``#row=7-7``,
+    # ``#t=…``) from the document's locator map (query/locate.py); "" for text, whose line is ``#char=``.
+    highlight_locator: str = ""
 
     @property
     def highlight(self) -> str:
@@ -208,11 +211,13 @@ class Citation:
         return self.quote[self.highlight_start - self.start:self.highlight_end - self.start]
 
     def highlight_dict(self) -> dict | None:
-        """``{start, end, fragment, text}`` of the highlighted line: ``#char=`` of its canonical range."""
+        """``{start, end, fragment, locator, text}`` of the highlighted line: ``fragment`` is ``#char=``
+        of its canonical range, ``locator`` its place in the document's own unit (the same for text)."""
         if self.highlight_start is None:
             return None
-        return {"start": self.highlight_start, "end": self.highlight_end,
-                "fragment": CharRange(self.highlight_start, self.highlight_end).fragment(), "text": self.highlight}
+        fragment = CharRange(self.highlight_start, self.highlight_end).fragment()
+        return {"start": self.highlight_start, "end": self.highlight_end, "fragment": fragment,
+                "locator": self.highlight_locator or fragment, "text": self.highlight}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Citation":
@@ -222,10 +227,16 @@ class Citation:
         ...              highlight_start=6, highlight_end=11)
         >>> Citation.from_dict(c.to_dict()) == c, c.to_dict()["highlight"]["text"]
         (True, 'world')
+        >>> from dataclasses import replace
+        >>> s = replace(c, fragment="'S'!A1:B2", highlight_locator="'S'!A2:B2")
+        >>> Citation.from_dict(s.to_dict()) == s, s.to_dict()["highlight"]["locator"]
+        (True, "'S'!A2:B2")
         """
         fields = {k: v for k, v in data.items() if k != "highlight"}
         if (line := data.get("highlight")) is not None:
-            fields.update(highlight_start=line["start"], highlight_end=line["end"])
+            own = line.get("locator", "")
+            fields.update(highlight_start=line["start"], highlight_end=line["end"],
+                          highlight_locator="" if own == line.get("fragment") else own)
         return cls(**fields)
 
     def to_dict(self) -> dict:

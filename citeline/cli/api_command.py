@@ -11,14 +11,15 @@ import socket
 
 import click
 
-from citeline.cli.common import CliError, cli_errors, db_option, model_option, output_options, verbosity
+from citeline.cli.common import (CitelineCommand, CliError, cli_errors, db_option, model_option,
+                                 output_options, verbosity)
 
 HEADER_TIMEOUT_S, MAX_CONNECTIONS = 10.0, 1000  # citeline/web/limits.py says why (imported with uvicorn)
 
 ENV_TOKEN = "CITELINE_API_TOKEN"
 
 
-@click.command("api")
+@click.command("api", cls=CitelineCommand)
 @db_option
 @model_option
 @click.option("--host", default="127.0.0.1", show_default=True,

@@ -9,7 +9,8 @@ import json
 
 import click
 
-from citeline.cli.common import cli_errors, db_option, filter_options, model_option, output_options, served_by
+from citeline.cli.common import (CitelineCommand, best_line, cli_errors, db_option, filter_options,
+                                 model_option, output_options, served_by)
 from citeline.schemas.retrieval import (
     ASK_K, CLOSEST_NOTE, DEFAULT_RERANK, DEFAULT_RETRIEVER, ENV_RERANKER, RERANK, RETRIEVERS,
 )
@@ -17,7 +18,7 @@ from citeline.schemas.text import visible, visible_lines
 
 
 
-@click.command("ask")
+@click.command("ask", cls=CitelineCommand)
 @click.argument("query")
 @db_option
 @model_option
@@ -137,4 +138,4 @@ def _print_sources(citations) -> None:
         rerank = "" if c.rerank_score is None else f"  rerank {c.rerank_score:.3f}"
         distance = "" if c.distance is None else f"  distance {c.distance:.3f}"
         click.echo(f"[{c.index}] {visible(c.document)}  {visible(c.label)}  {visible(c.fragment)}{distance}{rerank}")
-        click.echo(f"    {visible(' '.join(c.highlight.split()))}")
+        click.echo(best_line(c))

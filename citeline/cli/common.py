@@ -15,7 +15,8 @@ import click
 
 from citeline.schemas.settings import DEFAULTS, ENV_DB, ENV_MODEL, ENV_PREFIX
 from citeline.schemas.errors import CitelineError
-from citeline.schemas.retrieval import Filters
+from citeline.schemas.retrieval import Citation, Filters
+from citeline.schemas.text import visible
 
 # Exit codes (docs/usage.md, "Exit codes"): 0 every document fine, 1 an error (click's own for
 # ClickException, Python's for a bug's traceback), 2 bad arguments (click's UsageError),
@@ -93,8 +94,24 @@ def _wants_json(args: list[str]) -> bool:
     return JSON_FLAG in args[: args.index("--")] if "--" in args else JSON_FLAG in args
 
 
+HELP_OPTIONS = ["-h", "--help"]
+
+
+class CitelineCommand(click.Command):
+    """A command whose ``-h`` works however it is reached: click makes a command's help option once
+    and keeps it, so one first made without the group's settings (the command invoked on its own,
+    as a test does) lacked ``-h`` for good, and the generated reference with it."""
+
+    def __init__(self, *args, **kwargs):
+        settings = dict(kwargs.get("context_settings") or {})
+        settings.setdefault("help_option_names", HELP_OPTIONS)
+        super().__init__(*args, **{**kwargs, "context_settings": settings})
+
+
 class CitelineGroup(click.Group):
     """The command group: ``-h``, ``CITELINE_*`` environment variables, errors as JSON on request."""
+
+    command_class = CitelineCommand
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         args = list(sys.argv[1:] if args is None else args)
@@ -124,7 +141,7 @@ class CitelineGroup(click.Group):
             raise
 
 
-CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "auto_envvar_prefix": ENV_PREFIX}
+CONTEXT_SETTINGS = {"help_option_names": HELP_OPTIONS, "auto_envvar_prefix": ENV_PREFIX}
 
 
 def _verbosity(ctx: click.Context, param, value) -> int:
@@ -253,3 +270,11 @@ wait_option = click.option("--wait", "wait_s", type=click.FloatRange(min=0), def
 model_option = click.option("--model", envvar=ENV_MODEL, default=None, callback=known_model,
                             help="Embedding model: a packaged alias or a local sentence-transformers folder "
                                  f"(default: the index's own model, else {DEFAULTS['model']}).")
+
+
+def best_line(citation: Citation) -> str:
+    """A source's best line as printed under it: whole, on one line, followed by its own place
+    where that is not the source's (the row's cells on a sheet, its page in a PDF)."""
+    own = citation.highlight_locator
+    place = f"  ({visible(own)})" if own and own != citation.fragment else ""
+    return f"    {visible(' '.join(citation.highlight.split()))}{place}"

@@ -8,7 +8,7 @@ from typing import Iterator
 
 import click
 
-from citeline.cli.common import known_model, output_options, verbosity
+from citeline.cli.common import CitelineCommand, known_model, output_options, verbosity
 from citeline.schemas.settings import ENV_MODEL
 from citeline.schemas.retrieval import RETRIEVERS
 from citeline.schemas.settings import DEFAULT_MODEL, DEFAULT_STRATEGY, STRATEGIES, IndexSettings
@@ -76,7 +76,7 @@ def _split(value: str, param) -> list[str]:
     return items
 
 
-@click.command("eval")
+@click.command("eval", cls=CitelineCommand)
 @click.argument("corpus_dir", type=click.Path(exists=True, file_okay=False, dir_okay=True))
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Folder for report.md, results.json and the plots.")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import sys
 from dataclasses import asdict
@@ -14,7 +15,7 @@ import click
 from citeline.cli.api_command import api
 from citeline.cli.ask_command import ask
 from citeline.cli.common import (CONTEXT_SETTINGS, EXIT_DELETIONS_HELD, EXIT_DOCUMENTS_FAILED, CitelineGroup, CliError,
-                                 as_cli_error, cli_errors, db_option, error_text, filter_options, known_model,
+                                 as_cli_error, best_line, cli_errors, db_option, error_text, filter_options, known_model,
                                  model_option, output_options, served_by, verbosity, wait_option, writable_db,
                                  writer_db_option)
 from citeline.cli.eval_command import eval_command
@@ -253,8 +254,6 @@ def serve(path, db, model, cron, strategy, name, verify_cron, allow_mass_delete,
           as_json):
     """Keep PATH (a folder, or an s3:// prefix) indexed on a schedule; needs a Prefect server (PREFECT_API_URL)."""
     from citeline.index.store import model_for
-    import os
-
     from citeline.flows.serve import FolderSync
     from citeline.pipeline.walk import Selection, check_patterns
     from citeline.schemas.paths import absolute
@@ -418,8 +417,6 @@ def _publish_health(db: str, by: str) -> None:
     """The index's failing-documents and index-health artifacts, for a command that wrote it
     without a flow run (``rm``), when a Prefect server is configured: without PREFECT_API_URL
     Prefect would start a temporary server for them (seconds), and nobody would see them."""
-    import os
-
     if not os.environ.get("PREFECT_API_URL"):
         return
     from citeline.tasks.report import health_artifacts
@@ -558,7 +555,7 @@ def search(query, db, model, k, retriever, as_json, local, filters):
         rerank = "" if c.rerank_score is None else f", rerank {c.rerank_score:.3f}"
         click.echo(f"[{c.index}] {visible(c.document)}{visible(c.fragment)}  {visible(c.label)}  "
                    f"(cosine distance {c.distance:.3f}{rerank})")
-        click.echo(f"    {visible(' '.join(c.highlight.split()))}")
+        click.echo(best_line(c))
 
 
 def _served_search(db, query, k, retriever, filters):

@@ -6,10 +6,10 @@ import time
 
 import click
 
-from citeline.cli.common import CliError, output_options
+from citeline.cli.common import CitelineCommand, CliError, output_options
 
 
-@click.command()
+@click.command(cls=CitelineCommand)
 @click.argument("action", type=click.Choice(["start", "status", "stop"]))
 @click.option("--idle", "idle_s", type=click.IntRange(min=10), default=1800, show_default=True,
               help="start: stop by itself after this many seconds without a command using it.")
@@ -19,8 +19,8 @@ def server(action, idle_s, as_json):
 
     While it runs, a command's flow run talks to it instead of starting Prefect's temporary
     server, and every run stays in its UI. It stops by itself after --idle seconds unused,
-    also when the command that started it was killed. CITELINE_PREFECT_SERVER=auto starts
-    it on the first command that needs one; CITELINE_HOME moves its folder.
+    also when the command that started it was killed. CITELINE_PREFECT_SERVER=auto starts it
+    for the first command that runs a flow; =off never uses it. CITELINE_HOME moves its folder.
     """
     from citeline.runtime import prefect_server
 

@@ -187,8 +187,9 @@ def viewer_page(index: Index, doc: DocumentInfo, chunk: ChunkInfo, line: tuple[i
     Nothing of the source is parsed here (a replaced workbook of millions of shared strings
     pinned the service): text, sheet ranges, slides and rows come from what the index stored;
     PDFs and media are the browser's to render. The page says when the source changed since it
-    was indexed, or is gone. ``line``: the canonical range of the sentence that answered (the
-    citation's ``highlight``), marked inside the chunk in a text document's view (``#line``).
+    was indexed, or is gone. ``line``: the canonical range of the sentence or row that answered
+    (the citation's ``highlight``), marked inside the chunk in a text document's or a sheet's view
+    (``#line``).
     """
     stored = _stored(index, doc.document_id)
     first = locator_from_dict(chunk.locators[0]) if chunk.locators else None
@@ -208,7 +209,7 @@ def viewer_page(index: Index, doc: DocumentInfo, chunk: ChunkInfo, line: tuple[i
                 f"src=\"{esc(source + chunk.fragment)}\" aria-label=\"{esc(name)}, {esc(where)}\"></{tag}>"
                 + _quote(chunk))
     elif isinstance(first, SheetRange):
-        body = "".join(sheet_table(stored, sheet, chunk) for sheet in
+        body = "".join(sheet_table(stored, sheet, chunk, line) for sheet in
                        dict.fromkeys(loc.sheet for loc in map(locator_from_dict, chunk.locators)
                                      if isinstance(loc, SheetRange)))
     elif isinstance(first, Slide):
@@ -306,9 +307,10 @@ def highlighted(canonical: str, start: int, end: int, line: tuple[int, int] | No
     return f"<pre id=\"text\" tabindex=\"0\">{esc(canonical[:start])}<mark id=\"cited\">{cited}</mark>{esc(canonical[end:])}</pre>"
 
 
-def sheet_table(stored: dict, sheet: str, chunk: ChunkInfo) -> str:
+def sheet_table(stored: dict, sheet: str, chunk: ChunkInfo, line: tuple[int, int] | None = None) -> str:
     """One table of the cited cells of ``sheet``: title lines as its caption, the header rows
-    as its head, the cited data rows under them, cells in the same columns.
+    as its head, the cited data rows under them, cells in the same columns; the data row that
+    shares a character with ``line`` (canonical offsets: the answering row) marked ``#line``.
 
     Rows are the stored segments' lines as the indexer rendered them (cells joined by
     ``CELL_SEPARATOR``), cut to the chunk: exactly the cited cells, nothing of the file re-read.
@@ -317,26 +319,29 @@ def sheet_table(stored: dict, sheet: str, chunk: ChunkInfo) -> str:
     text = stored["canonical"] or ""
     titles: list[str] = []
     heads: list[tuple[str, list[str]]] = []
-    rows: list[tuple[str, list[str]]] = []
+    rows: list[tuple[str, list[str], bool]] = []
     ranges: list[SheetRange] = []
     for seg in sheet_segments(stored["segments"], chunk):
         if seg.locator.sheet != sheet:
             continue
         start, end = max(seg.start, chunk.start), min(seg.end, chunk.end)
         lines = text[start:end].split("\n")
-        numbers = _row_numbers(seg.locator.cells, len(lines)) if (start, end) == (seg.start, seg.end) else None
-        for i, line in enumerate(lines):
-            cells = line.split(CELL_SEPARATOR)
+        numbers = seg.locator.row_numbers(len(lines)) if (start, end) == (seg.start, seg.end) else None
+        at = start
+        for i, text_line in enumerate(lines):
+            cells = text_line.split(CELL_SEPARATOR)
             number = str(numbers[i]) if numbers else ""
             if seg.locator.header and len(cells) == 1 and not heads:
-                titles.append(line)
+                titles.append(text_line)
             elif seg.locator.header:
                 heads.append((number, cells))
-            elif line:
-                rows.append((number, cells))
+            elif text_line:
+                answers = line is not None and at < line[1] and line[0] < at + len(text_line)
+                rows.append((number, cells, answers))
+            at += len(text_line) + 1
         if not seg.locator.header:
             ranges.append(seg.locator)
-    width = max((len(c) for _, c in heads + rows), default=1)
+    width = max((len(c) for _, c in heads + [(n, c) for n, c, _ in rows]), default=1)
 
     def row(number: str, cells: list[str], tag: str, klass: str = "") -> str:
         padded = cells + [""] * (width - len(cells))
@@ -344,28 +349,19 @@ def sheet_table(stored: dict, sheet: str, chunk: ChunkInfo) -> str:
         tds = "".join(f"<{tag}{attrs}>{esc(c)}</{tag}>" for c in padded)
         return f"<tr{klass}><th class=\"rownum\" scope=\"row\">{esc(number)}</th>{tds}</tr>"
 
+    first_answer = next((i for i, (_, _, answers) in enumerate(rows) if answers), None)
+
     where = bounding_range(ranges).cells if ranges else ""
     caption = f"Sheet {esc(sheet.strip() or sheet)}" + (f", cells {esc(where)}" if where else "")
     if titles:
         caption += "".join(f"<br><span class=\"muted\">{esc(t)}</span>" for t in titles)
     head = "".join(row(n, c, "th") for n, c in heads)
-    body = "".join(row(n, c, "td", " class=\"cited-row\"") for n, c in rows)
+    body = "".join(row(n, c, "td", " class=\"cited-row line-row\" id=\"line\"" if i == first_answer else
+                       " class=\"cited-row line-row\"" if answers else " class=\"cited-row\"")
+                   for i, (n, c, answers) in enumerate(rows))
     return (f"<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Sheet {esc(sheet)}\">"
             f"<table class=\"range\" id=\"cited\" data-sheet=\"{esc(sheet)}\" data-range=\"{esc(where)}\">"
             f"<caption>{caption}</caption><thead>{head}</thead><tbody>{body}</tbody></table></div>")
-
-
-def _row_numbers(cells: str, lines: int) -> list[int] | None:
-    """The sheet rows of a range's lines, when there is one line per row.
-
-    >>> _row_numbers("A3:D5", 3), _row_numbers("B7", 1), _row_numbers("A3:D5", 2)
-    ([3, 4, 5], [7], None)
-    """
-    found = re.findall(r"[A-Z]+([0-9]+)", cells)
-    if not found:
-        return None
-    first, last = int(found[0]), int(found[-1])
-    return list(range(first, last + 1)) if last - first + 1 == lines else None
 
 
 def sheet_segments(segments_json: str, chunk: ChunkInfo) -> list[Segment]:

@@ -215,7 +215,7 @@ def test_a_citation_for_a_question_carries_the_line_that_answers_it_with_its_own
     c = citation_from_hit(1, _hit(_row("Run the installer   twice.\nThen reboot.")), "When do I reboot?")
     at = CANONICAL.index("Then reboot.")
     assert c.to_dict()["highlight"] == {"start": at, "end": at + 12, "fragment": f"#char={at},{at + 12}",
-                                        "text": "Then reboot."}
+                                        "locator": f"#char={at},{at + 12}", "text": "Then reboot."}
     assert CANONICAL[at:at + 12] == c.highlight
 
 
