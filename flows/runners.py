@@ -9,6 +9,7 @@ from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from citeline.index.faults import storage_reason
+from citeline.runtime import prefect_server
 from citeline.schemas.errors import PrefectHomeUnwritable
 from citeline.schemas.settings import DOCUMENT_WORKERS
 
@@ -39,9 +40,12 @@ HEARTBEAT_VARIABLES = ("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "PREFECT_RUNNER_HEAR
 
 @contextmanager
 def command_run() -> Iterator[None]:
-    """Settings for a flow run a command (CLI or ``Index``) starts and waits for: no heartbeats.
+    """Settings for a flow run a command (CLI or ``Index``) starts and waits for: the Prefect API
+    and no heartbeats.
 
-    Without a Prefect server to talk to, Prefect's home is probed first (``prefect_home_problem``).
+    Without a Prefect server to talk to, the citeline server is used, started first in ``auto``
+    mode (runtime/prefect_server.py); else the run starts Prefect's temporary server, whose home
+    is probed first (``prefect_home_problem``).
 
     Prefect 3.9 sends a flow run's heartbeat from a thread that sleeps a second at a time and is
     joined when the run ends, so every run waits up to a second for it to wake: a no-op sync of
@@ -50,13 +54,15 @@ def command_run() -> Iterator[None]:
     command that dies is seen by the person who ran it. Runs of a served schedule (``citeline
     serve``) keep them; an operator who set ``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` keeps them too.
     """
-    if not PREFECT_API_URL.value():  # the flow run will start Prefect's temporary server
-        if problem := prefect_home_problem(Path(PREFECT_HOME.value())):
+    updates = {}
+    if not PREFECT_API_URL.value():
+        if url := prefect_server.for_run():  # the citeline server, started in auto mode (the CLI's default)
+            updates[PREFECT_API_URL] = url
+        elif problem := prefect_home_problem(Path(PREFECT_HOME.value())):  # Prefect's temporary server
             raise PrefectHomeUnwritable(problem)
-    if any(name in os.environ for name in HEARTBEAT_VARIABLES):
-        yield
-        return
-    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+    if not any(name in os.environ for name in HEARTBEAT_VARIABLES):
+        updates[PREFECT_FLOWS_HEARTBEAT_FREQUENCY] = None
+    with temporary_settings(updates=updates):
         yield
 
 

@@ -39,6 +39,8 @@ class Events:
     RUN_CLEANED = "run.cleaned"
     FOLDER_LEFT_OUT = "folder.left_out"  # the index (or Prefect's home) inside the synced folder: not indexed
     RUN_HELD = "run.held"  # documents not forgotten: a folder not listed, a mass deletion (pipeline/plan.py)
+    SERVER_STARTED = "server.started"  # the citeline Prefect server, started for a command's flow run
+    SERVER_NOT_STARTED = "server.not_started"  # its start failed: the run uses Prefect's temporary server
     RUN_PURGED = "run.purged"  # rows of documents forgotten longer ago than the grace period, deleted
     RUN_SWEPT = "run.swept"  # chunk rows no record owned (a writer killed between its commits), deleted
     DOCUMENT_FINISHED = "document.finished"

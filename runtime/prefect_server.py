@@ -7,7 +7,11 @@ with it. ``citeline server start`` starts one server instead, under ``$CITELINE_
 (default ``~/.citeline/prefect``: its sqlite history stays there, so the UI keeps every run),
 and every later command finds it through ``server.json`` and runs against it
 (``PREFECT_API_URL``), paying an HTTP connection instead of a server start.
-``CITELINE_PREFECT_SERVER=auto`` starts it on the first command that finds none.
+``CITELINE_PREFECT_SERVER=auto`` starts it for the first flow run that finds none (a command that
+runs no flow never starts it), as Gradle starts its daemon: a one-file edit synced by a fresh
+``citeline index`` took 4.5 s against it and 11 s on a temporary server (docs/benchmarks.md
+section 16). ``off`` never uses one. Unset, the default, a command uses one only if it runs:
+out of the box citeline runs Prefect without a server of its own.
 
 By design the server outlives the command that started it — also ``kill -9`` of that command
 (it runs in its own session, without the command's watchdog token, runtime/watchdog.py) — and
@@ -35,11 +39,17 @@ from citeline.index.faults import failpoint, storage_reason
 
 ENV_HOME = "CITELINE_HOME"
 ENV_MODE = "CITELINE_PREFECT_SERVER"  # "auto": start one on first need; "off": never use one
+AUTO, OFF = "auto", "off"
 IDLE_S = 1800
 TOUCH_S = 30
 STATE = "server.json"
 USED = "last-used"
 FAILED_MARK = "citeline server: "  # the supervisor's own reason in server.log, quoted by start()
+
+
+def mode() -> str:
+    """``auto``, ``off`` or empty (use a server only if one runs), as ``CITELINE_PREFECT_SERVER`` says."""
+    return os.environ.get(ENV_MODE, "").strip().lower()
 
 
 def folder() -> Path:
@@ -76,27 +86,59 @@ def touch() -> None:
 
 
 def connect() -> str | None:
-    """For a command about to run: point Prefect at the citeline server (``PREFECT_API_URL``).
+    """For a command about to run: point Prefect at a running citeline server (``PREFECT_API_URL``).
 
-    Nothing happens when ``PREFECT_API_URL`` is set (the operator's server wins) or no
-    ``server.json`` exists (one file look-up); a server is started only in ``auto`` mode.
-    While the command runs it marks the server used every ``TOUCH_S`` seconds.
+    Called before Prefect is imported, so that every client of the process uses it. Nothing
+    happens when ``PREFECT_API_URL`` is set (the operator's server wins), in ``off`` mode, or
+    when no ``server.json`` exists (one file look-up); nothing is started here: a command that
+    runs no flow (``status``, ``search``, a sync with nothing to write) never needs a server,
+    and one that does starts it through :func:`for_run`.
 
     Returns:
-        the API URL now in use, or None (the flow run starts Prefect's temporary server).
+        the API URL now in use, or None.
     """
-    mode = os.environ.get(ENV_MODE, "")
-    if os.environ.get("PREFECT_API_URL") or mode == "off":
+    if os.environ.get("PREFECT_API_URL") or mode() == OFF:
         return None
-    if not (folder() / STATE).exists() and mode != "auto":
+    if not (folder() / STATE).exists():
         return None
-    found = running() or (start() if mode == "auto" else None)
-    if found is None:
+    found = running()
+    return _use(found["url"]) if found is not None else None
+
+
+def for_run() -> str | None:
+    """For a flow run about to start with no Prefect API: the citeline server's URL, started now
+    in ``auto`` mode; None (Prefect's temporary server) in any other mode, or when the start
+    failed, which is logged as one warning line with its reason (the run goes on without it).
+    The caller points its flow run at the URL (``temporary_settings``: Prefect is imported)."""
+    if mode() != AUTO:
         return None
-    os.environ["PREFECT_API_URL"] = found["url"]
+    from citeline.runtime.log import Events, get_logger
+
+    log = get_logger()
+    was_running = running()
+    try:
+        found = was_running or start()
+    except (RuntimeError, OSError) as exc:
+        log.warning(Events.SERVER_NOT_STARTED, reason=str(exc), instead="Prefect's temporary server")
+        return None
+    if was_running is None:
+        # A process that outlives the command is worth a line on the terminal, as Gradle's daemon says so.
+        log.warning(Events.SERVER_STARTED, ui=found["ui"], idle_minutes=round(found["idle_s"] / 60),
+                    stop="citeline server stop", without=f"{ENV_MODE}={OFF}")
+    return _use(found["url"])
+
+
+_touching = threading.Event()
+
+
+def _use(url: str) -> str:
+    """Point this process and its children at ``url`` and mark the server used while it runs."""
+    os.environ["PREFECT_API_URL"] = url
     touch()
-    threading.Thread(target=_keep_touching, daemon=True, name="citeline-server-touch").start()
-    return found["url"]
+    if not _touching.is_set():
+        _touching.set()
+        threading.Thread(target=_keep_touching, daemon=True, name="citeline-server-touch").start()
+    return url
 
 
 def _keep_touching() -> None:
