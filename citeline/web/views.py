@@ -23,6 +23,7 @@ from starlette.background import BackgroundTask
 from citeline.library import ChunkInfo, DocumentInfo, Index
 from citeline.pipeline.objects import open_object
 from citeline.pipeline.prepare import changed, open_source, read_source
+from citeline.query.locate import LocatorMap, line_locator
 from citeline.web.pages import esc, layout
 from citeline.schemas.document import CELL_SEPARATOR, Segment, segments_from_json
 from citeline.schemas.errors import DocumentError
@@ -189,7 +190,7 @@ def viewer_page(index: Index, doc: DocumentInfo, chunk: ChunkInfo, line: tuple[i
     PDFs and media are the browser's to render. The page says when the source changed since it
     was indexed, or is gone. ``line``: the canonical range of the sentence or row that answered
     (the citation's ``highlight``), marked inside the chunk in a text document's or a sheet's view
-    (``#line``).
+    (``#line``); a PDF opens at the page that line is printed on.
     """
     stored = _stored(index, doc.document_id)
     first = locator_from_dict(chunk.locators[0]) if chunk.locators else None
@@ -197,9 +198,11 @@ def viewer_page(index: Index, doc: DocumentInfo, chunk: ChunkInfo, line: tuple[i
     name = doc.title or PurePosixPath(doc.path).name
     where = _where(first, chunk)
     if isinstance(first, Page):
+        # a chunk that crosses pages opens where the answering line is printed
+        opens = line_locator(*line, LocatorMap(segments_from_json(stored["segments"]))) if line else chunk.fragment
         body = (f"<div class=\"pdf-view\"><aside class=\"cited panel\" aria-labelledby=\"quote-heading\">"
                 f"<h2 id=\"quote-heading\">Cited on {esc(where.lower())}</h2>{_quote(chunk)}</aside>"
-                f"<iframe id=\"pdf\" src=\"{esc(source + chunk.fragment)}\" title=\"{esc(name)}, {esc(where.lower())}\">"
+                f"<iframe id=\"pdf\" src=\"{esc(source + opens)}\" title=\"{esc(name)}, {esc(where.lower())}\">"
                 "</iframe></div>")
     elif isinstance(first, TimeSpan):
         spans = [locator_from_dict(d) for d in chunk.locators if d.get("kind") == "time"]

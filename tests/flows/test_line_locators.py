@@ -21,6 +21,19 @@ pytestmark = pytest.mark.usefixtures("prefect_harness")
 SHEET_RANGE = re.compile(r"^'?(?P<sheet>[^'!]+)'?!(?P<c1>[A-Z]+)(?P<r1>\d+)(?::(?P<c2>[A-Z]+)(?P<r2>\d+))?$")
 
 
+def flowing_pdf() -> bytes:
+    """Prose that runs on from page 1 to page 2 mid-sentence: a chunk crosses the page break."""
+    import textwrap
+
+    lines = textwrap.wrap(" ".join(f"Sentence {i} tells how pump {i} of the harbour works." for i in range(60)), 90)
+    doc = pymupdf.open()
+    for part in (lines[:20], lines[20:]):
+        page = doc.new_page()
+        for n, line in enumerate(part):
+            page.insert_text((54, 60 + 14 * n), line, fontsize=10)
+    return doc.tobytes()
+
+
 @pytest.fixture(scope="module")
 def indexed(make, tmp_path_factory):
     root = tmp_path_factory.mktemp("lines")
@@ -28,10 +41,11 @@ def indexed(make, tmp_path_factory):
     folder.mkdir()
     (folder / "half-year.xlsx").write_bytes(make.report_workbook())
     (folder / "journal.pdf").write_bytes(make.text_pdf(4, seed=3))
+    (folder / "flow.pdf").write_bytes(flowing_pdf())
     (folder / "notes.md").write_text("# Harbour\n\nThe committee meets at the old pier.\n\n"
                                      "The pump house keeps the minutes of every meeting.\n")
     index = Index.create(str(root / "db"), model=FAKE)
-    assert index.sync(str(folder)).indexed == 3
+    assert index.sync(str(folder)).indexed == 4
     return folder, index
 
 
@@ -116,3 +130,21 @@ def test_the_sheet_viewer_marks_the_row_that_answers(indexed):
     cells = [html.unescape(c) for c in re.findall(r"<td>(.*?)</td>", marked[0][1]) if c]
     assert " | ".join(cells) == " ".join(sheet.highlight.split()), (cells, sheet.highlight)
     assert "line-row" not in plain and 'class="cited-row"' in plain
+
+
+def test_the_pdf_viewer_opens_at_the_page_the_line_is_printed_on(indexed):
+    """A chunk that runs from page 1 onto page 2 opens at page 2, which holds most of it; asked
+    from a line printed on page 1, the viewer opens page 1."""
+    from fastapi.testclient import TestClient
+
+    from citeline.web.app import create_app
+
+    _, index = indexed
+    [chunk] = [c for c in index.chunks("flow.pdf") if {d["page"] for d in c.locators} == {1, 2}]
+    assert chunk.fragment == "#page=2"
+    first_line = (chunk.start, chunk.start + chunk.content.index("\n"))  # printed at the foot of page 1
+    with TestClient(create_app(index, poll_s=0), base_url="http://127.0.0.1") as client:
+        page = client.get(f"/view/{chunk.chunk_id}?doc={chunk.document_id}&line={first_line[0]},{first_line[1]}").text
+        plain = client.get(f"/view/{chunk.chunk_id}?doc={chunk.document_id}").text
+    assert re.search(r'<iframe id="pdf" src="[^"]*#page=1"', page)
+    assert re.search(r'<iframe id="pdf" src="[^"]*#page=2"', plain)

@@ -102,8 +102,9 @@ function sourceCard(c, idPrefix, words) {
     ? emphasised(c.highlight.text.replace(/\s+/g, " ").trim(), words, "p", "answers") : null;
   if (line) line.title = "The line of this passage closest to your question (" + (c.highlight.locator || c.highlight.fragment) + ")";
   const foot = element("p", null, {class: "card-foot"});
-  // A text source opens with the answering sentence marked and scrolled to, a sheet with its row.
-  const marked = (kind === "char" || kind === "sheet") && c.highlight;
+  // A text source opens with the answering sentence marked and scrolled to, a sheet with its row,
+  // a PDF at the page that sentence is printed on.
+  const marked = (kind === "char" || kind === "sheet" || kind === "page") && c.highlight;
   const href = "/view/" + encodeURIComponent(c.chunk_id) + "?doc=" + encodeURIComponent(c.document_id) +
     (marked ? "&line=" + c.highlight.start + "," + c.highlight.end + "#line" : "#cited");
   const open = element("a", "Open at this place", {class: "open citation", href: href, target: "_blank", rel: "noopener"});
