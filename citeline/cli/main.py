@@ -15,9 +15,9 @@ import click
 from citeline.cli.api_command import api
 from citeline.cli.ask_command import ask
 from citeline.cli.common import (CONTEXT_SETTINGS, EXIT_DELETIONS_HELD, EXIT_DOCUMENTS_FAILED, CitelineGroup, CliError,
-                                 as_cli_error, best_line, cli_errors, db_option, error_text, filter_options, known_model,
-                                 model_option, output_options, served_by, verbosity, wait_option, writable_db,
-                                 writer_db_option)
+                                 as_cli_error, best_line, cli_errors, db_option, error_text, filter_options,
+                                 known_model, model_option, output_options, served_by, verbosity, wait_option,
+                                 writable_db, writer_db_option)
 from citeline.cli.eval_command import eval_command
 from citeline.cli.server_command import server
 from citeline.schemas.errors import CitelineError

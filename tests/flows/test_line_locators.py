@@ -3,7 +3,6 @@ cells of its row on a sheet, its page in a PDF; a text document's line is its `#
 Checked against the files themselves (openpyxl's cells, PyMuPDF's page text), through the
 library, `--json` and the terminal. The fake embedder: which chunk comes first is not the point,
 where each shown line lies is."""
-import io
 import json
 import re
 
@@ -65,7 +64,8 @@ def test_a_sheet_line_names_the_row_of_cells_it_was_read_from(indexed, question)
     for c in sheets:
         sheet, first, last = rows_of(c.highlight_locator)
         # inside what the chunk quotes: its data rows or the header rows it repeats above them
-        quoted = [rows_of(f"{d['sheet']}!{d['cells']}") for d in index.chunk(c.chunk_id).locators if d["kind"] == "sheet"]
+        quoted = [rows_of(f"{d['sheet']}!{d['cells']}") for d in index.chunk(c.chunk_id).locators
+                  if d["kind"] == "sheet"]
         assert any(s == sheet and a <= first <= last <= b for s, a, b in quoted), (c.highlight_locator, quoted)
         # the cells the line names hold what the line shows: its row label and its figures
         shown = [str(v) for row in book[sheet].iter_rows(min_row=first, max_row=last, values_only=True)
@@ -91,7 +91,8 @@ def test_a_pdf_line_names_the_page_it_is_printed_on(indexed):
 def test_a_text_line_is_its_character_range_and_every_form_carries_the_place(indexed):
     folder, index = indexed
     [text] = [c for c in index.search("Who keeps the minutes of every meeting?", k=8) if c.path == "notes.md"]
-    assert text.highlight_locator == "" and text.to_dict()["highlight"]["locator"] == text.to_dict()["highlight"]["fragment"]
+    line = text.to_dict()["highlight"]
+    assert text.highlight_locator == "" and line["locator"] == line["fragment"]
     assert index.canonical(text.document_id)[text.highlight_start:text.highlight_end] == text.highlight
 
     question = "What was the trading operating profit?"
