@@ -9,7 +9,7 @@ from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from citeline.index.faults import storage_reason
-from citeline.runtime import prefect_server
+from citeline.runtime import prefect_server, signals
 from citeline.schemas.errors import PrefectHomeUnwritable
 from citeline.schemas.settings import DOCUMENT_WORKERS
 
@@ -45,7 +45,8 @@ def command_run() -> Iterator[None]:
 
     Without a Prefect server to talk to, the citeline server is used, started first in ``auto``
     mode (runtime/prefect_server.py); else the run starts Prefect's temporary server, whose home
-    is probed first (``prefect_home_problem``).
+    is probed first (``prefect_home_problem``), in a session of its own under a writing command's
+    signal handlers (runtime/signals.py).
 
     Prefect 3.9 sends a flow run's heartbeat from a thread that sleeps a second at a time and is
     joined when the run ends, so every run waits up to a second for it to wake: a no-op sync of
@@ -58,8 +59,10 @@ def command_run() -> Iterator[None]:
     if not PREFECT_API_URL.value():
         if url := prefect_server.for_run():  # the citeline server, started in auto mode (the CLI's default)
             updates[PREFECT_API_URL] = url
-        elif problem := prefect_home_problem(Path(PREFECT_HOME.value())):  # Prefect's temporary server
-            raise PrefectHomeUnwritable(problem)
+        else:  # the run starts Prefect's temporary server
+            if problem := prefect_home_problem(Path(PREFECT_HOME.value())):
+                raise PrefectHomeUnwritable(problem)
+            signals.detach_temporary_server()
     if not any(name in os.environ for name in HEARTBEAT_VARIABLES):
         updates[PREFECT_FLOWS_HEARTBEAT_FREQUENCY] = None
     with temporary_settings(updates=updates):

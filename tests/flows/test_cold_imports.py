@@ -57,11 +57,15 @@ def test_status_still_tells_current_rows_without_importing_the_extractors(db):
     assert len(docs) == 2 and all(d["current"] for d in docs), docs
 
 
-def test_a_sync_with_nothing_changed_imports_no_extractor_and_no_model(synced, cli_env):
+@pytest.mark.parametrize("server", [True, False], ids=["PREFECT_API_URL set", "no Prefect server"])
+def test_a_sync_with_nothing_changed_imports_no_extractor_no_model_and_no_prefect(synced, cli_env, server):
     """A scheduled sync of an unchanged folder reads no file, so it needs no extractor: importing
-    them (PyMuPDF, lxml, Pillow ...) was ~1 s of CPU of every such run (docs/benchmarks.md)."""
+    them (PyMuPDF, lxml, Pillow ...) was ~1 s of CPU of every such run (docs/benchmarks.md). It
+    runs no flow either: without a server, arming the signal handlers imported Prefect's server
+    module to detach a temporary server that never started (a no-op sync 1.1 → 4.2 s)."""
     folder, db = synced
-    report = probe_cli(["index", folder, "--db", db, "--no-progress"], FORBIDDEN, cli_env, fake=True)
+    env = cli_env if server else {k: v for k, v in cli_env.items() if k != "PREFECT_API_URL"}
+    report = probe_cli(["index", folder, "--db", db, "--no-progress"], (*FORBIDDEN, "prefect"), env, fake=True)
     assert report.exit == 0 and "indexed 0, failed 0, skipped 2" in report.stdout, report.stdout
     assert report.imported == [], f"a no-op sync imported {report.imported}"
 
