@@ -57,7 +57,7 @@ def command_run() -> Iterator[None]:
     """
     updates = {}
     if not PREFECT_API_URL.value():
-        if url := prefect_server.for_run():  # the citeline server, started in auto mode (the CLI's default)
+        if url := prefect_server.for_run():  # the citeline server, started in CITELINE_PREFECT_SERVER=auto mode
             updates[PREFECT_API_URL] = url
         else:  # the run starts Prefect's temporary server
             if problem := prefect_home_problem(Path(PREFECT_HOME.value())):

@@ -52,10 +52,12 @@ def with_line_locators(store: Store, citations: Sequence[Citation],
     placed = [c.highlight_start is not None and not c.fragment.startswith("#char=") for c in citations]
     missing = {c.document_id for c, p in zip(citations, placed) if p} - set(maps)
     if missing:
-        for row in store.document_rows(["doc_id", "segments", "canonical"], one_of("doc_id", sorted(missing))):
-            segments = segments_from_json(row["segments"])
-            sheets = any(isinstance(seg.locator, SheetRange) for seg in segments)
-            maps[row["doc_id"]] = LocatorMap(segments, (row["canonical"] or "") if sheets else "")
+        found = {row["doc_id"]: segments_from_json(row["segments"])
+                 for row in store.document_rows(["doc_id", "segments"], one_of("doc_id", sorted(missing)))}
+        sheets = sorted(d for d, segs in found.items() if any(isinstance(s.locator, SheetRange) for s in segs))
+        texts = {row["doc_id"]: row["canonical"] or ""
+                 for row in store.document_rows(["doc_id", "canonical"], one_of("doc_id", sheets))} if sheets else {}
+        maps.update({d: LocatorMap(segs, texts.get(d, "")) for d, segs in found.items()})
     return [replace(c, highlight_locator=line_locator(c.highlight_start, c.highlight_end, maps[c.document_id]))
             if p and c.document_id in maps and maps[c.document_id].segments else c for c, p in zip(citations, placed)]
 
