@@ -63,6 +63,7 @@ class TokenVectors:
         self.stamp = stamp
         self.name = tokens_table_name(stamp)
         self._opened = None
+        self._legacy: bool | None = None  # the reads' copy of legacy(), for a table that stays open
         self._cache = _Recent(cache_bytes) if cache_bytes > 0 else None
 
     def exists(self) -> bool:
@@ -83,7 +84,7 @@ class TokenVectors:
         if not self.exists():
             return False
         self.store.db.drop_table(self.name)
-        self._opened = None
+        self._opened = self._legacy = None
         if self._cache is not None:
             self._cache = _Recent(self._cache.budget)
         return True
@@ -183,9 +184,11 @@ class TokenVectors:
         return found
 
     def _read(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
-        rows = self._table().search().where(one_of("chunk_id", chunk_ids)).limit(None).to_list()
+        rows = self._table().search().with_row_id(False).where(one_of("chunk_id", chunk_ids)).limit(None).to_list()
         dim = self.stamp.embed_dim
-        if self.legacy():
+        if self._legacy is None:  # read once: a schema look-up is a round trip to LanceDB's event loop
+            self._legacy = self.legacy()
+        if self._legacy:
             return {r["chunk_id"]: _frozen(np.frombuffer(r["vectors"], dtype=np.float16).reshape(r["count"], dim)
                     .astype(np.float32)) for r in rows}
         return {r["chunk_id"]: _frozen(dequantize(r["count"], dim, r["scale"], r["vectors"])) for r in rows}

@@ -151,3 +151,104 @@ def test_hybrid_reading_only_the_fused_rows_equals_fusing_whole_rows(tmp_path, c
         assert [(h.chunk_id, h.rank, h.score, h.chunk) for h in got] == \
             [(h.chunk_id, h.rank, h.score, h.chunk) for h in expected]
         assert [h.distance for h in got] == pytest.approx([h.distance for h in expected], abs=1e-6)
+
+
+@pytest.mark.parametrize("threshold", [500, 10_000], ids=["hnsw", "exact"])
+def test_bm25_with_vectors_is_bm25_ranked_and_each_hits_stored_vector(tmp_path, clustered, threshold):
+    vectors, _ = clustered
+    store = Store(str(tmp_path / "db"), ann_min_rows=threshold)
+    fill(store, vectors)
+    reader = store.reader(STAMP, COLUMNS)
+    for where in (None, "doc_id = 'doc0'"):
+        found = reader.bm25_vectors("foxtrot item13", 10, where)
+        assert [(cid, score) for cid, score, _ in found] == reader.bm25_ranked("foxtrot item13", 10, where)
+        assert all(np.allclose(v, vectors[int(cid.split("-")[1])], atol=1e-6) for cid, _, v in found)
+    assert reader.bm25_vectors("zulu", 10) == [] and reader.bm25_vectors(" ", 10) == []
+
+
+class ByText:
+    """An embedder whose questions are the clustered test vectors, one per question text."""
+
+    name, dim = STAMP.embed_model, STAMP.embed_dim
+
+    def __init__(self, vectors: dict):
+        self.vectors = vectors
+
+    def embed_query(self, text):
+        return self.vectors[text]
+
+
+class WordCount:
+    """A reranker counting the question's words in each passage's text (plumbing only)."""
+
+    name = "word-count"
+
+    def __init__(self, cosine_weight: float):
+        self.cosine_weight = cosine_weight
+
+    def score(self, query, passages):
+        return [float(sum(p.text.split().count(w) for w in query.split())) for p in passages]
+
+
+TEXTS = ["foxtrot item13", "alpha", "golf hotel", "bravo item40", "echo"]
+
+
+@pytest.mark.parametrize("threshold", [500, 10_000], ids=["hnsw", "exact"])
+def test_rerank_reads_the_rows_of_the_hits_it_keeps_as_whole_row_candidates_would(tmp_path, clustered, threshold):
+    """The union's candidates are ranked ids (no row read); reranked, the hits kept carry their
+    rows, and every id, rank, score, distance and row is what reranking the whole-row union gives."""
+    from dataclasses import replace
+
+    from citeline.query.rerank import Passage, rerank
+    from citeline.query.search import Searcher, hits_from_rows
+    from citeline.schemas.retrieval import RerankConfig
+
+    vectors, queries = clustered
+    store = Store(str(tmp_path / "db"), ann_min_rows=threshold)
+    fill(store, vectors)
+    searcher = Searcher(store, ByText(dict(zip(TEXTS, queries))), STAMP)
+    for text in TEXTS:
+        reranker = WordCount(cosine_weight=0.5)
+        dense = searcher.reader.dense(queries[TEXTS.index(text)], 30)
+        seen = {r["chunk_id"] for r in dense}
+        lexical = [r for r in searcher.reader.bm25(text, 30) if r["chunk_id"] not in seen]
+        pool = [*hits_from_rows(dense, "dense", "distance"), *hits_from_rows(lexical, "bm25", "score")]
+        pool = searcher.fill_distances(text, [replace(h, rank=i) for i, h in enumerate(pool, 1)])
+        texts = searcher.reader.texts([h.chunk_id for h in pool])
+        expected = rerank(text, pool, reranker, 8, [Passage(texts[h.chunk_id]) for h in pool])
+
+        candidates = searcher.candidates(text, RerankConfig("union", 30))
+        assert all(h.chunk is None for h in candidates)
+        assert [h.chunk_id for h in candidates] == [h.chunk_id for h in pool]
+        got = searcher.rerank(text, 8, reranker=reranker, config=RerankConfig("union", 30, cosine_weight=0.5))
+        assert [(h.chunk_id, h.rank, h.candidate_rank, h.chunk) for h in got] == \
+            [(h.chunk_id, h.rank, h.candidate_rank, h.chunk) for h in expected]
+        assert [x for h in got for x in (h.score, h.distance)] == \
+            pytest.approx([x for h in expected for x in (h.score, h.distance)], abs=1e-5)
+        # the gate's nearest k after it: the candidates' list reused, rows read, as exact as a scan
+        nearest = searcher.dense(text, 8)
+        assert [int(h.chunk_id.split("-")[1]) for h in nearest] == exact_top(vectors, queries[TEXTS.index(text)], 8)
+        assert all(h.chunk is not None and h.chunk.chunk_id == h.chunk_id for h in nearest)
+
+
+def test_one_searcher_answers_questions_from_many_threads_as_one_at_a_time(tmp_path, clustered):
+    """The service asks one searcher from several threads: its kept question vector and nearest
+    list must never hand one question another's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from citeline.query.search import Searcher
+
+    vectors, queries = clustered
+    store = Store(str(tmp_path / "db"), ann_min_rows=500)
+    fill(store, vectors)
+    texts = [f"{WORDS[i % len(WORDS)]} item{i}" for i in range(len(queries))]
+    searcher = Searcher(store, ByText(dict(zip(texts, queries))), STAMP)
+
+    def answer(text):
+        hits = searcher.rerank(text, 5, reranker=WordCount(cosine_weight=0.5))
+        return [h.chunk_id for h in hits], [h.chunk_id for h in searcher.dense(text, 5)]
+
+    alone = {t: answer(t) for t in texts}
+    with ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(answer, texts * 4))
+    assert together == [alone[t] for t in texts * 4]
