@@ -70,26 +70,6 @@ def folder_shape(path: Path) -> tuple[int, int] | None:
         return None
 
 
-def pin_mmap_threshold(size: int = 128 * 1024) -> None:
-    """Have glibc serve allocations over ``size`` bytes with mmap, always.
-
-    glibc raises its mmap threshold (up to 32 MiB) each time it frees a large mmapped
-    block; after that, torch's activation buffers, whose sizes change with every batch's
-    length, come from the heap and fragment it: indexing the dev corpus peaked at
-    1,282-1,346 MB and 4x the corpus at 1.16x that. Pinned: 998 MB, and 1.07x at 4x, at no
-    visible cost in encode time (docs/benchmarks.md, section 4). Process-wide by nature;
-    a no-op where the C library is not glibc.
-    """
-    import ctypes
-    import ctypes.util
-
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.mallopt(-3, size)  # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
-        pass
-
-
 def cpu_has_bf16() -> bool:
     """True where the CPU runs bfloat16 matrix work natively (AVX512-BF16 or AMX)."""
     try:
@@ -149,7 +129,6 @@ class SentenceTransformerEmbedder:
         # Untruncated token counting is deliberate here; the library's warning about it is noise.
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
-        pin_mmap_threshold()
         return SentenceTransformer(str(self.path), device="cpu")
 
     @cached_property
