@@ -10,6 +10,8 @@ whatever retriever ordered the list, is filled for BM25-only hits by
 """
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -29,9 +31,29 @@ from citeline.schemas.retrieval import (
 from citeline.schemas.stamp import IndexStamp
 
 RRF_K = 60
-# BM25 beside the dense search (Searcher.union): a few threads that wait on LanceDB, shared by the process
-_BESIDE = ThreadPoolExecutor(max_workers=4, thread_name_prefix="citeline-bm25")
 FUSION_DEPTH = 100  # each list fused is this long, as in the study
+_beside: ThreadPoolExecutor | None = None
+_beside_lock = threading.Lock()
+
+
+def beside() -> ThreadPoolExecutor:
+    """The threads BM25 runs on beside the dense search (:meth:`Searcher.union`): a few that
+    wait on LanceDB, shared by the process."""
+    global _beside
+    with _beside_lock:
+        if _beside is None:
+            _beside = ThreadPoolExecutor(max_workers=4, thread_name_prefix="citeline-bm25")
+        return _beside
+
+
+def _forget_beside() -> None:
+    """In a forked child: a pool's threads do not survive the fork while its count of idle
+    ones does, so the child's first union would wait on a thread that is not there."""
+    global _beside, _beside_lock
+    _beside, _beside_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_beside)
 
 
 @dataclass
@@ -158,7 +180,7 @@ class Searcher:
                 fetch([cid for cid, *_ in found])
             return found
 
-        pending = _BESIDE.submit(lexical_side)
+        pending = beside().submit(lexical_side)
         dense = self.nearest(query, depth, where)
         if fetch is not None:
             fetch([cid for cid, _ in dense])

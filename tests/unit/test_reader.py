@@ -252,3 +252,30 @@ def test_one_searcher_answers_questions_from_many_threads_as_one_at_a_time(tmp_p
     with ThreadPoolExecutor(8) as pool:
         together = list(pool.map(answer, texts * 4))
     assert together == [alone[t] for t in texts * 4]
+
+
+def test_a_forked_child_reranks_after_its_parent_did(tmp_path, clustered):
+    """BM25 runs on a thread pool beside the dense search; a child forked after the parent used it
+    (a process that serves, then forks a worker) must get threads of its own, not wait forever."""
+    import multiprocessing
+
+    from citeline.query.search import Searcher
+
+    vectors, queries = clustered
+    store = Store(str(tmp_path / "db"), ann_min_rows=500)
+    fill(store, vectors)
+    searcher = Searcher(store, ByText(dict(zip(TEXTS, queries))), STAMP)
+    parent = [h.chunk_id for h in searcher.rerank(TEXTS[0], 5, reranker=WordCount(0.5))]
+    ctx = multiprocessing.get_context("fork")
+    answers = ctx.Queue()
+
+    def child():
+        answers.put([h.chunk_id for h in searcher.rerank(TEXTS[0], 5, reranker=WordCount(0.5))])
+
+    process = ctx.Process(target=child)
+    process.start()
+    process.join(timeout=60)
+    alive = process.is_alive()
+    if alive:
+        process.kill()
+    assert not alive and answers.get(timeout=5) == parent
