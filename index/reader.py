@@ -68,6 +68,12 @@ class ChunkReader:
         when each query runs (a round trip to its event loop; ~16 a question, ~10 ms at 100k)."""
         return self.table.search(query, **kwargs).with_row_id(False)
 
+    def _fts(self, query: str, k: int, where: str | None):
+        """A BM25 search of the ``k`` best over the rows ``where`` keeps (filtered before ranking)."""
+        search = self._search(query, query_type="fts").limit(k)
+        kept = self._kept(where)
+        return search if kept is None else search.where(kept, prefilter=True)
+
     def _row(self, i: int) -> dict:
         return {c: values[i] for c, values in self._values.items()}
 
@@ -113,9 +119,7 @@ class ChunkReader:
         """``(chunk_id, score)`` of the ``k`` best by BM25, best first, no other column read."""
         if not query.strip() or k <= 0:
             return []
-        search = self._search(query, query_type="fts").limit(k)
-        if (kept := self._kept(where)) is not None:
-            search = search.where(kept, prefilter=True)
+        search = self._fts(query, k, where)
         found = search.select(["chunk_id", "_score"]).to_arrow()
         return list(zip(found.column("chunk_id").to_pylist(), map(float, found.column("_score").to_pylist())))
 
@@ -128,9 +132,7 @@ class ChunkReader:
                     for cid, score in self.bm25_ranked(query, k, where) if cid in self._position]
         if not query.strip() or k <= 0:
             return []
-        search = self._search(query, query_type="fts").limit(k)
-        if (kept := self._kept(where)) is not None:
-            search = search.where(kept, prefilter=True)
+        search = self._fts(query, k, where)
         found = search.select(["chunk_id", "_score", "vector"]).to_arrow()
         if not found.num_rows:
             return []
@@ -159,9 +161,7 @@ class ChunkReader:
         """The ``k`` best chunks (of those ``where`` keeps) by BM25 over the embedded ``text``, each with ``score``."""
         if not query.strip() or k <= 0:
             return []
-        search = self._search(query, query_type="fts").limit(k)
-        if (kept := self._kept(where)) is not None:
-            search = search.where(kept, prefilter=True)
+        search = self._fts(query, k, where)
         if not self.exact:
             return [_renamed(row, "_score", "score") for row in search.select([*self.columns, "_score"]).to_list()]
         found = search.select(["chunk_id", "_score"]).to_arrow()

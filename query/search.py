@@ -153,7 +153,7 @@ class Searcher:
         of 2 x ``depth`` ranked candidates were most of hybrid's time at a million chunks."""
         where = self.store.predicate(filters)
         dense = self.nearest(query, depth, where)
-        lexical = self.lexical(query, depth, where)
+        lexical = self.reader.bm25_vectors(query, depth, where)
         fused = rrf([[cid for cid, _ in dense], [cid for cid, *_ in lexical]], k=RRF_K, limit=k,
                     weights=(dense_weight, 1.0))
         # the gate needs every hit's distance: those only BM25 found have it from their vector
@@ -175,7 +175,7 @@ class Searcher:
         where = self.store.predicate(filters)
 
         def lexical_side() -> list[tuple[str, float, np.ndarray]]:
-            found = self.lexical(query, depth, where)
+            found = self.reader.bm25_vectors(query, depth, where)
             if fetch is not None:
                 fetch([cid for cid, *_ in found])
             return found
@@ -185,15 +185,8 @@ class Searcher:
         if fetch is not None:
             fetch([cid for cid, _ in dense])
         seen = {cid for cid, _ in dense}
-        lexical = [(cid, score, vector) for cid, score, vector in pending.result() if cid not in seen]
-        q = self.query_vector(query)
-        return [*ranked_hits(dense, DENSE),
-                *(Hit(cid, rank, score, BM25, distance=float(1.0 - vector @ q))
-                  for rank, (cid, score, vector) in enumerate(lexical, len(dense) + 1))]
-
-    def lexical(self, query: str, k: int, where: str | None) -> list[tuple[str, float, np.ndarray]]:
-        """``(chunk_id, BM25 score, vector)`` of the ``k`` best by BM25, no other column read."""
-        return self.reader.bm25_vectors(query, k, where)
+        lexical = [found for found in pending.result() if found[0] not in seen]
+        return [*ranked_hits(dense, DENSE), *lexical_hits(lexical, self.query_vector(query), len(dense) + 1)]
 
     def candidates(self, query: str, config: RerankConfig, filters: Filters | None = None,
                    fetch: Callable[[list[str]], object] | None = None) -> list[Hit]:
@@ -207,9 +200,7 @@ class Searcher:
         where = self.store.predicate(filters)
         if config.candidates == DENSE:
             return ranked_hits(self.nearest(query, config.depth, where), DENSE)
-        q = self.query_vector(query)
-        return [Hit(cid, rank, score, BM25, distance=float(1.0 - vector @ q))
-                for rank, (cid, score, vector) in enumerate(self.lexical(query, config.depth, where), 1)]
+        return lexical_hits(self.reader.bm25_vectors(query, config.depth, where), self.query_vector(query))
 
     def with_rows(self, hits: Sequence[Hit]) -> list[Hit]:
         """The hits, each carrying its chunk's row (one read for those without); a row gone is left out."""
@@ -298,6 +289,13 @@ def ranked_hits(ranked: Sequence[tuple[str, float]], retriever: str) -> list[Hit
     [('a', 1, 0.2), ('b', 2, 0.3)]
     """
     return [Hit(cid, rank, distance, retriever, distance=distance) for rank, (cid, distance) in enumerate(ranked, 1)]
+
+
+def lexical_hits(found: Sequence[tuple[str, float, np.ndarray]], query: np.ndarray, start: int = 1) -> list[Hit]:
+    """BM25's ``(chunk_id, score, vector)`` as hits without rows, ranked from ``start``, each with
+    its cosine distance to the ``query`` vector (the gate judges every hit by it)."""
+    return [Hit(cid, rank, score, BM25, distance=float(1.0 - vector @ query))
+            for rank, (cid, score, vector) in enumerate(found, start)]
 
 
 def hits_from_rows(rows: Sequence[Mapping], retriever: str, score: str) -> list[Hit]:
