@@ -517,6 +517,9 @@ class Index:
         settings = IndexSettings(db=self.uri, model=self.model, **options)
         result = None if (always_run or verify or dask) else _unchanged(str(path), settings, selection)
         if result is None:
+            from citeline.runtime import temporary_server
+
+            temporary_server.start_early()  # beside the imports below and the run's own planning
             from citeline.flows.ingest import index_folder
             from citeline.flows.runners import command_run, task_runner_for
 

@@ -8,8 +8,7 @@ from pathlib import Path
 from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, PREFECT_HOME, temporary_settings
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from citeline.index.faults import storage_reason
-from citeline.runtime import prefect_server, signals
+from citeline.runtime import prefect_server, signals, temporary_server
 from citeline.schemas.errors import PrefectHomeUnwritable
 from citeline.schemas.settings import DOCUMENT_WORKERS
 
@@ -44,9 +43,10 @@ def command_run() -> Iterator[None]:
     and no heartbeats.
 
     Without a Prefect server to talk to, the citeline server is used, started first in ``auto``
-    mode (runtime/prefect_server.py); else the run starts Prefect's temporary server, whose home
-    is probed first (``prefect_home_problem``), in a session of its own under a writing command's
-    signal handlers (runtime/signals.py).
+    mode (runtime/prefect_server.py); else Prefect's temporary server, whose home is probed
+    first (``prefect_home_problem``), started here unless the command started it early
+    (runtime/temporary_server.py), in a session of its own under a writing command's signal
+    handlers (runtime/signals.py).
 
     Prefect 3.9 sends a flow run's heartbeat from a thread that sleeps a second at a time and is
     joined when the run ends, so every run waits up to a second for it to wake: a no-op sync of
@@ -59,51 +59,13 @@ def command_run() -> Iterator[None]:
     if not PREFECT_API_URL.value():
         if url := prefect_server.for_run():  # the citeline server, started in CITELINE_PREFECT_SERVER=auto mode
             updates[PREFECT_API_URL] = url
-        else:  # the run starts Prefect's temporary server
-            if problem := prefect_home_problem(Path(PREFECT_HOME.value())):
+        else:  # Prefect's temporary server, maybe started early (runtime/temporary_server.py)
+            if problem := temporary_server.prefect_home_problem(Path(PREFECT_HOME.value())):
                 raise PrefectHomeUnwritable(problem)
-            signals.detach_temporary_server()
+            updates[PREFECT_API_URL] = temporary_server.start(own_session=signals.armed()).wait_ready()
+    else:  # a profile names the API
+        temporary_server.discard_unused()
     if not any(name in os.environ for name in HEARTBEAT_VARIABLES):
         updates[PREFECT_FLOWS_HEARTBEAT_FREQUENCY] = None
     with temporary_settings(updates=updates):
         yield
-
-
-# A fresh temporary server's sqlite database and its write-ahead log took 5.3 MiB after three
-# runs (measured); below this much free space its start fails or the next runs' logs do.
-PREFECT_HOME_MIN_FREE = 16 << 20
-PROBE_BYTES = 64 << 10
-PROBE_NAME = ".citeline-probe"
-
-
-def prefect_home_problem(home: Path, min_free: int = PREFECT_HOME_MIN_FREE) -> str | None:
-    """Why Prefect's temporary server could not keep its database in ``home``, or None.
-
-    On a full disk that server's start fails inside sqlite (``database or disk is full``), and
-    Prefect retries its connection for two minutes and prints thousands of lines ending in
-    ``Timed out while attempting to connect to ephemeral Prefect API server``, the cause never
-    said. A small write (flushed to disk) and the free space say it first, in one line.
-
-    >>> import tempfile; prefect_home_problem(Path(tempfile.mkdtemp()), min_free=0) is None
-    True
-    """
-    probe = home / PROBE_NAME
-    try:
-        home.mkdir(parents=True, exist_ok=True)
-        try:
-            with probe.open("wb") as handle:
-                handle.write(b"\0" * PROBE_BYTES)
-                handle.flush()
-                os.fsync(handle.fileno())
-        finally:
-            probe.unlink(missing_ok=True)
-        stats = os.statvfs(home)
-    except OSError as exc:
-        reason = storage_reason(exc)
-    else:
-        free = stats.f_bavail * stats.f_frsize
-        if free >= min_free:
-            return None
-        reason = f"only {free / (1 << 20):.1f} MiB free, {min_free >> 20} MiB needed"
-    return (f"Prefect's home {home} cannot hold the temporary Prefect server's database: {reason}. Free space "
-            "there, set PREFECT_HOME to a folder on another disk, or point PREFECT_API_URL at a running server")

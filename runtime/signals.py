@@ -18,18 +18,15 @@ signal raises ``Stopped`` in the main thread: nothing is being written there.
 `timeout` and Ctrl-C signal the whole process group, and the temporary Prefect server a
 serverless run starts was in it: it died at once, and the stopping run's last state and log
 lines went to a dead server (70 s of connection retries, then ``--- Error logging to API ---
-All connection attempts failed``). The server is started in a session of its own instead
-(``detach_temporary_server``): Prefect stops it at exit, the watchdog if the command is killed.
-That is arranged when a flow run is about to start it (``flows/runners.py::command_run``), not
-when the command arms its handlers: a sync with nothing to write starts no server, and importing
-Prefect's server module for it cost a no-op ``citeline index`` 3 s (1.1 → 4.2 s).
+All connection attempts failed``). The server is started in a session of its own instead (runtime/temporary_server.py, when
+``armed``): it stops at exit, by the watchdog if the command is killed. A sync with nothing to
+write starts no server.
 """
 from __future__ import annotations
 
 import contextlib
 import os
 import signal
-import subprocess
 import threading
 from collections.abc import Iterator
 
@@ -51,30 +48,9 @@ def _on_signal(signum: int, frame) -> None:
         interrupt.check()
 
 
-class _OwnSession:
-    """The subprocess module as Prefect's server module sees it: ``Popen`` starts the child
-    in a new session, so a signal to the command's process group does not reach it."""
-
-    def __getattr__(self, name: str):
-        return getattr(subprocess, name)
-
-    @staticmethod
-    def Popen(*args, **kwargs):  # noqa: N802 (the name Prefect calls)
-        return subprocess.Popen(*args, **{**kwargs, "start_new_session": True})
-
-
-def detach_temporary_server() -> None:
-    """Under ``stop_on_signals`` (a writing command), start the temporary Prefect server (a run
-    without PREFECT_API_URL) outside this command's process group. Prefect offers no hook for how
-    it starts it, so the module's ``subprocess`` is replaced by ``_OwnSession``; it starts nothing
-    else. Called by a flow run about to start that server; elsewhere (a library's host) Prefect
-    starts it as it would."""
-    if not _state["armed"] or os.environ.get("PREFECT_API_URL"):
-        return
-    from prefect.server.api import server
-
-    if not isinstance(server.subprocess, _OwnSession):
-        server.subprocess = _OwnSession()
+def armed() -> bool:
+    """Whether a writing command's handlers are in place (``stop_on_signals``)."""
+    return _state["armed"]
 
 
 @contextlib.contextmanager

@@ -109,6 +109,10 @@ class PrefectHomeUnwritable(CitelineError):
     said before the server starts, whose own failure is two minutes of retries and a timeout."""
 
 
+class PrefectServerNotStarted(CitelineError):
+    """Prefect's temporary server exited or did not answer within its startup timeout."""
+
+
 class UnsupportedStore(CitelineError):
     """An index on an object store where citeline has no writer lock (only S3 has one)."""
 

@@ -69,7 +69,7 @@ def test_a_started_server_is_reused_keeps_the_runs_and_survives_kill_9_of_a_comm
     done = citeline(home, "index", str(docs), "--db", db, "--model", "fake/hashed-bag-of-words", "--no-progress",
                     "-v", fake=True)
     assert done.returncode == 0, done.stderr
-    assert "Starting temporary server" not in done.stderr  # it ran against the citeline server
+    assert "temporary server on http" not in done.stderr  # it ran against the citeline server
     assert any(run["name"].startswith("index ") for run in flow_runs(state["url"]))  # kept in its history
 
     env = default_env(home)
@@ -105,7 +105,7 @@ def test_in_auto_mode_the_first_command_that_runs_a_flow_starts_the_server_and_t
 
     first = citeline(home, *index, fake=True)  # the default: Prefect's temporary server
     assert first.returncode == 0, first.stderr
-    assert "Starting temporary server" in first.stderr and not (home / "prefect" / "server.json").exists()
+    assert "temporary server on http" in first.stderr and not (home / "prefect" / "server.json").exists()
     auto = default_env(home, CITELINE_PREFECT_SERVER="auto")
     unchanged = citeline(home, *index, fake=True, env=auto)  # nothing to write: no flow run, no server
     assert unchanged.returncode == 0, unchanged.stderr
@@ -119,14 +119,14 @@ def test_in_auto_mode_the_first_command_that_runs_a_flow_starts_the_server_and_t
     [started] = server_lines(second.stderr)
     assert (started["event"], started["ui"], started["stop"], started["without"]) == (
         "server.started", state["ui"], "citeline server stop", "CITELINE_PREFECT_SERVER=off")
-    assert "Starting temporary server" not in second.stderr
+    assert "temporary server on http" not in second.stderr
     assert alive(state["pid"]) and alive(state["server_pid"])
     assert [run["state_type"] for run in flow_runs(state["url"]) if run["name"].startswith("index ")] == ["COMPLETED"]
 
     edited.write_text(edited.read_text() + "\n\nAnd a second one.\n")
     third = citeline(home, *index, fake=True, env=auto)
     assert third.returncode == 0, third.stderr
-    assert server_lines(third.stderr) == [] and "Starting temporary server" not in third.stderr
+    assert server_lines(third.stderr) == [] and "temporary server on http" not in third.stderr
     assert json.loads((home / "prefect" / "server.json").read_text())["pid"] == state["pid"]  # the same server
     assert [run["state_type"] for run in flow_runs(state["url"]) if run["name"].startswith("index ")] == [
         "COMPLETED", "COMPLETED"]
@@ -146,7 +146,7 @@ def test_a_server_that_cannot_start_leaves_the_command_on_a_temporary_server(hom
     [line] = server_lines(done.stderr)
     assert line["event"] == "server.not_started" and line["instead"] == "Prefect's temporary server"
     assert "No space left on device (failpoint server.state)" in line["reason"]
-    assert "Starting temporary server" in done.stderr
+    assert "temporary server on http" in done.stderr
     assert processes_with_home(home / "prefect" / "home") == []  # the failed start left nothing running
     listed = citeline(home, "status", "--db", db, "--json")
     assert listed.returncode == 0 and json.loads(listed.stdout)["documents"], listed.stderr

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from citeline.flows.ingest import index_folder
-from citeline.flows.runners import prefect_home_problem
+from citeline.runtime.temporary_server import prefect_home_problem
 from citeline.index import faults
 from citeline.index.check import check_index
 from citeline.index.store import Store

@@ -1,0 +1,221 @@
+"""Prefect's temporary server, started as soon as a command knows it will run a flow.
+
+A flow run that finds no Prefect API (no ``PREFECT_API_URL``, no citeline server) runs against a
+temporary server: uvicorn serving Prefect's API in a subprocess, stopped when the process exits.
+Prefect starts it itself (``SubprocessASGIServer``) when the run begins: after the command's
+imports, and after the command imported Prefect's server module only to reach that class (3.5 s of
+one core), so every writing sync waited first for its own imports, then for the server's (5 s).
+Here the same server (the same app factory, flags and environment) starts the moment a sync's plan
+says it will write, and the command's imports, its plan and its model load run beside it on the
+other core; the flow run then finds ``PREFECT_API_URL`` set and Prefect starts nothing.
+docs/benchmarks.md section 23 has the times.
+
+The port is bound here and handed to uvicorn as an open socket (``--fd``), so no other process
+can take it between a check and the bind, and a health check cannot reach another server.
+
+Under a writing command's signal handlers (runtime/signals.py) the server runs in a session of its
+own: Ctrl-C and ``timeout`` signal the command's process group, and a server in it died before the
+stopping run could write its last state and log lines. It stops at exit (``atexit``, after
+Prefect's log and event senders drained, as Prefect's own did) and, after ``kill -9`` of the
+command, by the watchdog (runtime/watchdog.py): it inherits the command's token.
+"""
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from importlib.util import find_spec
+from pathlib import Path
+
+from citeline.index.faults import storage_reason
+from citeline.schemas.errors import PrefectServerNotStarted
+
+STARTUP_TIMEOUT_VARIABLE = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
+STARTUP_TIMEOUT_S = 20.0  # Prefect's default for the same setting
+STOP_TIMEOUT_S = 5.0
+_LOG = logging.getLogger("prefect")  # the server is Prefect's; its line is Prefect's chatter (-v)
+
+
+class TemporaryServer:
+    """One uvicorn process serving Prefect's API on a port of its own, until ``stop``."""
+
+    def __init__(self, own_session: bool):
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(128)
+        self.address = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        self.api_url = f"{self.address}/api"
+        self._started = time.monotonic()
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "uvicorn", "--app-dir", str(_prefect_parent()), "--factory",
+                 "prefect.server.api.server:create_app", "--fd", str(listener.fileno()),
+                 "--log-level", "error", "--lifespan", "on"],
+                pass_fds=(listener.fileno(),), env=_server_environment(), stdin=subprocess.DEVNULL,
+                start_new_session=own_session)
+        finally:
+            listener.close()  # the child holds its copy; ours would only keep the port after it exits
+        self.used = False  # by a flow run: ``wait_ready`` answered
+
+    def wait_ready(self, timeout_s: float | None = None) -> str:
+        """The API URL once ``/health`` answers (the server counts as used from then on); ``PrefectServerNotStarted`` if the process ended or
+        ``timeout_s`` (Prefect's startup timeout setting) passed first."""
+        if self.used:
+            return self.api_url
+        waited_from = time.monotonic()
+        limit = timeout_s if timeout_s is not None else startup_timeout_s()
+        deadline = time.monotonic() + limit
+        while True:
+            if self._process.poll() is not None:
+                raise PrefectServerNotStarted(f"the temporary Prefect server exited with code {self._process.returncode} "
+                                       "(its errors are above)")
+            if _answers(self.api_url):
+                self.used = True
+                # Said now, not at the start: before Prefect's import its logger drops INFO lines.
+                _LOG.info("Started temporary server on %s: it answered %.1f s after its start, %.1f s of them "
+                          "waited for", self.address, time.monotonic() - self._started, time.monotonic() - waited_from)
+                return self.api_url
+            if time.monotonic() > deadline:
+                self.stop()
+                raise PrefectServerNotStarted(f"the temporary Prefect server did not answer within {limit:.0f} s "
+                                       f"({STARTUP_TIMEOUT_VARIABLE})")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+
+
+_lock = threading.Lock()
+_server: list[TemporaryServer] = []
+
+
+def start(own_session: bool = False) -> TemporaryServer:
+    """This process's temporary server, started now unless it already was; stopped at exit."""
+    with _lock:
+        if not _server:
+            _server.append(TemporaryServer(own_session))
+            atexit.register(_stop_at_exit)
+        return _server[0]
+
+
+def start_early() -> None:
+    """Start the server now for a flow run this command is about to begin, when that run would
+    need it: the environment names no Prefect API (a running citeline server was put there when the
+    command started), no citeline server is to be started (``CITELINE_PREFECT_SERVER=auto``), and
+    Prefect's home can hold its database (else the run says why: ``flows/runners.py``). A profile
+    that names an API is read only with Prefect's settings, later: the run then stops the unused
+    server (``discard_unused``)."""
+    from citeline.runtime import prefect_server, signals
+
+    if os.environ.get("PREFECT_API_URL") or prefect_server.mode() == prefect_server.AUTO or _server:
+        return
+    if prefect_home_problem(Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect")) is None:
+        start(own_session=signals.armed())
+
+
+def discard_unused() -> None:
+    """Stop a server started early that no run has used (the run found a Prefect API after all)."""
+    with _lock:
+        if _server and not _server[0].used:
+            _server.pop().stop()
+
+
+def _stop_at_exit() -> None:
+    with _lock:
+        while _server:
+            _server.pop().stop()
+
+
+def startup_timeout_s() -> float:
+    """Prefect's setting for how long its temporary server may take to answer."""
+    if "prefect.settings" in sys.modules:
+        from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
+
+        return float(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
+    try:
+        return float(os.environ.get(STARTUP_TIMEOUT_VARIABLE) or STARTUP_TIMEOUT_S)
+    except ValueError:
+        return STARTUP_TIMEOUT_S
+
+
+def _server_environment() -> dict[str, str]:
+    """Prefect's own choice for its temporary server: no UI, ephemeral services, this process's
+    environment, and the Prefect settings set in this process (when Prefect is imported: before
+    that, none can be; the child reads the same profile and files itself)."""
+    env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+    env.pop("PREFECT_API_URL", None)
+    if "prefect.settings" in sys.modules:
+        from prefect.settings import get_current_settings
+
+        env.update(get_current_settings().to_environment_variables(exclude_unset=True))
+        env.pop("PREFECT_API_URL", None)
+    return env
+
+
+def _prefect_parent() -> Path:
+    """The folder holding the ``prefect`` package (uvicorn's ``--app-dir``), found without importing it."""
+    spec = find_spec("prefect")
+    if spec is None or spec.origin is None:
+        raise PrefectServerNotStarted("Prefect is not installed")
+    return Path(spec.origin).parent.parent
+
+
+def _answers(api_url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{api_url}/health", timeout=1.0) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+# A fresh temporary server's sqlite database and its write-ahead log took 5.3 MiB after three
+# runs (measured); below this much free space its start fails or the next runs' logs do.
+PREFECT_HOME_MIN_FREE = 16 << 20
+PROBE_BYTES = 64 << 10
+PROBE_NAME = ".citeline-probe"
+
+
+def prefect_home_problem(home: Path, min_free: int = PREFECT_HOME_MIN_FREE) -> str | None:
+    """Why Prefect's temporary server could not keep its database in ``home``, or None.
+
+    On a full disk that server's start fails inside sqlite (``database or disk is full``), and
+    Prefect retries its connection for two minutes and prints thousands of lines ending in
+    ``Timed out while attempting to connect to ephemeral Prefect API server``, the cause never
+    said. A small write (flushed to disk) and the free space say it first, in one line.
+
+    >>> import tempfile; prefect_home_problem(Path(tempfile.mkdtemp()), min_free=0) is None
+    True
+    """
+    probe = home / PROBE_NAME
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        try:
+            with probe.open("wb") as handle:
+                handle.write(b"\0" * PROBE_BYTES)
+                handle.flush()
+                os.fsync(handle.fileno())
+        finally:
+            probe.unlink(missing_ok=True)
+        stats = os.statvfs(home)
+    except OSError as exc:
+        reason = storage_reason(exc)
+    else:
+        free = stats.f_bavail * stats.f_frsize
+        if free >= min_free:
+            return None
+        reason = f"only {free / (1 << 20):.1f} MiB free, {min_free >> 20} MiB needed"
+    return (f"Prefect's home {home} cannot hold the temporary Prefect server's database: {reason}. Free space "
+            "there, set PREFECT_HOME to a folder on another disk, or point PREFECT_API_URL at a running server")

@@ -1,0 +1,114 @@
+"""Prefect's temporary server as citeline starts it (runtime/temporary_server.py): on a port bound
+before the process starts, used by a flow run that finds no API, stopped when unused or at exit,
+and its failures said in one line."""
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from citeline.runtime import prefect_server, temporary_server
+from citeline.schemas.errors import PrefectServerNotStarted
+
+ROOT = Path(__file__).resolve().parents[2]
+FAKE_CLI = ROOT / "tests" / "fixtures" / "fake_cli.py"
+EXAMPLES = ROOT / "examples" / "docs"
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect"))
+    return tmp_path / "prefect"
+
+
+def health(api_url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{api_url}/health", timeout=2) as response:
+            return json.loads(response.read()) is True
+    except OSError:
+        return False
+
+
+def test_the_server_answers_on_its_own_port_and_is_gone_after_stop(home):
+    server = temporary_server.TemporaryServer(own_session=False)
+    try:
+        assert not server.used
+        url = server.wait_ready()
+        assert url == server.api_url and server.used and health(url)
+        assert (home / "prefect.db").exists()  # its history is kept in Prefect's home
+    finally:
+        server.stop()
+    assert server._process.poll() is not None and not health(server.api_url)
+
+
+def test_a_server_that_exits_is_said_with_its_exit_code(home, monkeypatch):
+    monkeypatch.setenv("PREFECT_API_DATABASE_CONNECTION_URL", "postgresql+asyncpg://nobody@127.0.0.1:1/none")
+    server = temporary_server.TemporaryServer(own_session=False)
+    try:
+        with pytest.raises(PrefectServerNotStarted, match=r"exited with code \d+"):
+            server.wait_ready(timeout_s=120)
+    finally:
+        server.stop()
+
+
+def test_a_server_that_does_not_answer_in_time_is_stopped_and_said(home):
+    server = temporary_server.TemporaryServer(own_session=False)
+    with pytest.raises(PrefectServerNotStarted, match=r"did not answer within 0 s \(PREFECT_SERVER_EPHEMERAL_STARTUP"):
+        server.wait_ready(timeout_s=0.01)
+    assert server._process.poll() is not None
+
+
+def test_an_early_server_no_run_used_is_stopped_and_a_used_one_kept(home, monkeypatch):
+    monkeypatch.delenv(prefect_server.ENV_MODE, raising=False)
+    monkeypatch.setattr(temporary_server, "_server", [])
+    temporary_server.start_early()
+    [early] = temporary_server._server
+    temporary_server.discard_unused()
+    assert temporary_server._server == [] and early._process.poll() is not None
+
+    used = temporary_server.start()
+    try:
+        used.wait_ready()
+        temporary_server.discard_unused()
+        assert temporary_server._server == [used] and health(used.api_url)
+    finally:
+        used.stop()
+
+
+@pytest.mark.parametrize("setting", [("PREFECT_API_URL", "http://127.0.0.1:9/api"),
+                                     (prefect_server.ENV_MODE, prefect_server.AUTO)])
+def test_nothing_starts_early_where_the_run_uses_another_server(home, monkeypatch, setting):
+    monkeypatch.setattr(temporary_server, "_server", [])
+    monkeypatch.setenv(*setting)
+    temporary_server.start_early()
+    assert temporary_server._server == []
+
+
+def test_a_sync_runs_on_the_server_it_started_early_and_leaves_nothing_running(tmp_path):
+    """One server for the whole command: started before the flow's imports, the flow run recorded
+    in Prefect's home, the process gone when the command exits."""
+    docs = tmp_path / "docs"
+    shutil.copytree(EXAMPLES, docs)
+    home = tmp_path / "prefect"
+    env = {**{k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", prefect_server.ENV_MODE)},
+           "PREFECT_HOME": str(home), "CITELINE_HOME": str(tmp_path / "citeline")}
+    done = subprocess.run([sys.executable, str(FAKE_CLI), "index", str(docs), "--db", str(tmp_path / "db"),
+                           "--model", "fake/hashed-bag-of-words", "--no-progress", "-v"],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    started = [line for line in done.stderr.splitlines() if "temporary server on http" in line]
+    assert len(started) == 1 and "Starting temporary server" not in done.stderr  # Prefect started none of its own
+    address = re.search(r"on (http://127\.0\.0\.1:\d+)", started[0]).group(1)
+    with sqlite3.connect(home / "prefect.db") as db:
+        runs = db.execute("select name, state_type from flow_run").fetchall()
+    assert [(name.split(" ")[0], state) for name, state in runs] == [("index", "COMPLETED")]
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(address + "/api/health", timeout=2)
