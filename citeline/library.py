@@ -515,11 +515,15 @@ class Index:
         selection = Selection(tuple(include), tuple(exclude))
         check_patterns(selection)
         settings = IndexSettings(db=self.uri, model=self.model, **options)
-        result = None if (always_run or verify or dask) else _unchanged(str(path), settings, selection)
-        if result is None:
-            from citeline.runtime import temporary_server
+        from citeline.runtime import temporary_server
 
-            temporary_server.start_early()  # beside the imports below and the run's own planning
+        # Started before the plan's and the flow's imports, on the other core: a sync that writes
+        # waits for it no more than it must; one that finds nothing to write stops it at once.
+        temporary_server.start_early()
+        result = None if (always_run or verify or dask) else _unchanged(str(path), settings, selection)
+        if result is not None:
+            temporary_server.discard_unused()
+        else:
             from citeline.flows.ingest import index_folder
             from citeline.flows.runners import command_run, task_runner_for
 

@@ -151,11 +151,22 @@ def startup_timeout_s() -> float:
         return STARTUP_TIMEOUT_S
 
 
+# Each start of the server registered Prefect's block types, or (memoized) imported every installed
+# Prefect collection to hash them first: prefect-dask, so dask and distributed, 0.4-1.0 s of the
+# 4.4-5.5 s start (docs/benchmarks.md section 23). A temporary server serves no UI and citeline
+# uses no block; ``prefect server start`` on the same home registers them for its UI. An operator's
+# own setting of either variable wins.
+NO_BLOCK_REGISTRATION = {"PREFECT_API_BLOCKS_REGISTER_ON_START": "false",
+                         "PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION": "false"}
+
+
 def _server_environment() -> dict[str, str]:
-    """Prefect's own choice for its temporary server: no UI, ephemeral services, this process's
-    environment, and the Prefect settings set in this process (when Prefect is imported: before
-    that, none can be; the child reads the same profile and files itself)."""
-    env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+    """Prefect's own choice for its temporary server (no UI, ephemeral services, this process's
+    environment, and the Prefect settings set in this process: when Prefect is imported; before
+    that, none can be, and the child reads the same profile and files itself), without block
+    registration."""
+    env = {**NO_BLOCK_REGISTRATION, **os.environ,
+           "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
     env.pop("PREFECT_API_URL", None)
     if "prefect.settings" in sys.modules:
         from prefect.settings import get_current_settings

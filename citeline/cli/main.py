@@ -129,9 +129,12 @@ def index(path, db, model, strategy, budget, overlap, precision, max_failed, max
         raise click.UsageError(str(exc)) from None
     _check_ocr_lang(ocr_lang)
     from citeline.cli.progress import index_progress
-    from citeline.library import Index
+    from citeline.runtime import temporary_server
 
     with _stops_on_signals(), index_progress(progress and verbosity() >= 0), cli_errors(db):
+        temporary_server.start_early()  # before the 1.5 s of imports below (Index.sync says why)
+        from citeline.library import Index
+
         result = Index(db, model, warm=False).sync(
             path, max_failed=max_failed, wait_s=wait_s, verify=verify, allow_mass_delete=allow_mass_delete,
             include=include, exclude=exclude, dask=dask, always_run=always_run, return_result=True,

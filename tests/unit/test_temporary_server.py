@@ -47,6 +47,23 @@ def test_the_server_answers_on_its_own_port_and_is_gone_after_stop(home):
     finally:
         server.stop()
     assert server._process.poll() is not None and not health(server.api_url)
+    assert block_types(home) == 0  # no UI, no block used: none registered (0.4-1.0 s of each start)
+
+
+def test_an_operator_who_asks_for_block_registration_gets_it(home, monkeypatch):
+    monkeypatch.setenv("PREFECT_API_BLOCKS_REGISTER_ON_START", "true")
+    monkeypatch.setenv("PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION", "true")
+    server = temporary_server.TemporaryServer(own_session=False)
+    try:
+        server.wait_ready(timeout_s=120)
+    finally:
+        server.stop()
+    assert block_types(home) > 0
+
+
+def block_types(home: Path) -> int:
+    with sqlite3.connect(home / "prefect.db") as db:
+        return db.execute("select count(*) from block_type").fetchone()[0]
 
 
 def test_a_server_that_exits_is_said_with_its_exit_code(home, monkeypatch):
