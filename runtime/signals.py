@@ -18,9 +18,9 @@ signal raises ``Stopped`` in the main thread: nothing is being written there.
 `timeout` and Ctrl-C signal the whole process group, and the temporary Prefect server a
 serverless run starts was in it: it died at once, and the stopping run's last state and log
 lines went to a dead server (70 s of connection retries, then ``--- Error logging to API ---
-All connection attempts failed``). The server is started in a session of its own instead (runtime/temporary_server.py, when
-``armed``): it stops at exit, by the watchdog if the command is killed. A sync with nothing to
-write starts no server.
+All connection attempts failed``). The server is started in a session of its own instead
+(runtime/temporary_server.py, when ``armed``): it stops at exit, by the watchdog if the command
+is killed.
 """
 from __future__ import annotations
 

@@ -5,9 +5,10 @@ temporary server: uvicorn serving Prefect's API in a subprocess, stopped when th
 Prefect starts it itself (``SubprocessASGIServer``) when the run begins: after the command's
 imports, and after the command imported Prefect's server module only to reach that class (3.5 s of
 one core), so every writing sync waited first for its own imports, then for the server's (5 s).
-Here the same server (the same app factory, flags and environment) starts the moment a sync's plan
-says it will write, and the command's imports, its plan and its model load run beside it on the
-other core; the flow run then finds ``PREFECT_API_URL`` set and Prefect starts nothing.
+Here the same server (the same app factory, flags and environment) starts as the first thing
+``citeline index`` does (``Index.sync`` too, before its plan), and the command's imports and plan
+run beside it on the other core; a sync that finds nothing to write stops it at once
+(``discard_unused``). The flow run finds ``PREFECT_API_URL`` set and Prefect starts nothing.
 docs/benchmarks.md section 23 has the times.
 
 The port is bound here and handed to uvicorn as an open socket (``--fd``), so no other process
@@ -65,8 +66,9 @@ class TemporaryServer:
         self.used = False  # by a flow run: ``wait_ready`` answered
 
     def wait_ready(self, timeout_s: float | None = None) -> str:
-        """The API URL once ``/health`` answers (the server counts as used from then on); ``PrefectServerNotStarted`` if the process ended or
-        ``timeout_s`` (Prefect's startup timeout setting) passed first."""
+        """The API URL once ``/health`` answers (the server counts as used from then on);
+        ``PrefectServerNotStarted`` if the process ended or ``timeout_s`` (default: Prefect's
+        startup timeout setting) passed first."""
         if self.used:
             return self.api_url
         waited_from = time.monotonic()
@@ -74,8 +76,8 @@ class TemporaryServer:
         deadline = time.monotonic() + limit
         while True:
             if self._process.poll() is not None:
-                raise PrefectServerNotStarted(f"the temporary Prefect server exited with code {self._process.returncode} "
-                                       "(its errors are above)")
+                raise PrefectServerNotStarted(f"the temporary Prefect server exited with code "
+                                              f"{self._process.returncode} (its errors are above)")
             if _answers(self.api_url):
                 self.used = True
                 # Said now, not at the start: before Prefect's import its logger drops INFO lines.
@@ -85,7 +87,7 @@ class TemporaryServer:
             if time.monotonic() > deadline:
                 self.stop()
                 raise PrefectServerNotStarted(f"the temporary Prefect server did not answer within {limit:.0f} s "
-                                       f"({STARTUP_TIMEOUT_VARIABLE})")
+                                              f"({STARTUP_TIMEOUT_VARIABLE})")
             time.sleep(0.05)
 
     def stop(self) -> None:
@@ -107,7 +109,6 @@ def start(own_session: bool = False) -> TemporaryServer:
     with _lock:
         if not _server:
             _server.append(TemporaryServer(own_session))
-            atexit.register(_stop_at_exit)
         return _server[0]
 
 
@@ -127,12 +128,14 @@ def start_early() -> None:
 
 
 def discard_unused() -> None:
-    """Stop a server started early that no run has used (the run found a Prefect API after all)."""
+    """Stop a server started early that no flow run used: the sync had nothing to write, or a
+    profile named a Prefect API after all."""
     with _lock:
         if _server and not _server[0].used:
             _server.pop().stop()
 
 
+@atexit.register
 def _stop_at_exit() -> None:
     with _lock:
         while _server:

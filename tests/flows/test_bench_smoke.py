@@ -88,6 +88,9 @@ SMOKES = {
                                             "(6 documents, "), marks=(pytest.mark.slow,)),
     "prefect_growth": Smoke(("--smoke",), ("## sqlite", "## postgres", "no-op sync:", "1 files changed:",
                                            "| **all** |"), marks=(pytest.mark.slow,)),
+    # three fresh temporary Prefect servers
+    "temporary_server_start": Smoke(("--smoke",), ("round 1 no block registration", "round 1 Prefect's defaults",
+                                                   "flow runs 1 / 2 / 3"), True, marks=(pytest.mark.slow,)),
     "page_latency": Smoke(("--smoke",), ('"n": 2', '"p50_ms"'), marks=(pytest.mark.slow,)),
     # their subject is the real models: `make test` only (each still on the smallest input)
     "encoder_backends": Smoke(("--smoke",), ("16 chunks (strategy E), 12 queries", "int8 ", "batch-size sweep"),
