@@ -155,7 +155,7 @@ def startup_timeout_s() -> float:
 
 
 # Each start of the server registered Prefect's block types, or (memoized) imported every installed
-# Prefect collection to hash them first: prefect-dask, so dask and distributed, 0.4-1.0 s of the
+# Prefect collection to hash them first: prefect-dask, so dask and distributed, 0.2-1.0 s of the
 # 4.4-5.5 s start (docs/benchmarks.md section 23). A temporary server serves no UI and citeline
 # uses no block; ``prefect server start`` on the same home registers them for its UI. An operator's
 # own setting of either variable wins.

@@ -47,7 +47,7 @@ def test_the_server_answers_on_its_own_port_and_is_gone_after_stop(home):
     finally:
         server.stop()
     assert server._process.poll() is not None and not health(server.api_url)
-    assert block_types(home) == 0  # no UI, no block used: none registered (0.4-1.0 s of each start)
+    assert block_types(home) == 0  # no UI, no block used: none registered (0.2-1.0 s of each start)
 
 
 def test_an_operator_who_asks_for_block_registration_gets_it(home, monkeypatch):
