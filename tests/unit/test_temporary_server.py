@@ -24,9 +24,17 @@ EXAMPLES = ROOT / "examples" / "docs"
 
 @pytest.fixture
 def home(tmp_path, monkeypatch):
+    """A Prefect home of the test's own, set where the server reads it: the environment, and
+    Prefect's settings, which win over it (as for Prefect's own temporary server) and which the
+    session's harness (tests/fixtures/testkit.py) points at its own server and database."""
+    from prefect.settings import PREFECT_API_DATABASE_CONNECTION_URL, PREFECT_API_URL, PREFECT_HOME, temporary_settings
+
+    home = tmp_path / "prefect"
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
-    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect"))
-    return tmp_path / "prefect"
+    monkeypatch.setenv("PREFECT_HOME", str(home))
+    with temporary_settings(updates={PREFECT_HOME: home, PREFECT_API_URL: None,
+                                     PREFECT_API_DATABASE_CONNECTION_URL: f"sqlite+aiosqlite:///{home}/prefect.db"}):
+        yield home
 
 
 def health(api_url: str) -> bool:
@@ -50,10 +58,13 @@ def test_the_server_answers_on_its_own_port_and_is_gone_after_stop(home):
     assert block_types(home) == 0  # no UI, no block used: none registered (0.2-1.0 s of each start)
 
 
-def test_an_operator_who_asks_for_block_registration_gets_it(home, monkeypatch):
-    monkeypatch.setenv("PREFECT_API_BLOCKS_REGISTER_ON_START", "true")
-    monkeypatch.setenv("PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION", "true")
-    server = temporary_server.TemporaryServer(own_session=False)
+def test_an_operator_who_asks_for_block_registration_gets_it(home):
+    from prefect.settings import (PREFECT_API_BLOCKS_REGISTER_ON_START, PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION,
+                                  temporary_settings)
+
+    with temporary_settings(updates={PREFECT_API_BLOCKS_REGISTER_ON_START: True,
+                                     PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION: True}):
+        server = temporary_server.TemporaryServer(own_session=False)
     try:
         server.wait_ready(timeout_s=120)
     finally:
@@ -66,9 +77,11 @@ def block_types(home: Path) -> int:
         return db.execute("select count(*) from block_type").fetchone()[0]
 
 
-def test_a_server_that_exits_is_said_with_its_exit_code(home, monkeypatch):
-    monkeypatch.setenv("PREFECT_API_DATABASE_CONNECTION_URL", "postgresql+asyncpg://nobody@127.0.0.1:1/none")
-    server = temporary_server.TemporaryServer(own_session=False)
+def test_a_server_that_exits_is_said_with_its_exit_code(home):
+    from prefect.settings import PREFECT_API_DATABASE_CONNECTION_URL, temporary_settings
+
+    with temporary_settings(updates={PREFECT_API_DATABASE_CONNECTION_URL: "postgresql+asyncpg://nobody@127.0.0.1:1/none"}):
+        server = temporary_server.TemporaryServer(own_session=False)
     try:
         with pytest.raises(PrefectServerNotStarted, match=r"exited with code \d+"):
             server.wait_ready(timeout_s=120)
