@@ -38,9 +38,11 @@ def test_each_part_of_a_name_is_asked_once_and_short_parts_not_at_all():
 
 @pytest.mark.parametrize("unit", ["a-", "Ab ", "`x", ". A", "x" * 63 + " "])
 def test_a_long_hostile_question_costs_linear_time(unit):
-    """A question is typed by anyone (the CLI, POST /ask): doubling it must not quadruple the work."""
-    small, large = unit * 5_000, unit * 10_000
-    assert ratio(lambda q: unmentioned(q, lambda w: True), small, large) < 3.0
+    """A question is typed by anyone (the CLI, POST /ask): four times as long must not cost
+    sixteen times the work. Four times, not two, as below: a doubling read 3.5 against a bound of
+    3 under a loaded CI run (2026-12-07); here linear work reads about 4 and quadratic 16."""
+    small, large = unit * 2_500, unit * 10_000
+    assert ratio(lambda q: unmentioned(q, lambda w: True), small, large) < 8.0
 
 
 def test_a_question_of_many_names_costs_linear_time_and_a_bounded_number_of_look_ups():
