@@ -68,10 +68,11 @@ def running(timeout_s: float = 1.0) -> dict | None:
     found = state()
     if found is None or not alive(found.get("pid", 0)):
         return None
-    return found if _answers(found["url"], timeout_s) else None
+    return found if answers(found["url"], timeout_s) else None
 
 
-def _answers(url: str, timeout_s: float = 1.0) -> bool:
+def answers(url: str, timeout_s: float = 1.0) -> bool:
+    """Whether the Prefect API at ``url`` answers its ``/health`` (this server or a temporary one)."""
     try:
         with urllib.request.urlopen(url + "/health", timeout=timeout_s) as response:
             return response.status == 200
@@ -238,7 +239,7 @@ def supervise(port: int, idle_s: int) -> None:
             raise SystemExit(1) from None
         while not stopping and server.poll() is None:
             if not ready:  # idle time counts from the moment it answers (a start takes a minute at load 20)
-                ready = _answers(url)
+                ready = answers(url)
                 if ready:
                     touch()
             elif (used := idle_for()) is not None and used > idle_s:

@@ -30,15 +30,14 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from importlib.util import find_spec
 from pathlib import Path
 
 from citeline.index.faults import storage_reason
+from citeline.runtime import prefect_server
 from citeline.schemas.errors import PrefectServerNotStarted
 
 STARTUP_TIMEOUT_VARIABLE = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
-STARTUP_TIMEOUT_S = 20.0  # Prefect's default for the same setting
 STOP_TIMEOUT_S = 5.0
 _LOG = logging.getLogger("prefect")  # the server is Prefect's; its line is Prefect's chatter (-v)
 
@@ -78,7 +77,7 @@ class TemporaryServer:
             if self._process.poll() is not None:
                 raise PrefectServerNotStarted(f"the temporary Prefect server exited with code "
                                               f"{self._process.returncode} (its errors are above)")
-            if _answers(self.api_url):
+            if prefect_server.answers(self.api_url):
                 self.used = True
                 # Said now, not at the start: before Prefect's import its logger drops INFO lines.
                 _LOG.info("Started temporary server on %s: it answered %.1f s after its start, %.1f s of them "
@@ -119,7 +118,7 @@ def start_early() -> None:
     Prefect's home can hold its database (else the run says why: ``flows/runners.py``). A profile
     that names an API is read only with Prefect's settings, later: the run then stops the unused
     server (``discard_unused``)."""
-    from citeline.runtime import prefect_server, signals
+    from citeline.runtime import signals
 
     if os.environ.get("PREFECT_API_URL") or prefect_server.mode() == prefect_server.AUTO or _server:
         return
@@ -144,14 +143,9 @@ def _stop_at_exit() -> None:
 
 def startup_timeout_s() -> float:
     """Prefect's setting for how long its temporary server may take to answer."""
-    if "prefect.settings" in sys.modules:
-        from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
+    from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
 
-        return float(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
-    try:
-        return float(os.environ.get(STARTUP_TIMEOUT_VARIABLE) or STARTUP_TIMEOUT_S)
-    except ValueError:
-        return STARTUP_TIMEOUT_S
+    return float(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
 
 
 # Each start of the server registered Prefect's block types, or (memoized) imported every installed
@@ -170,12 +164,11 @@ def _server_environment() -> dict[str, str]:
     registration."""
     env = {**NO_BLOCK_REGISTRATION, **os.environ,
            "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
-    env.pop("PREFECT_API_URL", None)
     if "prefect.settings" in sys.modules:
         from prefect.settings import get_current_settings
 
         env.update(get_current_settings().to_environment_variables(exclude_unset=True))
-        env.pop("PREFECT_API_URL", None)
+    env.pop("PREFECT_API_URL", None)
     return env
 
 
@@ -185,14 +178,6 @@ def _prefect_parent() -> Path:
     if spec is None or spec.origin is None:
         raise PrefectServerNotStarted("Prefect is not installed")
     return Path(spec.origin).parent.parent
-
-
-def _answers(api_url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{api_url}/health", timeout=1.0) as response:
-            return response.status == 200
-    except OSError:
-        return False
 
 
 # A fresh temporary server's sqlite database and its write-ahead log took 5.3 MiB after three
