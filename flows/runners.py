@@ -1,6 +1,5 @@
 """Where per-document preparation runs: threads in this process, or a Dask cluster; and the
 Prefect settings of a flow run a command starts."""
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -8,7 +7,7 @@ from pathlib import Path
 from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, PREFECT_HOME, temporary_settings
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from citeline.runtime import prefect_server, signals, temporary_server
+from citeline.runtime import env, prefect_server, signals, temporary_server
 from citeline.schemas.errors import PrefectHomeUnwritable
 from citeline.schemas.settings import DOCUMENT_WORKERS
 
@@ -65,7 +64,7 @@ def command_run() -> Iterator[None]:
             updates[PREFECT_API_URL] = temporary_server.start(own_session=signals.armed()).wait_ready()
     else:  # a profile names the API
         temporary_server.discard_unused()
-    if not any(name in os.environ for name in HEARTBEAT_VARIABLES):
+    if not any(env.set_by_operator(name) for name in HEARTBEAT_VARIABLES):
         updates[PREFECT_FLOWS_HEARTBEAT_FREQUENCY] = None
     with temporary_settings(updates=updates):
         yield

@@ -33,10 +33,20 @@ DEFAULTS = {
 }
 
 
+_defaulted: set[str] = set()  # the DEFAULTS this process put in its environment, not the operator
+
+
 def apply() -> None:
     for key, value in DEFAULTS.items():
-        os.environ.setdefault(key, value)
+        if key not in os.environ:
+            os.environ[key] = value
+            _defaulted.add(key)
     _tell_loaded_openblas()
+
+
+def set_by_operator(name: str) -> bool:
+    """Whether ``name`` is in the environment other than as :func:`apply`'s default."""
+    return name in os.environ and not (name in _defaulted and os.environ[name] == DEFAULTS[name])
 
 
 def _tell_loaded_openblas() -> None:
