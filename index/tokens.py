@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 from lancedb.index import BTree
 
+from citeline.index import compaction
 from citeline.index.filters import one_of
 from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.tokens import dequantize, token_row
@@ -157,17 +158,19 @@ class TokenVectors:
              .execute(pa.Table.from_pylist(rows, schema=TOKENS_SCHEMA)))
         return len(rows)
 
-    def optimize(self) -> None:
-        """Compact the run's commits; from ``ann_min_rows`` chunks on, reads by chunk id go
-        through a BTREE index rather than a scan of the id column (100k chunks: rerank 109 → 97 ms
-        a question, docs/benchmarks.md section 17)."""
+    def optimize(self) -> bool:
+        """Compact the runs' small commits once enough piled up (index/compaction.py: LanceDB's own
+        optimize rewrote the whole table each run), and keep the id index current: from
+        ``ann_min_rows`` chunks on, reads by chunk id go through a BTREE index rather than a scan
+        of the id column (100k chunks: rerank 109 → 97 ms a question, docs/benchmarks.md section
+        17). True when it compacted."""
         if not self.exists():
-            return
+            return False
         table = self._table()
         if table.count_rows() >= self.store.ann_min_rows and not any(
                 "chunk_id" in ix.columns for ix in table.list_indices()):
             table.create_index("chunk_id", config=BTree())
-        table.optimize()
+        return compaction.optimize(table)
 
     def read(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of the given chunks (float32, one row per word-piece), by chunk id."""

@@ -92,6 +92,9 @@ SMOKES = {
     "temporary_server_start": Smoke(("--smoke",), ("round 1 no block registration", "round 1 Prefect's defaults",
                                                    "flow runs 1 / 2 / 3"), True, marks=(pytest.mark.slow,)),
     "page_latency": Smoke(("--smoke",), ('"n": 2', '"p50_ms"'), marks=(pytest.mark.slow,)),
+    # a sync's optimize of the token table, LanceDB's against citeline's compaction
+    "token_compaction": Smoke(("--smoke",), ("LanceDB Table.optimize()  optimize per edit",
+                                             "TokenVectors.optimize()   optimize per edit")),
     # their subject is the real models: `make test` only (each still on the smallest input)
     "encoder_backends": Smoke(("--smoke",), ("16 chunks (strategy E), 12 queries", "int8 ", "batch-size sweep"),
                               marks=(pytest.mark.model,)),

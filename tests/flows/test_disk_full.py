@@ -15,6 +15,7 @@ from lancedb.table import LanceTable
 from citeline.flows.ingest import index_folder
 from citeline.index.check import check_index
 from citeline.index.store import Store
+from citeline.index import compaction
 from citeline.index.tokens import TokenVectors
 from citeline.schemas.settings import IndexSettings
 from citeline.schemas.status import RunSummary
@@ -31,6 +32,7 @@ WRITES = {
     "token-vectors": (TokenVectors, "write_rows"),
     "delete": (Store, "delete_documents"),
     "token-prune": (TokenVectors, "prune"),
+    "token-compaction": (compaction, "optimize"),
 }
 
 
@@ -78,7 +80,8 @@ def assert_healed(folder: Path, settings: IndexSettings) -> None:
     assert TokenVectors(store, store.stamp()).missing() == []
 
 
-@pytest.mark.parametrize("point", ["chunk-commit", "record-upsert", "fts-build", "optimize", "token-vectors"])
+@pytest.mark.parametrize("point", ["chunk-commit", "record-upsert", "fts-build", "optimize", "token-vectors",
+                                   "token-compaction"])
 def test_disk_full_at_each_write_point_ends_with_a_summary_and_the_next_run_heals(point, synced, monkeypatch):
     folder, settings = synced
     store = Store(settings.db)
