@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 from lancedb.expr import Expr, col, lit
 from lancedb.index import FTS, Bitmap, BTree, HnswSq
 
+from citeline.index import compaction
 from citeline.index.faults import failpoint
 from citeline.index.reader import ChunkReader, has_vector_index
 from citeline.index.filters import chunk_predicate, equals, one_of
@@ -659,7 +660,7 @@ class Store:
                 table.create_index("chunk_id", config=BTree())
             _add_indexes(table, CHUNK_FILTER_INDEXES)
             failpoint("finish.optimize")
-            table.optimize()  # also folds the rows added since into every index
+            compaction.optimize(table)  # also folds the rows added since into every index
         _add_indexes(self.documents(), DOCUMENT_FILTER_INDEXES)
         self.documents().optimize()
 
