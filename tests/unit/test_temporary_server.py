@@ -142,3 +142,47 @@ def test_a_sync_runs_on_the_server_it_started_early_and_leaves_nothing_running(t
     assert [(name.split(" ")[0], state) for name, state in runs] == [("index", "COMPLETED")]
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(address + "/api/health", timeout=2)
+
+
+LOADED = """
+import json, sys
+from citeline.runtime import env, temporary_server
+env.apply()
+from prefect import flow, task
+from citeline.flows.runners import command_run
+
+@task
+def same(value: int) -> int:
+    return value
+
+@flow
+def echo(value: int) -> int:
+    return same(value)
+
+loaded = lambda: [name for name in temporary_server.RUN_IMPORTS if name in sys.modules]
+before = loaded()
+with command_run():
+    waited = loaded()
+    echo(1)
+print(json.dumps({"before": before, "waited": waited, "run": loaded()}))
+"""
+
+
+def test_the_wait_for_the_server_imports_what_the_flow_run_would_and_nothing_else_does(home, tmp_path):
+    """A fresh process waiting for its temporary server imports the run's modules then (its main
+    thread idle otherwise); with a server already answering, the run itself imports them all."""
+    running = temporary_server.TemporaryServer(own_session=False)
+    try:
+        base = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", prefect_server.ENV_MODE)}
+        reports = {}
+        for label, api in (("waiting", None), ("server running", running.wait_ready())):
+            done = subprocess.run([sys.executable, "-c", LOADED], capture_output=True, text=True, timeout=300,
+                                  env={**base, "PREFECT_HOME": str(home), "CITELINE_HOME": str(tmp_path),
+                                       **({"PREFECT_API_URL": api} if api else {})})
+            assert done.returncode == 0, done.stderr
+            reports[label] = json.loads(done.stdout.splitlines()[-1])
+    finally:
+        running.stop()
+    every = list(temporary_server.RUN_IMPORTS)
+    assert reports["waiting"] == {"before": [], "waited": every, "run": every}
+    assert reports["server running"] == {"before": [], "waited": [], "run": every}
