@@ -8,7 +8,9 @@ a chunk rewrote all of it beside its one new row: 0.46 s on the dev corpus (40 M
 old versions are kept (docs/benchmarks.md section 24). Here a fragment counts as small under
 ``FRAGMENT_BYTES`` of rows, and the small ones are compacted only once ``SMALL_FRAGMENTS`` of
 them have piled up (a run adds one per commit), or when over a tenth of a fragment is deleted: the
-rewrite is bounded by a fragment's size, and paid once per several runs.
+rewrite is bounded by a fragment's size, and paid once per several runs. A run's end compacts the
+chunks table the same way (index/store.py ``finish_run``): below the HNSW threshold LanceDB's
+optimize rewrote it whole too; above it Lance compacts none of its fragments either way.
 """
 from __future__ import annotations
 
