@@ -165,7 +165,8 @@ def start(idle_s: int = IDLE_S, wait_s: float = 240) -> dict:
                    PREFECT_UI_API_URL=f"http://127.0.0.1:{port}/api")
         with (home / "server.log").open("ab") as log:
             logged_from = os.fstat(log.fileno()).st_size  # an earlier start's reason is not this one's
-            supervisor = subprocess.Popen([sys.executable, "-m", "citeline.runtime.prefect_server", str(port), str(idle_s)],
+            # -P here and for its server: the command's folder (a user's documents) is not first on the path
+            supervisor = subprocess.Popen([sys.executable, "-P", "-m", "citeline.runtime.prefect_server", str(port), str(idle_s)],
                                           env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                           start_new_session=True)
         deadline = time.monotonic() + wait_s
@@ -221,7 +222,7 @@ def supervise(port: int, idle_s: int) -> None:
     stopping = []
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: stopping.append(True))
-    server = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
+    server = subprocess.Popen([sys.executable, "-P", "-m", "prefect", "server", "start", "--host", "127.0.0.1",
                                "--port", str(port)], stdin=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/api"
     ready = False

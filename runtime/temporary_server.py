@@ -11,8 +11,9 @@ run beside it on the other core; a sync that finds nothing to write stops it at 
 (``discard_unused``). The flow run finds ``PREFECT_API_URL`` set and Prefect starts nothing.
 docs/benchmarks.md section 23 has the times.
 
-The port is bound here and handed to uvicorn as an open socket (``--fd``), so no other process
-can take it between a check and the bind, and a health check cannot reach another server.
+The port is bound here and handed to uvicorn as an open socket (runtime/prefect_api_process.py),
+so no other process can take it between a check and the bind, and a health check cannot reach
+another server.
 
 Under a writing command's signal handlers (runtime/signals.py) the server runs in a session of its
 own: Ctrl-C and ``timeout`` signal the command's process group, and a server in it died before the
@@ -31,7 +32,6 @@ import subprocess
 import sys
 import threading
 import time
-from importlib.util import find_spec
 from pathlib import Path
 
 from citeline.index.faults import storage_reason
@@ -56,9 +56,8 @@ class TemporaryServer:
         self._started = time.monotonic()
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "uvicorn", "--app-dir", str(_prefect_parent()), "--factory",
-                 "prefect.server.api.server:create_app", "--fd", str(listener.fileno()),
-                 "--log-level", "error", "--lifespan", "on"],
+                # -P: the command's folder (a user's documents) is not put first on the path
+                [sys.executable, "-P", "-m", "citeline.runtime.prefect_api_process", str(listener.fileno())],
                 pass_fds=(listener.fileno(),), env=_server_environment(), stdin=subprocess.DEVNULL,
                 start_new_session=own_session)
         finally:
@@ -183,14 +182,6 @@ def _server_environment() -> dict[str, str]:
         env.update(get_current_settings().to_environment_variables(exclude_unset=True))
     env.pop("PREFECT_API_URL", None)
     return env
-
-
-def _prefect_parent() -> Path:
-    """The folder holding the ``prefect`` package (uvicorn's ``--app-dir``), found without importing it."""
-    spec = find_spec("prefect")
-    if spec is None or spec.origin is None:
-        raise PrefectServerNotStarted("Prefect is not installed")
-    return Path(spec.origin).parent.parent
 
 
 # A fresh temporary server's sqlite database and its write-ahead log took 5.3 MiB after three

@@ -187,3 +187,17 @@ def test_a_server_json_the_disk_refuses_stops_the_server_it_started(home):
         f"No space left on device (failpoint server.state); see {home / 'prefect' / 'server.log'}"]
     assert processes_with_home(home / "prefect" / "home") == []
     assert not (home / "prefect" / "server.json").exists()
+
+
+def test_modules_in_the_commands_folder_do_not_replace_the_servers(home, tmp_path):
+    """A user's folder (where the command runs) may hold files named as the supervisor's and the
+    server's modules; the console script, as a user runs it, starts both all the same."""
+    folder = tmp_path / "documents"
+    folder.mkdir()
+    for name in ("citeline", "prefect", "uvicorn"):
+        (folder / f"{name}.py").write_text("raise SystemExit('imported from the working folder')\n")
+    script = str(Path(sys.executable).with_name("citeline"))
+    started = subprocess.run([script, "server", "start", "--idle", "600"], env=default_env(home), cwd=folder,
+                             capture_output=True, text=True, timeout=300)
+    assert started.returncode == 0, started.stderr
+    assert flow_runs(json.loads((home / "prefect" / "server.json").read_text())["url"]) == []

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from citeline.runtime import prefect_api_process
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
 pytestmark = [pytest.mark.model]
 
@@ -42,7 +44,7 @@ def test_kill_minus_9_of_index_leaves_no_prefect_server(tmp_path):
     victim = subprocess.Popen([sys.executable, "-m", "citeline", "index", str(folder), "--db", str(tmp_path / "db"),
                                "--no-progress"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        server_up = wait_for(lambda: any("uvicorn" in cmd for cmd in marked(mark).values()), 180)
+        server_up = wait_for(lambda: any(prefect_api_process.__name__ in cmd for cmd in marked(mark).values()), 180)
         assert server_up and victim.poll() is None, "the run ended before its server was seen"
         time.sleep(2)  # mid-run: the flow is talking to the server
         os.kill(victim.pid, signal.SIGKILL)  # the command only, as `kill -9 PID` does

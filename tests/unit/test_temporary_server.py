@@ -186,3 +186,59 @@ def test_the_wait_for_the_server_imports_what_the_flow_run_would_and_nothing_els
     every = list(temporary_server.RUN_IMPORTS)
     assert reports["waiting"] == {"before": [], "waited": every, "run": every}
     assert reports["server running"] == {"before": [], "waited": [], "run": every}
+
+
+def test_the_servers_connections_send_without_waiting_for_acknowledgements():
+    """Each connection the temporary server accepts has TCP_NODELAY, as on uvicorn's own --port;
+    wrapped as ``uvicorn --fd`` wraps a descriptor (a Unix socket), none had, and every response
+    waited 40-44 ms for the client's delayed acknowledgement."""
+    import socket
+    import threading
+    import time
+
+    from citeline.runtime import prefect_api_process
+
+    def nodelay_of_a_served_connection(listener_of) -> int:
+        bound = socket.socket()
+        bound.bind(("127.0.0.1", 0))
+        bound.listen()
+        serving, listener = prefect_api_process.server(os.dup(bound.fileno()), app=f"{__name__}:tiny_app")
+        listener = listener_of(listener)
+        thread = threading.Thread(target=serving.run, kwargs={"sockets": [listener]}, daemon=True)
+        thread.start()
+        try:
+            with socket.create_connection(bound.getsockname(), timeout=10) as client:
+                client.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                assert b"200 OK" in client.recv(4096)
+                while not serving.server_state.connections:
+                    time.sleep(0.01)
+                (connection,) = serving.server_state.connections
+                return connection.transport.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+        finally:
+            serving.should_exit = True
+            thread.join(10)
+            bound.close()
+
+    assert nodelay_of_a_served_connection(lambda listener: listener) != 0
+    as_uvicorn_fd_wraps_it = lambda listener: socket.fromfd(listener.detach(), socket.AF_UNIX, socket.SOCK_STREAM)
+    assert nodelay_of_a_served_connection(as_uvicorn_fd_wraps_it) == 0
+
+
+def tiny_app():
+    async def app(scope, receive, send):
+        if scope["type"] == "http":
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+            await send({"type": "http.response.body", "body": b"ok"})
+    return app
+
+
+def test_modules_in_the_commands_folder_do_not_replace_the_servers(home, tmp_path, monkeypatch):
+    """A user's folder (the command's working folder) may hold files named as the server's modules."""
+    for name in ("uvicorn", "prefect", "fastapi"):
+        (tmp_path / f"{name}.py").write_text("raise SystemExit('imported from the working folder')\n")
+    monkeypatch.chdir(tmp_path)
+    server = temporary_server.TemporaryServer(own_session=False)
+    try:
+        assert health(server.wait_ready(timeout_s=120))
+    finally:
+        server.stop()

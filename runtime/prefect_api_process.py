@@ -1,0 +1,36 @@
+"""The temporary Prefect server's process: uvicorn serving Prefect's API on a socket it inherits.
+
+    python -m citeline.runtime.prefect_api_process FD
+
+``uvicorn --fd`` wraps the descriptor as a Unix socket whatever it is (``socket.fromfd(fd,
+AF_UNIX, …)``), so asyncio never set ``TCP_NODELAY`` on the connections it accepted: every
+response then waited for the client's delayed acknowledgement, 40–44 ms a request on a kept-alive
+connection against 1–5 ms, and a flow run makes dozens of them (docs/benchmarks.md section 25).
+Wrapped with its own family (``socket.socket(fileno=…)`` reads it off the descriptor), the
+listener is TCP and each connection gets ``TCP_NODELAY`` as on uvicorn's own ``--port``.
+"""
+from __future__ import annotations
+
+import socket
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import uvicorn
+
+APP_FACTORY = "prefect.server.api.server:create_app"
+
+
+def server(fd: int, app: str = APP_FACTORY) -> tuple[uvicorn.Server, socket.socket]:
+    """uvicorn's server for ``app`` (an import string of an app factory) and the listener it is to
+    serve, the inherited descriptor wrapped as what it is."""
+    import uvicorn
+
+    listener = socket.socket(fileno=fd)
+    config = uvicorn.Config(app, factory=True, log_level="error", lifespan="on")
+    return uvicorn.Server(config), listener
+
+
+if __name__ == "__main__":
+    serving, listening = server(int(sys.argv[1]))
+    serving.run(sockets=[listening])
