@@ -28,9 +28,16 @@ def server(fd: int, app: str = APP_FACTORY) -> tuple[uvicorn.Server, socket.sock
 
     listener = socket.socket(fileno=fd)
     config = uvicorn.Config(app, factory=True, log_level="error", lifespan="on")
+    # Imported now, as uvicorn.run does, not inside Server.run's signal capture: a server stopped
+    # while it imports (a sync with nothing to write) then ends at once, not seconds later.
+    config.load_app()
     return uvicorn.Server(config), listener
 
 
-if __name__ == "__main__":
-    serving, listening = server(int(sys.argv[1]))
+def main(fd: int, app: str = APP_FACTORY) -> None:
+    serving, listening = server(fd, app)
     serving.run(sockets=[listening])
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))

@@ -242,3 +242,28 @@ def test_modules_in_the_commands_folder_do_not_replace_the_servers(home, tmp_pat
         assert health(server.wait_ready(timeout_s=120))
     finally:
         server.stop()
+
+
+def test_a_server_stopped_while_it_imports_ends_at_once(tmp_path):
+    """A sync with nothing to write stops the server it started early, mostly while Prefect's
+    server is still being imported; imported inside uvicorn's signal capture, the process
+    finished the import first (1-3 s of every no-op sync)."""
+    import signal
+    import socket
+    import time
+
+    (tmp_path / "slow_app.py").write_text("import time\ntime.sleep(60)\ndef create():\n    pass\n")
+    bound = socket.socket()
+    bound.bind(("127.0.0.1", 0))
+    bound.listen()
+    process = subprocess.Popen(
+        [sys.executable, "-c", f"from citeline.runtime.prefect_api_process import main; main({bound.fileno()}, 'slow_app:create')"],
+        pass_fds=(bound.fileno(),), env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    bound.close()
+    try:
+        time.sleep(1.5)  # inside the import
+        assert process.poll() is None
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == -signal.SIGTERM  # not after the 60 s import
+    finally:
+        process.kill()
