@@ -1,11 +1,11 @@
 """The temporary Prefect server's process: uvicorn serving Prefect's API on a socket it inherits.
 
-    python -m citeline.runtime.prefect_api_process FD
+    python -P -m citeline.runtime.prefect_api_process FD
 
 ``uvicorn --fd`` wraps the descriptor as a Unix socket whatever it is (``socket.fromfd(fd,
 AF_UNIX, …)``), so asyncio never set ``TCP_NODELAY`` on the connections it accepted: every
 response then waited for the client's delayed acknowledgement, 40–44 ms a request on a kept-alive
-connection against 1–5 ms, and a flow run makes dozens of them (docs/benchmarks.md section 25).
+connection against 1–5 ms, for every request of a flow run (docs/benchmarks.md section 25).
 Wrapped with its own family (``socket.socket(fileno=…)`` reads it off the descriptor), the
 listener is TCP and each connection gets ``TCP_NODELAY`` as on uvicorn's own ``--port``.
 """
