@@ -8,9 +8,11 @@ response then waited for the client's delayed acknowledgement, 40–44 ms a requ
 connection against 1–5 ms, for every request of a flow run (docs/benchmarks.md section 25).
 Wrapped with its own family (``socket.socket(fileno=…)`` reads it off the descriptor), the
 listener is TCP and each connection gets ``TCP_NODELAY`` as on uvicorn's own ``--port``.
+The app is Prefect's, its SQLite-busy 503s answered again in the server (runtime/busy_retry.py).
 """
 from __future__ import annotations
 
+import importlib
 import socket
 import sys
 from typing import TYPE_CHECKING
@@ -18,7 +20,18 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import uvicorn
 
-APP_FACTORY = "prefect.server.api.server:create_app"
+APP_FACTORY = "citeline.runtime.prefect_api_process:prefect_api"
+PREFECT_SERVER = "prefect.server.api.server"
+
+
+def prefect_api():
+    """Prefect's API app as Prefect's own temporary server builds it, answering its SQLite-busy
+    503s again itself (runtime/busy_retry.py)."""
+    from prefect.server.api.server import create_app
+
+    from citeline.runtime.busy_retry import RetryWhenBusy
+
+    return RetryWhenBusy(create_app())
 
 
 def server(fd: int, app: str = APP_FACTORY) -> tuple[uvicorn.Server, socket.socket]:
@@ -31,6 +44,8 @@ def server(fd: int, app: str = APP_FACTORY) -> tuple[uvicorn.Server, socket.sock
     # Imported now, as uvicorn.run does, not inside Server.run's signal capture: a server stopped
     # while it imports (a sync with nothing to write) then ends at once, not seconds later.
     config.load_app()
+    if app == APP_FACTORY:
+        importlib.import_module(PREFECT_SERVER)  # the seconds of it: ``prefect_api`` imports it
     return uvicorn.Server(config), listener
 
 
