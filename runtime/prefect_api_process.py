@@ -12,7 +12,6 @@ The app is Prefect's, its SQLite-busy 503s answered again in the server (runtime
 """
 from __future__ import annotations
 
-import importlib
 import socket
 import sys
 from typing import TYPE_CHECKING
@@ -21,7 +20,6 @@ if TYPE_CHECKING:
     import uvicorn
 
 APP_FACTORY = "citeline.runtime.prefect_api_process:prefect_api"
-PREFECT_SERVER = "prefect.server.api.server"
 
 
 def prefect_api():
@@ -41,11 +39,9 @@ def server(fd: int, app: str = APP_FACTORY) -> tuple[uvicorn.Server, socket.sock
 
     listener = socket.socket(fileno=fd)
     config = uvicorn.Config(app, factory=True, log_level="error", lifespan="on")
-    # Imported now, as uvicorn.run does, not inside Server.run's signal capture: a server stopped
-    # while it imports (a sync with nothing to write) then ends at once, not seconds later.
-    config.load_app()
-    if app == APP_FACTORY:
-        importlib.import_module(PREFECT_SERVER)  # the seconds of it: ``prefect_api`` imports it
+    # Imported and built now, not inside Server.run's signal capture: a server stopped while it
+    # imports (a sync with nothing to write) then ends at once, not seconds later.
+    config.load()
     return uvicorn.Server(config), listener
 
 
