@@ -18,6 +18,7 @@ import copy
 import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from typing import Literal, overload
 
 from citeline.index.check import Violation, check_index, source_warnings
@@ -526,9 +527,10 @@ class Index:
         else:
             from citeline.flows.ingest import index_folder
             from citeline.flows.runners import command_run, task_runner_for
+            from citeline.runtime.handles import warm_embedder
 
             flow = index_folder.with_options(task_runner=task_runner_for(dask)) if dask else index_folder
-            with command_run():
+            with command_run(meanwhile=None if dask else partial(warm_embedder, settings)):
                 result = RunResult.of(flow(str(path), settings, max_failed=max_failed, wait_s=wait_s, verify=verify,
                                            allow_mass_delete=allow_mass_delete, selection=selection,
                                            return_state=True))

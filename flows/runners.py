@@ -1,6 +1,6 @@
 """Where per-document preparation runs: threads in this process, or a Dask cluster; and the
 Prefect settings of a flow run a command starts."""
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -37,9 +37,9 @@ HEARTBEAT_VARIABLES = ("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "PREFECT_RUNNER_HEAR
 
 
 @contextmanager
-def command_run() -> Iterator[None]:
+def command_run(meanwhile: Callable[[], object] | None = None) -> Iterator[None]:
     """Settings for a flow run a command (CLI or ``Index``) starts and waits for: the Prefect API
-    and no heartbeats.
+    and no heartbeats. ``meanwhile`` runs while a temporary server is still starting.
 
     Without a Prefect server to talk to, the citeline server is used, started first in ``auto``
     mode (runtime/prefect_server.py); else Prefect's temporary server, whose home is probed
@@ -61,7 +61,7 @@ def command_run() -> Iterator[None]:
         else:  # Prefect's temporary server, maybe started early (runtime/temporary_server.py)
             if problem := temporary_server.prefect_home_problem(Path(PREFECT_HOME.value())):
                 raise PrefectHomeUnwritable(problem)
-            updates[PREFECT_API_URL] = temporary_server.start(own_session=signals.armed()).wait_ready()
+            updates[PREFECT_API_URL] = temporary_server.start(own_session=signals.armed()).wait_ready(meanwhile=meanwhile)
     else:  # a profile names the API
         temporary_server.discard_unused()
     if not any(env.set_by_operator(name) for name in HEARTBEAT_VARIABLES):

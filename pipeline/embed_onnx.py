@@ -120,6 +120,10 @@ class OnnxEmbedder:
         self.stats.texts += len(texts)
         return vectors, tokens, pieces
 
+    def warm_for_few(self) -> None:
+        """Load the session and the tokenizer, and run them once (the first run allocates)."""
+        self.embed_query("warm up")
+
     def embed_query(self, text: str) -> np.ndarray:
         return self._encode([text])[0]
 

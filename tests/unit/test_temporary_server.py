@@ -267,3 +267,89 @@ def test_a_server_stopped_while_it_imports_ends_at_once(tmp_path):
         assert process.wait(timeout=20) == -signal.SIGTERM  # not after the 60 s import
     finally:
         process.kill()
+
+
+def test_the_wait_gives_its_idle_core_to_meanwhile_before_the_server_answers(home):
+    """The port listens before uvicorn serves it, so a health check's read waits for the server;
+    ``meanwhile`` (the sync's model warm-up) must not wait behind a long first look, and a
+    server already answering runs none of it."""
+    import time
+
+    server = temporary_server.TemporaryServer(own_session=False)
+    seen = []
+    try:
+        asked = time.monotonic()
+        server.wait_ready(meanwhile=lambda: seen.append(time.monotonic() - asked))
+        server.wait_ready(meanwhile=lambda: seen.append("again"))
+    finally:
+        server.stop()
+    [after_s] = seen  # once: the second wait found it answering
+    assert after_s < 0.5  # the first look is short: not the 1 s health check's timeout
+
+
+def test_a_flow_runs_first_call_builds_only_the_routers_it_uses():
+    """``/admin/version``, a flow run's first call, sits in Prefect's second-last router; FastAPI
+    builds every router a request passes on its way. With the flow run's routers first it builds
+    those alone, and no request can match another route: their prefixes are no other route's."""
+    from prefect.server.api.server import create_app
+    from starlette.testclient import TestClient
+
+    from citeline.runtime import prefect_api_process
+
+    app = create_app(ephemeral=True, ignore_cache=True)
+    api = next(route.app for route in app.router.routes if getattr(route, "path", None) == "/api")
+    included = lambda: [r for r in api.router.routes if hasattr(r, "original_router")]
+    before = included()
+    assert prefect_api_process.flow_run_routers_first(app)
+    after = included()
+    moved = prefect_api_process.FLOW_RUN_PREFIXES
+    assert sorted(map(id, after)) == sorted(map(id, before))
+    assert [r.original_router.prefix for r in after[:len(moved)]] == [
+        r.original_router.prefix for r in before if r.original_router.prefix in moved]
+    others = [f"{r.original_router.prefix}{route.path}" for r in after[len(moved):] for route in r.original_router.routes]
+    assert not [path for path in others if any(path == p or path.startswith(p + "/") for p in moved)]
+
+    assert TestClient(app).get("/api/admin/version").status_code == 200
+    built = {r.original_router.prefix: r._effective_candidates_version is not None for r in after}
+    assert built["/admin"] and not any(done for prefix, done in built.items() if prefix not in moved)
+
+
+REFUSED_INDEX = """
+import atexit, sys
+from citeline.runtime import temporary_server
+atexit.register(lambda: print("servers at exit:", len(temporary_server._server)))  # runs before the server's stop
+sys.argv = ["citeline", "index", sys.argv[1], "--db", sys.argv[2], "--budget", "100", "--overlap", "200"]
+from citeline.cli.main import main
+main()
+"""
+
+
+def test_an_index_command_starts_its_server_first_and_one_refused_for_its_arguments_leaves_none(tmp_path):
+    """`citeline index` starts its server before its own imports and checks; one refused for its
+    arguments (exit 2) stops it at exit like any other, and nothing it started runs on."""
+    import secrets
+    import time
+
+    mark = secrets.token_hex(8)
+    env = {**{k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", prefect_server.ENV_MODE)},
+           "PREFECT_HOME": str(tmp_path / "prefect"), "CITELINE_HOME": str(tmp_path / "citeline"),
+           "CITELINE_TEST_MARK": mark}
+    done = subprocess.run([sys.executable, "-c", REFUSED_INDEX, str(EXAMPLES),
+                           str(tmp_path / "db")], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "--overlap (200) must be smaller than --budget (100)" in done.stderr
+    assert "servers at exit: 1" in done.stdout
+
+    def marked() -> list[str]:
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if f"\0CITELINE_TEST_MARK={mark}\0".encode() in b"\0" + Path(f"/proc/{pid}/environ").read_bytes():
+                    found.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+            except OSError:
+                pass
+        return found
+
+    deadline = time.monotonic() + 15
+    while marked() and time.monotonic() < deadline:  # the watchdog leaves as soon as it has looked
+        time.sleep(0.1)
+    assert marked() == []
