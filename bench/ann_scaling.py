@@ -227,6 +227,11 @@ def main() -> None:
         for doc, rows, vectors, sources in synthetic_rows(source, args.rows):
             if not kept:
                 store.replace_chunks(stamp, doc, chunk_table(rows, stamp))
+                # its record, as a sync writes one: a citation reads its source there (once per
+                # document and snapshot), and without one every question looked it up again
+                store.upsert_document({"doc_id": doc, "source": f"/synthetic/{doc}.md", "root": "/synthetic",
+                                       "path": f"{doc}.md", "status": "indexed", "attempts": 1,
+                                       "chunk_count": len(rows), "truncated": 0})
             parts.append((doc, vectors))
             grown.append((doc, sources))
         if args.rerank and not kept:

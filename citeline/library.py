@@ -145,6 +145,7 @@ class Snapshot:
     sources: dict[str, str] = field(default_factory=dict, compare=False)  # doc_id -> source, filled lazily
     # doc_id -> its locator map, for the documents whose highlighted lines were placed (query/locate.py)
     maps: dict = field(default_factory=dict, compare=False)
+    namesakes: dict = field(default_factory=dict, compare=False)  # path -> the documents with that path, filled lazily
 
 
 class Index:
@@ -354,7 +355,7 @@ class Index:
         return answer
 
     def _located(self, snap: Snapshot, citations: Sequence[Citation]) -> list[Citation]:
-        return located(snap.searcher.store, citations, snap.sources, snap.maps)
+        return located(snap.searcher.store, citations, snap.sources, snap.maps, snap.namesakes)
 
     def documents(self, ending: str | None = None) -> tuple[DocumentInfo, ...]:
         """Every document (with ``ending``, those whose source path ends with it: the candidates

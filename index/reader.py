@@ -20,6 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from citeline.index.filters import one_of
+from citeline.index.schema_once import schema_once
 from citeline.index.tokens import TokenVectors
 
 # HNSW candidates per search. 400 gave recall@10 .99 at 100k chunks but .88 at 1M, 1,600 gives
@@ -42,7 +43,7 @@ class ChunkReader:
     """
 
     def __init__(self, table, columns: Sequence[str], tokens: TokenVectors | None = None, owned: str | None = None):
-        self.table = table
+        self.table = schema_once(table)
         self.columns = list(columns)
         self.tokens = tokens
         self.owned = owned

@@ -24,6 +24,7 @@ from lancedb.index import BTree
 
 from citeline.index import compaction
 from citeline.index.filters import one_of
+from citeline.index.schema_once import schema_once
 from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.tokens import dequantize, token_row
 from citeline.schemas.tables import TOKENS_KEY, TOKENS_SCHEMA, TOKENS_VERSION_KEY, chunks_table_name, tokens_table_name
@@ -64,6 +65,7 @@ class TokenVectors:
         self.stamp = stamp
         self.name = tokens_table_name(stamp)
         self._opened = None
+        self._reading = None  # the opened table as reads see it (index/schema_once.py)
         self._legacy: bool | None = None  # the reads' copy of legacy(), for a table that stays open
         self._cache = _Recent(cache_bytes) if cache_bytes > 0 else None
 
@@ -187,7 +189,9 @@ class TokenVectors:
         return found
 
     def _read(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
-        rows = self._table().search().with_row_id(False).where(one_of("chunk_id", chunk_ids)).limit(None).to_list()
+        if self._reading is None:
+            self._reading = schema_once(self._table())
+        rows = self._reading.search().with_row_id(False).where(one_of("chunk_id", chunk_ids)).limit(None).to_list()
         dim = self.stamp.embed_dim
         if self._legacy is None:  # read once: a schema look-up is a round trip to LanceDB's event loop
             self._legacy = self.legacy()

@@ -24,18 +24,18 @@ def sources_of(store: Store, doc_ids) -> dict[str, str]:
 
 
 def located(store: Store, citations: Sequence[Citation], sources: dict[str, str] | None = None,
-            maps: dict[str, "LocatorMap"] | None = None) -> list[Citation]:
+            maps: dict[str, "LocatorMap"] | None = None, namesakes: dict[str, dict] | None = None) -> list[Citation]:
     """The citations, each given the ``uri`` of its source file, its highlighted line's own
     locator (:func:`with_line_locators`), and told apart from its namesakes.
 
-    ``sources`` and ``maps`` are caches by document id (a snapshot's), filled with the
-    documents they lack.
+    ``sources`` and ``maps`` are caches by document id, ``namesakes`` by path (a snapshot's),
+    filled with what they lack.
     """
     sources = {} if sources is None else sources
     missing = {c.document_id for c in citations} - set(sources)
     if missing:
         sources.update(sources_of(store, missing))
-    return apart(store, with_line_locators(store, with_sources(citations, sources), maps))
+    return apart(store, with_line_locators(store, with_sources(citations, sources), maps), namesakes)
 
 
 def with_line_locators(store: Store, citations: Sequence[Citation],
@@ -96,15 +96,23 @@ def _row_of_line(seg: Segment, start: int, end: int, text: str) -> SheetRange:
     return seg.locator.rows(rows[first], rows[last])
 
 
-def apart(store: Store, citations: Sequence[Citation]) -> list[Citation]:
+def apart(store: Store, citations: Sequence[Citation], namesakes: dict[str, dict] | None = None) -> list[Citation]:
     """The citations, a document whose path another synced folder also holds named by the path that
-    tells them apart (``proj1/notes.md``, index/lookup.py) rather than by the path both share."""
+    tells them apart (``proj1/notes.md``, index/lookup.py) rather than by the path both share.
+
+    ``namesakes`` caches, by path, the documents with that path (a snapshot's): read for the
+    paths it lacks, one scan of the documents table for all of them."""
     paths = sorted({c.path for c in citations if c.path})
     if not paths:
         return list(citations)
-    groups: dict[str, dict[str, tuple[str, str]]] = {}
-    for row in store.document_rows(["doc_id", "source", "path"], one_of("path", paths)):
-        groups.setdefault(row["path"], {})[row["doc_id"]] = (row["source"], row["path"])
-    names = {doc_id: name for docs in groups.values() if len(docs) > 1 for doc_id, name in shown_names(docs).items()}
+    namesakes = {} if namesakes is None else namesakes
+    missing = [path for path in paths if path not in namesakes]
+    if missing:
+        found: dict[str, dict[str, tuple[str, str]]] = {path: {} for path in missing}
+        for row in store.document_rows(["doc_id", "source", "path"], one_of("path", missing)):
+            found[row["path"]][row["doc_id"]] = (row["source"], row["path"])
+        namesakes.update(found)
+    groups = [namesakes[path] for path in paths]
+    names = {doc_id: name for docs in groups if len(docs) > 1 for doc_id, name in shown_names(docs).items()}
     return [replace(c, document=names[c.document_id]) if c.document_id in names and c.document == c.path else c
             for c in citations]

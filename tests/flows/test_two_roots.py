@@ -110,3 +110,24 @@ def test_search_names_each_notes_by_its_folder(two_roots):
     assert {"proj1/notes.md", "proj2/notes.md"} <= found
     result = run("search", "notes about training", "--db", db, "--model", FAKE, "--retriever", "bm25", "--json")
     assert {"proj1/notes.md", "proj2/notes.md"} <= {c["document"] for c in json.loads(result.stdout)["results"]}
+
+
+def test_a_snapshot_looks_each_paths_namesakes_up_once_and_a_sync_shows_new_ones(two_roots, monkeypatch):
+    """Which documents share a cited path is read once per snapshot (it was a scan of the documents
+    table for every question); a sync that adds a third ``notes.md`` is seen by the next question."""
+    from citeline.index.store import Store
+
+    base, db = two_roots
+    index = Index(str(db), model=FAKE)
+    ask = lambda: sorted(c.document for c in index.search("notes about training", k=3, retriever="bm25"))
+    first = ask()
+    reads = []
+    document_rows = Store.document_rows
+    monkeypatch.setattr(Store, "document_rows", lambda self, *a, **k: reads.append(a) or document_rows(self, *a, **k))
+    assert ask() == first and reads == []
+    third = base / "proj3"
+    third.mkdir()
+    (third / "notes.md").write_text("# Notes\n\nThese notes are about training loss in training.\n")
+    index.sync(str(third))
+    found = {c.document for c in index.search("notes about training", k=3, retriever="bm25")}
+    assert "proj3/notes.md" in found and "notes.md" not in found
