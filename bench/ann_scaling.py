@@ -20,7 +20,8 @@ measured too: MaxSim over the candidates, from a fresh ``Searcher`` (its first q
 as right after a start), before and after a BTREE index on the token table's ``chunk_id``.
 
 With ``--service`` the grown index is also served by ``citeline api`` in its own process:
-``GET /search`` latency (dense and hybrid, over HTTP, embedding included) and the
+``GET /search`` latency (dense and hybrid, over HTTP, embedding included; with ``--rerank`` the
+default retriever and ``POST /ask`` too) and the
 service's resident memory (VmRSS after the queries, VmHWM its peak) are reported.
 ``--keep DIR`` keeps the grown index (its size on disk is reported either way); run again
 with the same ``--db`` and ``--keep``, the kept index is measured again without being
@@ -42,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -170,6 +172,16 @@ def service_figures(db: str, questions: list[str], smoke: bool, rerank: bool = F
                 return json.loads(urllib.request.urlopen(f"{base}/search?{query}", timeout=120).read())
             # the first question right after start included: a service warms up before it answers
             figures[f"{retriever} first"], figures[retriever] = first_and_median_ms(call, questions)
+        if rerank and not smoke:  # the gated answer's sources, as the ask page asks for them (the fake
+            # embedder's smoke index has no calibrated gate: /ask refuses to answer there)
+            def ask(q):
+                body = json.dumps({"query": q, "k": K}).encode()
+                request = urllib.request.Request(f"{base}/ask", data=body, headers={"Content-Type": "application/json"})
+                try:
+                    return json.loads(urllib.request.urlopen(request, timeout=120).read())
+                except urllib.error.HTTPError as exc:
+                    raise RuntimeError(f"POST /ask answered {exc.code}: {exc.read()[:500]!r}") from None
+            figures["ask first"], figures["ask"] = first_and_median_ms(ask, questions)
         figures["after queries"] = proc_memory(server.pid)
         return figures
     finally:
@@ -311,6 +323,8 @@ def main() -> None:
         mib = {k: {f: v / 2**20 for f, v in m.items()} for k, m in service.items() if isinstance(m, dict)}
         also = (f", rerank {service['rerank']:.2f} ms (its first question, the service's first: "
                 f"{service['rerank first']:.1f} ms)" if "rerank" in service else "")
+        if "ask" in service:
+            also += f", POST /ask {service['ask']:.2f} ms (its first {service['ask first']:.1f} ms)"
         print(f"  citeline api GET /search over HTTP: dense {service['dense']:.2f} ms, hybrid {service['hybrid']:.2f} ms{also} "
               f"(medians); RSS after start {mib['after start']['VmRSS']:,.0f} MiB, after the queries "
               f"{mib['after queries']['VmRSS']:,.0f} MiB, peak {mib['after queries']['VmHWM']:,.0f} MiB")
