@@ -132,7 +132,7 @@ def index(path, db, model, strategy, budget, overlap, precision, max_failed, max
     from citeline.runtime import temporary_server
 
     with _stops_on_signals(), index_progress(progress and verbosity() >= 0), cli_errors(db):
-        temporary_server.start_early()  # before the 1.5 s of imports below (Index.sync says why)
+        temporary_server.start_early()  # done in main() for the console script; here for a CLI run in process
         from citeline.library import Index
 
         result = Index(db, model, warm=False).sync(

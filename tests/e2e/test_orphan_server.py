@@ -12,19 +12,10 @@ from pathlib import Path
 import pytest
 
 from citeline.runtime import prefect_api_process
+from testkit import marked
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
 pytestmark = [pytest.mark.model]
-
-
-def marked(mark: str) -> dict[int, str]:
-    """Live processes whose initial environment carries ``mark``: pid -> command line."""
-    found = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        with contextlib.suppress(OSError):
-            if f"\0CITELINE_TEST_MARK={mark}\0".encode() in b"\0" + Path(f"/proc/{pid}/environ").read_bytes():
-                found[int(pid)] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    return found
 
 
 def wait_for(predicate, timeout: float) -> bool:

@@ -19,6 +19,7 @@ from citeline.index.check import check_index
 from citeline.index.store import Store
 
 from fakes import FAKE
+from testkit import marked
 
 FAKE_CLI = Path(__file__).resolve().parents[1] / "fixtures" / "fake_cli.py"
 pytestmark = [pytest.mark.slow]
@@ -65,16 +66,6 @@ def stop(run: subprocess.Popen, signum: int, group: bool) -> tuple[float, str, s
         with contextlib.suppress(ProcessLookupError):
             os.killpg(run.pid, signal.SIGKILL)
     return time.monotonic() - sent, out, err
-
-
-def marked(mark: str) -> list[int]:
-    """Live processes whose initial environment carries ``CITELINE_TEST_MARK=mark``."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        with contextlib.suppress(OSError):
-            if f"\0CITELINE_TEST_MARK={mark}\0".encode() in b"\0" + Path(f"/proc/{pid}/environ").read_bytes():
-                found.append(int(pid))
-    return found
 
 
 def assert_stopped_cleanly(db: Path, seconds: float, code: int, out: str, err: str, signum: int) -> None:

@@ -16,6 +16,7 @@ import pytest
 
 from citeline.runtime import prefect_server, temporary_server
 from citeline.schemas.errors import PrefectServerNotStarted
+from testkit import marked
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_CLI = ROOT / "tests" / "fixtures" / "fake_cli.py"
@@ -339,17 +340,7 @@ def test_an_index_command_starts_its_server_first_and_one_refused_for_its_argume
     assert done.returncode == 2 and "--overlap (200) must be smaller than --budget (100)" in done.stderr
     assert "servers at exit: 1" in done.stdout
 
-    def marked() -> list[str]:
-        found = []
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                if f"\0CITELINE_TEST_MARK={mark}\0".encode() in b"\0" + Path(f"/proc/{pid}/environ").read_bytes():
-                    found.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
-            except OSError:
-                pass
-        return found
-
     deadline = time.monotonic() + 15
-    while marked() and time.monotonic() < deadline:  # the watchdog leaves as soon as it has looked
+    while marked(mark) and time.monotonic() < deadline:  # the watchdog leaves as soon as it has looked
         time.sleep(0.1)
-    assert marked() == []
+    assert not marked(mark), marked(mark)
