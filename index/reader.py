@@ -19,6 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
+from citeline.index import lance_direct
 from citeline.index.filters import one_of
 from citeline.index.schema_once import schema_once
 from citeline.index.tokens import TokenVectors
@@ -28,6 +29,9 @@ from citeline.index.tokens import TokenVectors
 # default (1.5 k) gave .67 at 100k.
 ANN_EF = 1600
 ANN_REFINE = 5  # candidates per result re-ranked on the full vectors (the index stores them quantised)
+# Row addresses kept of the chunks searches found (~100 bytes each): a question's kept rows are
+# read by address, not by a filter on their ids (at 100k chunks 1 ms against 4.5 ms).
+ADDRESSES_KEPT = 100_000
 
 
 class ChunkReader:
@@ -50,6 +54,8 @@ class ChunkReader:
         self.rows = table.count_rows()
         self.exact = not has_vector_index(table)
         self.ef, self.refine = ANN_EF, ANN_REFINE
+        self._addresses: dict[str, int] = {}
+        self._dataset = None
         if self.exact:
             self._load()
 
@@ -69,6 +75,30 @@ class ChunkReader:
         when each query runs (a round trip to its event loop; ~16 a question, ~10 ms at 100k)."""
         return self.table.search(query, **kwargs).with_row_id(False)
 
+    def _direct(self, columns: list[str], where: str | None, **search):
+        """A search of the Lance dataset under the table (index/lance_direct.py; the version this
+        reader opened), with each row's address (``_rowid``: :meth:`rows_of` reads the rows kept
+        by it); None where there is none to read: LanceDB's query builders serve it then, with
+        the same rows and scores (tests/unit/test_reader.py). A table scanned in memory (``exact``)
+        keeps LanceDB: its only search is BM25's, and opening the dataset too cost its first
+        question ~40 ms."""
+        if self._dataset is None:
+            self._dataset = (not self.exact and lance_direct.dataset(self.table)) or False
+        if not self._dataset or not lance_direct.usable():
+            return None
+        kept = self._kept(where)
+        found = self._dataset.to_table(columns=columns, with_row_id=True, filter=kept,
+                                       prefilter=True if kept is not None else None, **search)
+        if len(self._addresses) > ADDRESSES_KEPT:
+            self._addresses = {}
+        self._addresses.update(zip(found.column("chunk_id").to_pylist(), found.column("_rowid").to_pylist()))
+        return found
+
+    def _nearest(self, vector: np.ndarray, k: int) -> dict:
+        """The dataset's vector query of :meth:`_ann`'s search."""
+        return {"column": "vector", "q": vector, "k": k, "metric": "cosine", "ef": max(self.ef, k * (self.refine or 1)),
+                **({"refine_factor": self.refine} if self.refine else {})}
+
     def _fts(self, query: str, k: int, where: str | None):
         """A BM25 search of the ``k`` best over the rows ``where`` keeps (filtered before ranking)."""
         search = self._search(query, query_type="fts").limit(k)
@@ -81,12 +111,13 @@ class ChunkReader:
     def dense(self, vector: np.ndarray, k: int, where: str | None = None) -> list[dict]:
         """The ``k`` nearest chunks (of those ``where`` keeps), each with ``distance`` = 1 - cosine, nearest first."""
         vector = np.asarray(vector, dtype=np.float32)
+        if k <= 0:
+            return []
         if where is not None:
             return self._dense_where(vector, k, where)
         if not self.exact:
-            found = self._ann(self._search(vector), k, None).select([*self.columns, "_distance"]).to_list()
-            return [_renamed(row, "_distance", "distance") for row in found]
-        if k <= 0 or not self.rows:
+            return self._ann_rows(vector, k, None)
+        if not self.rows:
             return []
         similarity = self._matrix @ vector
         top = np.argpartition(-similarity, k - 1)[:k] if k < self.rows else np.arange(self.rows)
@@ -97,14 +128,17 @@ class ChunkReader:
         """LanceDB's search over the rows ``where`` keeps, filtered before ranking: an exact scan
         of them without a vector index; with one, HNSW under the filter (it returned the exact
         top 10 for a filter keeping 10 of 6,000 rows here, so no fallback scan is needed)."""
-        if k <= 0:
-            return []
-        if self.exact:
-            search = self._search(vector).distance_type("cosine").where(self._kept(where), prefilter=True).limit(k)
-        else:
-            search = self._ann(self._search(vector), k, where)
-        found = search.select([*self.columns, "_distance"]).to_list()
-        return [_renamed(row, "_distance", "distance") for row in found]
+        if not self.exact:
+            return self._ann_rows(vector, k, where)
+        search = self._search(vector).distance_type("cosine").where(self._kept(where), prefilter=True).limit(k)
+        return [_renamed(row, "_distance", "distance") for row in search.select([*self.columns, "_distance"]).to_list()]
+
+    def _ann_rows(self, vector: np.ndarray, k: int, where: str | None) -> list[dict]:
+        """The HNSW search's ``k`` nearest rows (of those ``where`` keeps), with ``distance``."""
+        found = self._direct([*self.columns, "_distance"], where, nearest=self._nearest(vector, k))
+        if found is None:
+            found = self._ann(self._search(vector), k, where).select([*self.columns, "_distance"]).to_arrow()
+        return [_renamed(row, "_distance", "distance") for row in _without_address(found).to_pylist()]
 
     def dense_ranked(self, vector: np.ndarray, k: int, where: str | None = None) -> list[tuple[str, float]]:
         """``(chunk_id, distance)`` of the ``k`` nearest, nearest first, no other column read: a
@@ -112,16 +146,19 @@ class ChunkReader:
         most of hybrid's time at a million chunks (docs/benchmarks.md, section 14)."""
         if self.exact or k <= 0:
             return [(row["chunk_id"], row["distance"]) for row in self.dense(vector, k, where)]
-        search = self._ann(self._search(np.asarray(vector, dtype=np.float32)), k, where)
-        found = search.select(["chunk_id", "_distance"]).to_arrow()
+        vector = np.asarray(vector, dtype=np.float32)
+        found = self._direct(["chunk_id", "_distance"], where, nearest=self._nearest(vector, k))
+        if found is None:
+            found = self._ann(self._search(vector), k, where).select(["chunk_id", "_distance"]).to_arrow()
         return list(zip(found.column("chunk_id").to_pylist(), map(float, found.column("_distance").to_pylist())))
 
     def bm25_ranked(self, query: str, k: int, where: str | None = None) -> list[tuple[str, float]]:
         """``(chunk_id, score)`` of the ``k`` best by BM25, best first, no other column read."""
         if not query.strip() or k <= 0:
             return []
-        search = self._fts(query, k, where)
-        found = search.select(["chunk_id", "_score"]).to_arrow()
+        found = self._direct(["chunk_id", "_score"], where, full_text_query=query, limit=k)
+        if found is None:
+            found = self._fts(query, k, where).select(["chunk_id", "_score"]).to_arrow()
         return list(zip(found.column("chunk_id").to_pylist(), map(float, found.column("_score").to_pylist())))
 
     def bm25_vectors(self, query: str, k: int, where: str | None = None) -> list[tuple[str, float, np.ndarray]]:
@@ -133,8 +170,9 @@ class ChunkReader:
                     for cid, score in self.bm25_ranked(query, k, where) if cid in self._position]
         if not query.strip() or k <= 0:
             return []
-        search = self._fts(query, k, where)
-        found = search.select(["chunk_id", "_score", "vector"]).to_arrow()
+        found = self._direct(["chunk_id", "_score", "vector"], where, full_text_query=query, limit=k)
+        if found is None:
+            found = self._fts(query, k, where).select(["chunk_id", "_score", "vector"]).to_arrow()
         if not found.num_rows:
             return []
         dim = found.schema.field("vector").type.list_size
@@ -147,8 +185,25 @@ class ChunkReader:
             return {cid: {**self._row(self._position[cid]), **({"vector": self._matrix[self._position[cid]]}
                                                                if vectors else {})}
                     for cid in chunk_ids if cid in self._position}
-        rows = self._where(chunk_ids, [*self.columns, *(["vector"] if vectors else [])])
-        return {row["chunk_id"]: row for row in rows}
+        columns = [*self.columns, *(["vector"] if vectors else [])]
+        known = [self._addresses[cid] for cid in chunk_ids if cid in self._addresses]
+        rows = {row["chunk_id"]: row for row in self._at(known, columns)}
+        rest = [cid for cid in chunk_ids if cid not in rows]
+        return rows | {row["chunk_id"]: row for row in self._where(rest, columns)}
+
+    def _at(self, addresses: list[int], columns: list[str]) -> list[dict]:
+        """The rows at ``addresses`` (from this reader's searches), ``columns`` of each.
+
+        Lance's own take by address, not LanceDB's ``take_row_ids``: the rows of a question's
+        kept chunks in ~1 ms against ~2.5 (the hop to LanceDB's event loop and back). It is
+        underscored in pylance (pinned below 14); ``tests/unit/test_reader.py`` holds
+        it to the rows the ids name.
+        """
+        if not addresses:
+            return []
+        if self._dataset and lance_direct.usable():
+            return self._dataset._take_rows(addresses, columns=columns).to_pylist()
+        return self.table.take_row_ids(addresses).select(columns).to_list()
 
     def _ann(self, search, k: int, where: str | None):
         """``search`` (a vector query) over the HNSW index with this reader's ef and refine factor."""
@@ -162,12 +217,12 @@ class ChunkReader:
         """The ``k`` best chunks (of those ``where`` keeps) by BM25 over the embedded ``text``, each with ``score``."""
         if not query.strip() or k <= 0:
             return []
-        search = self._fts(query, k, where)
         if not self.exact:
-            return [_renamed(row, "_score", "score") for row in search.select([*self.columns, "_score"]).to_list()]
-        found = search.select(["chunk_id", "_score"]).to_arrow()
-        return [{**self._row(self._position[cid]), "score": float(score)}
-                for cid, score in zip(found.column("chunk_id").to_pylist(), found.column("_score").to_pylist())]
+            found = self._direct([*self.columns, "_score"], where, full_text_query=query, limit=k)
+            if found is None:
+                found = self._fts(query, k, where).select([*self.columns, "_score"]).to_arrow()
+            return [_renamed(row, "_score", "score") for row in _without_address(found).to_pylist()]
+        return [{**self._row(self._position[cid]), "score": score} for cid, score in self.bm25_ranked(query, k, where)]
 
     def vectors(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored unit vectors of the given chunks, by chunk id."""
@@ -193,6 +248,11 @@ class ChunkReader:
         if self.owned is None:
             return where
         return self.owned if where is None else f"({where}) AND {self.owned}"
+
+
+def _without_address(found):
+    """A search's rows without the ``_rowid`` column :meth:`ChunkReader._direct` adds."""
+    return found.drop_columns(["_rowid"]) if "_rowid" in found.column_names else found
 
 
 def _renamed(row: dict, old: str, new: str) -> dict:
