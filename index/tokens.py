@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 from lancedb.index import BTree
 
-from citeline.index import compaction, lance_direct
+from citeline.index import compaction
 from citeline.index.filters import one_of
 from citeline.index.schema_once import schema_once
 from citeline.schemas.stamp import IndexStamp
@@ -68,7 +68,6 @@ class TokenVectors:
         self._reading = None  # the opened table as reads see it (index/schema_once.py)
         self._legacy: bool | None = None  # the reads' copy of legacy(), for a table that stays open
         self._cache = _Recent(cache_bytes) if cache_bytes > 0 else None
-        self._offsets: _Offsets | None = None
 
     def exists(self) -> bool:
         return self._opened is not None or self.store.has_table(self.name)
@@ -88,7 +87,7 @@ class TokenVectors:
         if not self.exists():
             return False
         self.store.db.drop_table(self.name)
-        self._opened = self._reading = self._legacy = self._offsets = None
+        self._opened = self._reading = self._legacy = None
         if self._cache is not None:
             self._cache = _Recent(self._cache.budget)
         return True
@@ -189,33 +188,10 @@ class TokenVectors:
             found.update(fresh)
         return found
 
-    def read_by_offset(self) -> None:
-        """Read rows by their offsets from now on, for an object that never writes (a long-lived
-        query reader: ``Searcher.warm``). Its table's dataset stays at the version it opened, so
-        offsets found once by a scan of the ids (~60 ms at 100k chunks) hold, and a read takes
-        rows by offset: one question's ~100 candidates in ~8 ms, against ~6 ms for each 50 by
-        an id filter (docs/benchmarks.md section 27). Without a dataset (index/lance_direct.py) reads
-        keep the filter."""
-        dataset = lance_direct.dataset(self._reader()) if self.exists() and self._offsets is None else None
-        if dataset is not None:
-            self._offsets = _Offsets(dataset, dataset.to_table(columns=["chunk_id"]).column("chunk_id"))
-
-    def _reader(self):
+    def _read(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
         if self._reading is None:
             self._reading = schema_once(self._table())
-        return self._reading
-
-    def _rows(self, chunk_ids: Sequence[str]) -> list[dict]:
-        rows = self._offsets.take(chunk_ids) if self._offsets is not None and lance_direct.usable() else []
-        wanted = set(chunk_ids)
-        rows = [r for r in rows if r["chunk_id"] in wanted]  # an offset is checked, never trusted
-        rest = sorted(wanted - {r["chunk_id"] for r in rows})
-        if rest:
-            rows += self._reader().search().with_row_id(False).where(one_of("chunk_id", rest)).limit(None).to_list()
-        return rows
-
-    def _read(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
-        rows = self._rows(chunk_ids)
+        rows = self._reading.search().with_row_id(False).where(one_of("chunk_id", chunk_ids)).limit(None).to_list()
         dim = self.stamp.embed_dim
         if self._legacy is None:  # read once: a schema look-up is a round trip to LanceDB's event loop
             self._legacy = self.legacy()
@@ -231,34 +207,6 @@ class TokenVectors:
         counts = self._table().search().select(["count"]).limit(None).to_arrow().column("count")
         per_piece = self.stamp.embed_dim * 2 if self.legacy() else self.stamp.embed_dim + 2
         return len(counts), int(sum(counts.to_pylist())) * per_piece
-
-
-class _Offsets:
-    """One version of a table's dataset and its chunk ids' row offsets, kept as sorted fixed-width
-    ids: ~40 bytes a chunk where a dict of them took ~150."""
-
-    def __init__(self, dataset, ids: pa.ChunkedArray):
-        self.dataset = dataset
-        keys = np.asarray(ids.cast(pa.binary()).to_numpy(zero_copy_only=False), dtype=np.bytes_)
-        self._order = np.argsort(keys, kind="stable")
-        self._keys = keys[self._order]
-
-    def take(self, chunk_ids: Sequence[str]) -> list[dict]:
-        """The rows of those of ``chunk_ids`` the dataset holds."""
-        found = self.of(chunk_ids)
-        return self.dataset.take(found).to_pylist() if found else []
-
-    def of(self, chunk_ids: Sequence[str]) -> list[int]:
-        """The offsets of those of ``chunk_ids`` the table held, ascending.
-
-        >>> _Offsets(None, pa.chunked_array([["c", "a", "b"]])).of(["b", "x", "c"])
-        [0, 2]
-        """
-        if not len(self._keys):
-            return []
-        wanted = np.asarray([cid.encode() for cid in chunk_ids], dtype=np.bytes_)
-        at = np.minimum(np.searchsorted(self._keys, wanted), len(self._keys) - 1)
-        return sorted(int(i) for i in self._order[at[self._keys[at] == wanted]])
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:

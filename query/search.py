@@ -169,8 +169,8 @@ class Searcher:
 
         BM25 runs in a thread of its own beside the question's embedding and HNSW search (it
         needs neither); ``fetch`` (what the reranker will read, by id) is then called once on
-        the union: at 100k chunks one read of ~100 candidates' word pieces by offset took 8 ms,
-        where a read of each list beside the other searches took 14 and 17.
+        the union: at 100k chunks a read of each list's word pieces beside the other searches
+        took 14 and 17 ms, one read of both after them ~13 (docs/benchmarks.md section 27).
         """
         where = self.store.predicate(filters)
         pending = beside().submit(self.reader.bm25_vectors, query, depth, where)
@@ -260,7 +260,6 @@ class Searcher:
         except Exception:  # noqa: BLE001 - no full-text index yet (a run died first): the bm25 question says so
             pass
         if self.reader.tokens is not None:
-            self.reader.tokens.read_by_offset()
             self.reader.tokens.read(nearest)
         self.default_reranker()
 

@@ -3,7 +3,6 @@ import numpy as np
 import pytest
 
 from citeline.index.store import Store, chunk_table
-from citeline.index.tokens import TokenVectors
 from citeline.schemas.stamp import IndexStamp
 
 STAMP = IndexStamp(embed_model="synthetic", embed_dim=32)
@@ -283,8 +282,7 @@ def test_a_forked_child_reranks_after_its_parent_did(tmp_path, clustered):
 
 
 # A question's reads through the Lance dataset itself (index/lance_direct.py): the same rows and
-# scores as LanceDB's query builders, the kept rows read by the addresses the searches found,
-# and stored word pieces read by row offset.
+# scores as LanceDB's query builders, and the kept rows read by the addresses the searches found.
 
 WHERES = (None, "doc_id = 'doc2'")
 
@@ -334,36 +332,3 @@ def test_the_rows_a_question_keeps_are_read_by_the_addresses_its_searches_found(
     mixed = reader.rows_of([found[0], "doc5-555", "no-such"], vectors=True)
     assert by_filter == ["doc5-555", "no-such"] and set(mixed) == {found[0], "doc5-555"}
     assert np.allclose(mixed["doc5-555"]["vector"], vectors[555], atol=1e-6)
-
-
-def word_pieces(n: int, seed: int) -> np.ndarray:
-    v = np.random.default_rng(seed).normal(size=(n, STAMP.embed_dim))
-    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
-
-
-def test_a_query_reader_reads_word_pieces_by_offset_as_the_id_filter_does(tmp_path, clustered, monkeypatch):
-    vectors, _ = clustered
-    store = Store(str(tmp_path / "db"), ann_min_rows=500)
-    fill(store, vectors[:300])
-    ids = [f"doc{i // 100}-{i}" for i in range(300)]
-    writer = TokenVectors(store, STAMP)
-    for start in range(0, 300, 100):  # three commits: three fragments
-        writer.write([(cid, word_pieces(3 + i % 5, i)) for i, cid in enumerate(ids[start:start + 100], start)])
-    writer._table().delete("chunk_id = 'doc1-150'")  # offsets count the rows a deletion left
-
-    reader = TokenVectors(store, STAMP)
-    reader.read_by_offset()
-    from citeline.index import tokens as module
-
-    filtered = []
-    one_of = module.one_of
-    monkeypatch.setattr(module, "one_of", lambda column, ids: filtered.extend(ids) or one_of(column, ids))
-    wanted = ["doc2-299", "doc0-0", "doc1-151", "doc1-150", "no-such", "doc0-77"]
-    got = reader.read(wanted)
-    assert sorted(filtered) == ["doc1-150", "no-such"]  # only the ids no offset holds went by the filter
-    want = TokenVectors(store, STAMP).read(wanted)  # the filter on ids
-    assert set(got) == set(want) == {"doc2-299", "doc0-0", "doc1-151", "doc0-77"}
-    assert all(np.array_equal(got[c], want[c]) for c in want)
-
-    writer.write([("doc9-900", word_pieces(4, 900))])  # a later commit: the reader stays at its version
-    assert reader.read(["doc9-900", "doc0-1"]).keys() == {"doc0-1"}
