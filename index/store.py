@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -89,12 +90,21 @@ class Store:
     # ---- tables --------------------------------------------------------------------
 
     def table_names(self) -> list[str]:
-        """Every table at this URI.
+        """Every table at this URI that can be opened.
 
-        LanceDB lists tables a page at a time (``table_names()`` stopped after the first
-        ten, so an index with nine re-indexed chunks tables lost its ``meta`` table);
-        every page is read here.
+        A kill -9 while LanceDB creates (or drops) a table leaves its folder without a
+        manifest: listed, but ``open_table`` says "not found", so every command that checked
+        ``has_table`` first failed on it until someone deleted the folder by hand. Such a
+        folder is not a table here; a writer removes it (``clean_temp_files``).
         """
+        listed = self._listed_tables()
+        if is_remote(self.uri):
+            return listed
+        return [name for name in listed if _committed(self._table_folder(name))]
+
+    def _listed_tables(self) -> list[str]:
+        # LanceDB lists tables a page at a time (``table_names()`` stopped after the first
+        # ten, so an index with nine re-indexed chunks tables lost its ``meta`` table).
         names: list[str] = []
         token = None
         while True:
@@ -103,6 +113,9 @@ class Store:
             token = page.page_token
             if not token:
                 return names
+
+    def _table_folder(self, name: str) -> Path:
+        return Path(self.uri.removeprefix("file://")) / f"{name}.lance"
 
     def has_table(self, name: str) -> bool:
         return name in self.table_names()
@@ -253,22 +266,30 @@ class Store:
         return self.db.create_table(chunks_table_name(stamp), schema=chunks_schema(stamp), exist_ok=True)
 
     def clean_temp_files(self) -> list[str]:
-        """Delete data files a killed writer left half-written; call only under the writer lock.
+        """Delete what a killed writer left half-written; call only under the writer lock.
 
         LanceDB commits by writing a new manifest, so a kill -9 mid-write leaves the table
-        at its previous version plus an orphaned ``data/.tmp*`` file nobody removes.
+        at its previous version plus an orphaned ``data/.tmp*`` file nobody removes, and a
+        kill mid-create (or mid-drop) a table folder without a manifest.
         """
         removed = []
-        for tmp in self.temp_files():
-            tmp.unlink(missing_ok=True)
-            removed.append(str(tmp))
+        for path in self.temp_files():
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+            removed.append(str(path))
         return removed
 
     def temp_files(self) -> list[Path]:
-        """The half-written data files of a killed writer (``clean_temp_files``); none on object storage."""
-        if "://" in self.uri and not self.uri.startswith("file://"):
+        """The half-written data files and half-made table folders of a killed writer
+        (``clean_temp_files``); none on object storage."""
+        if is_remote(self.uri):
             return []
-        return list(Path(self.uri.removeprefix("file://")).glob("*.lance/data/.tmp*"))
+        half_made = [self._table_folder(name) for name in self._listed_tables()
+                     if not _committed(self._table_folder(name))]
+        return half_made + [tmp for tmp in Path(self.uri.removeprefix("file://")).glob("*.lance/data/.tmp*")
+                            if not any(tmp.is_relative_to(folder) for folder in half_made)]
 
     # ---- documents -------------------------------------------------------------------
 
@@ -684,6 +705,15 @@ class Store:
                 stats = table.index_stats(ix.name)
                 return stats.num_indexed_rows, stats.num_unindexed_rows
         return 0, table.count_rows()
+
+
+def _committed(table_folder: Path) -> bool:
+    """Whether a listed table folder holds a manifest (a version LanceDB can open)."""
+    try:
+        with os.scandir(table_folder / "_versions") as entries:
+            return any(entry.name.endswith(".manifest") and not entry.name.startswith(".") for entry in entries)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
 
 
 def storage_options(uri: str) -> dict[str, str] | None:

@@ -50,6 +50,11 @@ def _killed_writer(folder, db):
     (next(Path(db).glob("*.lance/data")) / ".tmp-killed-writer").write_bytes(b"half")
 
 
+def _half_made_table(folder, db):
+    """What a kill -9 while LanceDB creates a table leaves: a folder without a manifest."""
+    (Path(db) / "killed_create.lance" / "_transactions").mkdir(parents=True)
+
+
 def _rows_past_full_text(folder, db):
     store = Store(db)
     table = store.chunks(store.stamp())
@@ -62,7 +67,7 @@ def _calibration_of_another_rule(folder, db):
     store.set_calibration(store.active_table(), dataclasses.replace(found, version="0").to_json())
 
 
-WORK = [_edit, _add, _delete, _killed_writer, _rows_past_full_text, _calibration_of_another_rule]
+WORK = [_edit, _add, _delete, _killed_writer, _half_made_table, _rows_past_full_text, _calibration_of_another_rule]
 
 
 @pytest.mark.parametrize("change", WORK, ids=lambda f: f.__name__.strip("_"))
