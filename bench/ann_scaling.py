@@ -103,17 +103,30 @@ def first_and_median_ms(fn, inputs) -> tuple[float, float]:
     return times[0], statistics.median(times)
 
 
-def grow_tokens(dev: Store, big: Store, stamp, parts) -> None:
-    """Each synthetic chunk's stored word-piece vectors: those of the chunk whose text it carries."""
+def grow_tokens(dev: Store, big: Store, stamp, parts, seed: int = 0) -> None:
+    """Each synthetic chunk's stored word-piece vectors: those of the chunk whose text it carries,
+    each int8 value moved by -2..2.
+
+    Copied byte for byte, a grown table is a thousand copies of the same thousand chunks: Lance
+    compresses its pages several times over and decompresses a whole page to read one chunk,
+    which made a reranked question at 1M chunks take seconds and gigabytes that a real table
+    (unique vectors, ~0.92 of their raw size on disk) never costs (docs/benchmarks.md, section 28).
+    """
+    import numpy as np
     import pyarrow as pa
 
     from citeline.index.tokens import TokenVectors
     from citeline.schemas.tables import TOKENS_SCHEMA
 
     stored = {r["chunk_id"]: r for r in TokenVectors(dev, stamp)._table().search().limit(None).to_list()}
+    values = {cid: np.frombuffer(r["vectors"], dtype=np.int8).astype(np.int16) for cid, r in stored.items()}
+    rng = np.random.default_rng(seed)
     table = TokenVectors(big, stamp)._table()
     for doc, sources in parts:
-        rows = [{**stored[src], "chunk_id": f"{doc}-{i}"} for i, src in enumerate(sources)]
+        rows = [{**stored[src], "chunk_id": f"{doc}-{i}",
+                 "vectors": np.clip(values[src] + rng.integers(-2, 3, values[src].size, dtype=np.int16),
+                                    -127, 127).astype(np.int8).tobytes()}
+                for i, src in enumerate(sources)]
         table.add(pa.Table.from_pylist(rows, schema=TOKENS_SCHEMA))
 
 

@@ -22,8 +22,8 @@ import numpy as np
 import pyarrow as pa
 from lancedb.index import BTree
 
-from citeline.index import compaction
-from citeline.index.filters import one_of
+from citeline.index import compaction, lance_direct
+from citeline.index.filters import one_of, sql_one_of
 from citeline.index.schema_once import schema_once
 from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.tokens import dequantize, token_row
@@ -66,6 +66,7 @@ class TokenVectors:
         self.name = tokens_table_name(stamp)
         self._opened = None
         self._reading = None  # the opened table as reads see it (index/schema_once.py)
+        self._dataset = None  # its Lance dataset, False where there is none; a write here drops it
         self._legacy: bool | None = None  # the reads' copy of legacy(), for a table that stays open
         self._cache = _Recent(cache_bytes) if cache_bytes > 0 else None
 
@@ -78,6 +79,11 @@ class TokenVectors:
                             else self.store.db.create_table(self.name, schema=TOKENS_SCHEMA, exist_ok=True))
         return self._opened
 
+    def _writable(self):
+        """The table, for a write: the dataset reads went through stays at the version before it."""
+        self._dataset = None
+        return self._table()
+
     def legacy(self) -> bool:
         """Whether the table is version 1 (float16 rows, no scales): read, but not written to."""
         return self.exists() and TOKENS_VERSION_KEY not in (self._table().schema.metadata or {})
@@ -87,7 +93,7 @@ class TokenVectors:
         if not self.exists():
             return False
         self.store.db.drop_table(self.name)
-        self._opened = self._reading = self._legacy = None
+        self._opened = self._reading = self._legacy = self._dataset = None
         if self._cache is not None:
             self._cache = _Recent(self._cache.budget)
         return True
@@ -121,7 +127,7 @@ class TokenVectors:
         live = set(chunks.search().select(["chunk_id"]).limit(None).to_arrow().column("chunk_id").to_pylist())
         gone = sorted(self.stored_ids() - live)
         for start in range(0, len(gone), 500):
-            self._table().delete(one_of("chunk_id", gone[start:start + 500]))
+            self._writable().delete(one_of("chunk_id", gone[start:start + 500]))
         return len(gone)
 
     def write(self, items: Iterable[tuple[str, np.ndarray]]) -> int:
@@ -136,7 +142,7 @@ class TokenVectors:
         if rows and self.legacy():
             return 0
         if rows:
-            (self._table().merge_insert("chunk_id").when_matched_update_all().when_not_matched_insert_all()
+            (self._writable().merge_insert("chunk_id").when_matched_update_all().when_not_matched_insert_all()
              .execute(pa.Table.from_pylist(rows, schema=TOKENS_SCHEMA)))
         return len(rows)
 
@@ -156,7 +162,7 @@ class TokenVectors:
                 stored[row["chunk_id"]] = row
         rows = [{**stored[old], "chunk_id": new} for new, old in sorted(pairs.items()) if old in stored]
         if rows:
-            (self._table().merge_insert("chunk_id").when_matched_update_all().when_not_matched_insert_all()
+            (self._writable().merge_insert("chunk_id").when_matched_update_all().when_not_matched_insert_all()
              .execute(pa.Table.from_pylist(rows, schema=TOKENS_SCHEMA)))
         return len(rows)
 
@@ -168,7 +174,7 @@ class TokenVectors:
         17). True when it compacted."""
         if not self.exists():
             return False
-        table = self._table()
+        table = self._writable()
         if table.count_rows() >= self.store.ann_min_rows and not any(
                 "chunk_id" in ix.columns for ix in table.list_indices()):
             table.create_index("chunk_id", config=BTree())
@@ -189,16 +195,25 @@ class TokenVectors:
         return found
 
     def _read(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
-        if self._reading is None:
-            self._reading = schema_once(self._table())
-        rows = self._reading.search().with_row_id(False).where(one_of("chunk_id", chunk_ids)).limit(None).to_list()
         dim = self.stamp.embed_dim
         if self._legacy is None:  # read once: a schema look-up is a round trip to LanceDB's event loop
             self._legacy = self.legacy()
         if self._legacy:
+            rows = self._rows(chunk_ids).to_pylist()
             return {r["chunk_id"]: _frozen(np.frombuffer(r["vectors"], dtype=np.float16).reshape(r["count"], dim)
                     .astype(np.float32)) for r in rows}
-        return {r["chunk_id"]: _frozen(dequantize(r["count"], dim, r["scale"], r["vectors"])) for r in rows}
+        return decoded(self._rows(chunk_ids), dim)
+
+    def _rows(self, chunk_ids: Sequence[str]) -> pa.Table:
+        """The stored rows of ``chunk_ids``: through the Lance dataset where there is one
+        (index/lance_direct.py; ~3 ms of a 50-chunk read at 100k chunks), else LanceDB's query."""
+        if self._dataset is None:
+            self._dataset = lance_direct.dataset(self._table()) or False
+        if self._dataset and lance_direct.usable():
+            return self._dataset.to_table(filter=sql_one_of("chunk_id", chunk_ids))
+        if self._reading is None:
+            self._reading = schema_once(self._table())
+        return self._reading.search().with_row_id(False).where(one_of("chunk_id", chunk_ids)).limit(None).to_arrow()
 
     def size(self) -> tuple[int, int]:
         """(chunks with stored vectors, bytes of vectors stored)."""
@@ -207,6 +222,27 @@ class TokenVectors:
         counts = self._table().search().select(["count"]).limit(None).to_arrow().column("count")
         per_piece = self.stamp.embed_dim * 2 if self.legacy() else self.stamp.embed_dim + 2
         return len(counts), int(sum(counts.to_pylist())) * per_piece
+
+
+def decoded(rows: pa.Table, dim: int) -> dict[str, np.ndarray]:
+    """Each stored row's float32 vectors by chunk id, read from the Arrow buffers as they are:
+    no Python ``bytes`` per row (a 50-chunk read at 100k chunks: 24 → 13 ms with the dataset)."""
+    if not rows.num_rows:
+        return {}
+    values, scales = rows.column("vectors").combine_chunks(), rows.column("scale").combine_chunks()
+    data, offsets = _payload(values)
+    scale_data, scale_offsets = _payload(scales)
+    return {cid: _frozen(dequantize(count, dim, scale_data[scale_offsets[i]:scale_offsets[i + 1]],
+                                    data[offsets[i]:offsets[i + 1]]))
+            for i, (cid, count) in enumerate(zip(rows.column("chunk_id").to_pylist(), rows.column("count").to_pylist()))}
+
+
+def _payload(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A binary array's value bytes and its rows' offsets into them, both shared with Arrow."""
+    _, offsets, data = array.buffers()
+    width = np.int64 if pa.types.is_large_binary(array.type) else np.int32
+    at = np.frombuffer(offsets, dtype=width)[array.offset:array.offset + len(array) + 1]
+    return (np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, dtype=np.uint8)), at
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:

@@ -220,3 +220,29 @@ def test_a_large_index_reads_word_pieces_by_id_through_a_btree_and_warms_them(do
     searcher.warm()
     warmed = searcher.reader.tokens._cache.get(ids)
     assert len(warmed) == min(len(ids), 2 * searcher.rerank_config.depth)
+
+
+def test_reads_through_the_dataset_equal_lancedbs_and_see_the_objects_own_writes(docs, tmp_path):
+    """The reader takes rows from the Lance dataset and decodes them from Arrow's buffers: the same
+    floats as LanceDB's query decoded row by row; a write through the same object is read back."""
+    from citeline.index.filters import one_of
+    from citeline.schemas.tokens import dequantize
+
+    db = str(tmp_path / "db")
+    index_folder(str(docs), IndexSettings(model=FAKE, db=db, token_vectors=True))
+    store = Store(db)
+    ids = sorted(chunk_ids(store))
+    tokens = TokenVectors(store, store.stamp())
+    direct = tokens.read(ids)
+    assert tokens._dataset  # the dataset was read, not LanceDB's query
+    through_lancedb = TokenVectors(store, store.stamp())
+    through_lancedb._dataset = False  # as in a forked child, or on object storage
+    rows = tokens._table().search().where(one_of("chunk_id", ids)).limit(None).to_list()
+    by_row = {r["chunk_id"]: dequantize(r["count"], FAKE_DIM, r["scale"], r["vectors"]) for r in rows}
+    for read in (direct, through_lancedb.read(ids)):
+        assert read.keys() == by_row.keys() == set(ids)
+        assert all(np.array_equal(read[i], by_row[i]) for i in ids)
+
+    replaced = np.eye(3, FAKE_DIM, dtype=np.float32)
+    tokens.write([(ids[0], replaced)])
+    assert np.allclose(tokens.read([ids[0]])[ids[0]], replaced, atol=1e-2)
