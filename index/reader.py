@@ -94,6 +94,16 @@ class ChunkReader:
         self._addresses.update(zip(found.column("chunk_id").to_pylist(), found.column("_rowid").to_pylist()))
         return found
 
+    def _nearest_rows(self, vector: np.ndarray, k: int, where: str | None, columns: list[str]):
+        """``columns`` of the HNSW search's ``k`` nearest (of those ``where`` keeps), as Arrow."""
+        found = self._direct(columns, where, nearest=self._nearest(vector, k))
+        return found if found is not None else self._ann(self._search(vector), k, where).select(columns).to_arrow()
+
+    def _bm25_rows(self, query: str, k: int, where: str | None, columns: list[str]):
+        """``columns`` of the ``k`` best by BM25 (of those ``where`` keeps), as Arrow."""
+        found = self._direct(columns, where, full_text_query=query, limit=k)
+        return found if found is not None else self._fts(query, k, where).select(columns).to_arrow()
+
     def _nearest(self, vector: np.ndarray, k: int) -> dict:
         """The dataset's vector query of :meth:`_ann`'s search."""
         return {"column": "vector", "q": vector, "k": k, "metric": "cosine", "ef": max(self.ef, k * (self.refine or 1)),
@@ -135,9 +145,7 @@ class ChunkReader:
 
     def _ann_rows(self, vector: np.ndarray, k: int, where: str | None) -> list[dict]:
         """The HNSW search's ``k`` nearest rows (of those ``where`` keeps), with ``distance``."""
-        found = self._direct([*self.columns, "_distance"], where, nearest=self._nearest(vector, k))
-        if found is None:
-            found = self._ann(self._search(vector), k, where).select([*self.columns, "_distance"]).to_arrow()
+        found = self._nearest_rows(vector, k, where, [*self.columns, "_distance"])
         return [_renamed(row, "_distance", "distance") for row in _without_address(found).to_pylist()]
 
     def dense_ranked(self, vector: np.ndarray, k: int, where: str | None = None) -> list[tuple[str, float]]:
@@ -147,18 +155,14 @@ class ChunkReader:
         if self.exact or k <= 0:
             return [(row["chunk_id"], row["distance"]) for row in self.dense(vector, k, where)]
         vector = np.asarray(vector, dtype=np.float32)
-        found = self._direct(["chunk_id", "_distance"], where, nearest=self._nearest(vector, k))
-        if found is None:
-            found = self._ann(self._search(vector), k, where).select(["chunk_id", "_distance"]).to_arrow()
+        found = self._nearest_rows(vector, k, where, ["chunk_id", "_distance"])
         return list(zip(found.column("chunk_id").to_pylist(), map(float, found.column("_distance").to_pylist())))
 
     def bm25_ranked(self, query: str, k: int, where: str | None = None) -> list[tuple[str, float]]:
         """``(chunk_id, score)`` of the ``k`` best by BM25, best first, no other column read."""
         if not query.strip() or k <= 0:
             return []
-        found = self._direct(["chunk_id", "_score"], where, full_text_query=query, limit=k)
-        if found is None:
-            found = self._fts(query, k, where).select(["chunk_id", "_score"]).to_arrow()
+        found = self._bm25_rows(query, k, where, ["chunk_id", "_score"])
         return list(zip(found.column("chunk_id").to_pylist(), map(float, found.column("_score").to_pylist())))
 
     def bm25_vectors(self, query: str, k: int, where: str | None = None) -> list[tuple[str, float, np.ndarray]]:
@@ -170,9 +174,7 @@ class ChunkReader:
                     for cid, score in self.bm25_ranked(query, k, where) if cid in self._position]
         if not query.strip() or k <= 0:
             return []
-        found = self._direct(["chunk_id", "_score", "vector"], where, full_text_query=query, limit=k)
-        if found is None:
-            found = self._fts(query, k, where).select(["chunk_id", "_score", "vector"]).to_arrow()
+        found = self._bm25_rows(query, k, where, ["chunk_id", "_score", "vector"])
         if not found.num_rows:
             return []
         dim = found.schema.field("vector").type.list_size
@@ -218,9 +220,7 @@ class ChunkReader:
         if not query.strip() or k <= 0:
             return []
         if not self.exact:
-            found = self._direct([*self.columns, "_score"], where, full_text_query=query, limit=k)
-            if found is None:
-                found = self._fts(query, k, where).select([*self.columns, "_score"]).to_arrow()
+            found = self._bm25_rows(query, k, where, [*self.columns, "_score"])
             return [_renamed(row, "_score", "score") for row in _without_address(found).to_pylist()]
         return [{**self._row(self._position[cid]), "score": score} for cid, score in self.bm25_ranked(query, k, where)]
 
