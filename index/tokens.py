@@ -206,7 +206,7 @@ class TokenVectors:
 
     def _rows(self, chunk_ids: Sequence[str]) -> pa.Table:
         """The stored rows of ``chunk_ids``: through the Lance dataset where there is one
-        (index/lance_direct.py; ~3 ms of a 50-chunk read at 100k chunks), else LanceDB's query."""
+        (index/lance_direct.py: no hop to LanceDB's event loop), else LanceDB's query."""
         if self._dataset is None:
             self._dataset = lance_direct.dataset(self._table()) or False
         if self._dataset and lance_direct.usable():
@@ -226,7 +226,8 @@ class TokenVectors:
 
 def decoded(rows: pa.Table, dim: int) -> dict[str, np.ndarray]:
     """Each stored row's float32 vectors by chunk id, read from the Arrow buffers as they are:
-    no Python ``bytes`` per row (a 50-chunk read at 100k chunks: 24 → 13 ms with the dataset)."""
+    no Python ``bytes`` per row (with the dataset, 50 chunks' read at 100k chunks 23.2 → 21.7 ms:
+    docs/benchmarks.md section 28)."""
     if not rows.num_rows:
         return {}
     values, scales = rows.column("vectors").combine_chunks(), rows.column("scale").combine_chunks()
