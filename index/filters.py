@@ -42,15 +42,6 @@ def one_of(column: str, values: Iterable[str]) -> Expr:
     return col(column).isin(list(values))
 
 
-def sql_one_of(column: str, values: Iterable[str]) -> str:
-    """``one_of`` as SQL text, for a Lance dataset's own scans (index/lance_direct.py).
-
-    >>> print(sql_one_of("chunk_id", ["a", "it's"]))
-    chunk_id IN ('a', 'it''s')
-    """
-    return f"{column} IN ({', '.join(sql_string(v) for v in values)})"
-
-
 def sql_string(value: str) -> str:
     """``value`` as a SQL string literal: quotes doubled; a backslash is an ordinary character
     in LanceDB's string literals.

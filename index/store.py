@@ -114,8 +114,12 @@ class Store:
             if not token:
                 return names
 
+    def _folder(self) -> Path:
+        """The local folder of the index (not for object storage); LanceDB expands a ``~`` too."""
+        return Path(self.uri.removeprefix("file://")).expanduser()
+
     def _table_folder(self, name: str) -> Path:
-        return Path(self.uri.removeprefix("file://")) / f"{name}.lance"
+        return self._folder() / f"{name}.lance"
 
     def has_table(self, name: str) -> bool:
         return name in self.table_names()
@@ -286,9 +290,8 @@ class Store:
         (``clean_temp_files``); none on object storage."""
         if is_remote(self.uri):
             return []
-        half_made = [self._table_folder(name) for name in self._listed_tables()
-                     if not _committed(self._table_folder(name))]
-        return half_made + [tmp for tmp in Path(self.uri.removeprefix("file://")).glob("*.lance/data/.tmp*")
+        half_made = [folder for folder in map(self._table_folder, self._listed_tables()) if not _committed(folder)]
+        return half_made + [tmp for tmp in self._folder().glob("*.lance/data/.tmp*")
                             if not any(tmp.is_relative_to(folder) for folder in half_made)]
 
     # ---- documents -------------------------------------------------------------------

@@ -23,7 +23,7 @@ import pyarrow as pa
 from lancedb.index import BTree
 
 from citeline.index import compaction, lance_direct
-from citeline.index.filters import one_of, sql_one_of
+from citeline.index.filters import one_of
 from citeline.index.schema_once import schema_once
 from citeline.schemas.stamp import IndexStamp
 from citeline.schemas.tokens import dequantize, token_row
@@ -210,7 +210,7 @@ class TokenVectors:
         if self._dataset is None:
             self._dataset = lance_direct.dataset(self._table()) or False
         if self._dataset and lance_direct.usable():
-            return self._dataset.to_table(filter=sql_one_of("chunk_id", chunk_ids))
+            return self._dataset.to_table(filter=one_of("chunk_id", chunk_ids).to_sql())
         if self._reading is None:
             self._reading = schema_once(self._table())
         return self._reading.search().with_row_id(False).where(one_of("chunk_id", chunk_ids)).limit(None).to_arrow()

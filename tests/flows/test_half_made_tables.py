@@ -51,3 +51,12 @@ def test_the_next_sync_makes_a_half_made_table_again(docs, tmp_path_factory, tab
     assert TokenVectors(store, store.stamp()).count() == store.count_chunks()
     assert check_index(store) == []
     assert {d["status"] for d in store.document_rows(["status"])} == {"indexed"}
+
+
+def test_an_index_under_the_home_folder_lists_its_tables(tmp_path, monkeypatch):
+    """LanceDB expands ``~``; the manifest check must look in the same folder."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    store = Store("~/db")
+    store.documents()
+    assert (tmp_path / "db" / f"{DOCUMENTS}.lance").is_dir()
+    assert store.table_names() == [DOCUMENTS] and store.temp_files() == []
